@@ -1,0 +1,1 @@
+"""Data package: the CUDA dialect description and stub headers (see cuda.toml)."""

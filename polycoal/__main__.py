@@ -1,0 +1,3 @@
+from polycoal.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""Analysis: dependences and races, coalescing per reference, suggestions (`analyze_kernel`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from polycoal.analysis.coalescing import ReferenceReport, analyze_reference, permutation_cost
+from polycoal.analysis.counting import Count, count_statement
+from polycoal.analysis.dependences import (Dependence, Race, carried_by, compute_dependences,
+                                           detect_races)
+from polycoal.diagnostics import Diagnostic, InputError
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.frontend.program import Kernel, Program
+from polycoal.model.extract import extract_model
+from polycoal.model.kernel_model import KernelModel, Loop
+
+
+@dataclass
+class LoopReport:
+    loop: Loop
+    depth: int
+    parallel: bool
+    reduction: str | None          # "tmp[i] (+)" when the loop carries only a reduction
+
+
+@dataclass
+class KernelAnalysis:
+    kernel: Kernel
+    model: KernelModel | None
+    references: list[ReferenceReport] = field(default_factory=list)
+    races: list[Race] = field(default_factory=list)
+    dependences: list[Dependence] = field(default_factory=list)
+    loops: list[LoopReport] = field(default_factory=list)
+    best_x: str | None = None
+    axis_costs: dict[str, int] = field(default_factory=dict)
+    suggestions: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def global_references(self) -> list[ReferenceReport]:
+        return [r for r in self.references if r.access.space in ("global", "constant")]
+
+    def totals(self) -> tuple[int | None, int | None, bool]:
+        """(total accesses, uncoalesced accesses, exact) over global references."""
+        total = unco = 0
+        exact = True
+        for r in self.global_references:
+            if r.count.value is None:
+                return None, None, False
+            exact = exact and r.count.exact
+            total += r.count.value
+            if r.coalesced is False:
+                unco += r.count.value
+        return total, unco, exact
+
+
+@dataclass
+class ProgramAnalysis:
+    program: Program
+    kernels: list[KernelAnalysis]
+
+
+def analyze_program(program: Program, kernel_name: str | None = None) -> ProgramAnalysis:
+    """Analyse every kernel of `program` (or only `kernel_name`)."""
+    kernels = [k for k in program.kernels if kernel_name is None or k.name == kernel_name]
+    if kernel_name is not None and not kernels:
+        known = ", ".join(k.name for k in program.kernels) or "none"
+        raise InputError(f"{program.path}: no kernel named '{kernel_name}' "
+                         f"(kernels: {known})")
+    return ProgramAnalysis(program, [analyze_kernel(k, program) for k in kernels])
+
+
+def analyze_kernel(kernel: Kernel, program: Program) -> KernelAnalysis:
+    result = KernelAnalysis(kernel, None)
+    if kernel.ast is None:
+        return result
+    model = extract_model(kernel, program)
+    result.model = model
+    result.diagnostics += model.notes
+    counts: dict[str, Count] = {s.name: count_statement(model, s) for s in model.statements}
+    for s in model.statements:
+        for a in s.accesses:
+            if a.space in ("private", "local", "shared"):
+                continue
+            result.references.append(analyze_reference(model, s, a, counts[s.name]))
+    barrier = any(o.construct == "__syncthreads" for o in model.outside)
+    if not barrier:
+        result.races = detect_races(model)
+    if model.is_affine:
+        result.dependences = compute_dependences(model)
+        result.loops = _loops(model, result.dependences)
+    _suggest(result)
+    return result
+
+
+def _loops(model: KernelModel, deps: list[Dependence]) -> list[LoopReport]:
+    seen: list[tuple[Loop, int]] = []
+    for s in model.statements:
+        for k, loop in enumerate(s.loops):
+            if (loop, k) not in seen:
+                seen.append((loop, k))
+    by_name = {s.name: s for s in model.statements}
+    reports = []
+    for loop, k in seen:
+        carried = carried_by(model, deps, loop, k)
+        reduction = None
+        if carried and all(d.source == d.sink for d in carried):
+            names = {d.source for d in carried}
+            arrays = {d.array for d in carried}
+            if len(names) == 1 and len(arrays) == 1:
+                s = by_name[next(iter(names))]
+                target = next((a for a in s.accesses if a.kind == "write"), None)
+                if s.update in ("+", "*", "min", "max") and target is not None and \
+                        target.array in arrays and target.subscripts is not None and \
+                        all(f"c{k}" not in p.variables for p in target.subscripts):
+                    reduction = f"{target.text} ({s.update})"
+        reports.append(LoopReport(loop, k, not carried, reduction))
+    return reports
+
+
+def _suggest(result: KernelAnalysis) -> None:
+    model = result.model
+    refs = result.global_references
+    axes = [a for a in cuda_dialect().axes if a in model.used_axes
+            and any(d.axis == a for d in model.thread_dims)]
+    if refs and len(axes) > 1 and not result.races:
+        penalty = len(refs) + 1
+        for axis in axes:
+            result.axis_costs[axis] = sum(
+                permutation_cost(r, axis, penalty) * (r.count.value or 1) for r in refs)
+        best = min(axes, key=lambda a: (result.axis_costs[a], a != "x", a))
+        result.best_x = best
+        if best != "x" and result.axis_costs[best] < result.axis_costs.get("x", 1 << 62):
+            result.suggestions.append(
+                f"make thread axis {best} the new x: references along {best} are "
+                f"unit-stride (weighted cost {result.axis_costs[best]} vs "
+                f"{result.axis_costs.get('x')})")
+    elif axes:
+        result.best_x = "x" if "x" in axes else axes[0]
+    for lr in result.loops:
+        name = lr.loop.source_name
+        if lr.reduction:
+            result.suggestions.append(
+                f"loop '{name}' (line {lr.loop.location.line}) carries a reduction into "
+                f"{lr.reduction}: needs reduction restructuring (no permutation fixes it)")
+        elif lr.parallel:
+            unit = [r.access.text for r in refs if r.statement.loops[lr.depth:lr.depth + 1]
+                    == (lr.loop,) and r.access.flat is not None and
+                    abs(r.access.flat.coefficient(lr.loop.counter).constant()) == 1 and
+                    r.access.flat.coefficient(lr.loop.counter).is_constant()]
+            why = (f"; it is unit-stride in {', '.join(sorted(set(unit)))}" if unit else "")
+            result.suggestions.append(
+                f"loop '{name}' (line {lr.loop.location.line}) is parallel: it could become "
+                f"a thread dimension{why}")

@@ -1,0 +1,131 @@
+"""Execution counts of statements: exact for box and triangular domains.
+
+The domain of a statement is summed one dimension at a time, innermost first. When a
+dimension has a single lower bound L and a single upper bound U, both with unit
+coefficient, sum_{d=L}^{U} P(d) is a polynomial again (Faulhaber's formulas; see
+poly.sum_over). Several bounds on one dimension are resolved when, with the launch's
+parameter values, one is always the tighter; a bound by the launch's thread count is
+dropped in favour of the kernel's own guard (the launch covers the guarded range). When
+none of this applies, the count is an estimate (bounding box) and marked so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import KernelModel, Statement
+from polycoal.model.poly import Poly, sum_over
+
+_LAUNCH_PARAMS = ("nthreads_", "gridDim_", "blockDim_")
+
+
+@dataclass(frozen=True)
+class Count:
+    formula: Poly                     # in the parameters
+    value: int | None                 # with the launch's parameter values, when all known
+    exact: bool
+
+    def __str__(self) -> str:
+        text = str(self.value) if self.value is not None else self.formula.to_c()
+        return text if self.exact else f"~{text}"
+
+
+def _bound(constraint: isl.Constraint, dim: str) -> tuple[int, Poly]:
+    coefs = constraint.get_coefficients_by_name()
+    a = int(coefs[dim].to_python())
+    rest = Poly()
+    for name, v in coefs.items():
+        if name == dim:
+            continue
+        value = int(v.to_python())
+        rest = rest + (Poly.const(value) if name == 1 else Poly.var(name) * value)
+    return a, rest
+
+
+def _tightest(bounds: list[Poly], upper: bool, values: dict[str, int]) -> tuple[Poly, bool]:
+    if len(bounds) == 1:
+        return bounds[0], True
+    own = [b for b in bounds if not any(v.startswith(_LAUNCH_PARAMS) for v in b.variables)]
+    candidates = own or bounds
+    exact = len(own) == len(bounds)
+    if len(candidates) == 1:
+        return candidates[0], exact
+    try:
+        nums = [b.value(values) for b in candidates]
+        if all(b.substitute(values).is_constant() for b in candidates):
+            k = nums.index(min(nums) if upper else max(nums))
+            return candidates[k], exact
+    except ValueError:
+        pass
+    # differences that are constants decide too (i < n and i < n - 1)
+    for b in candidates:
+        if all((o - b).is_constant() and ((o - b).constant() >= 0 if upper else
+                                          (o - b).constant() <= 0) for o in candidates):
+            return b, exact
+    return candidates[0], False
+
+
+def count_statement(model: KernelModel, s: Statement) -> Count:
+    dom = isl_helpers.domain(model, s).coalesce()
+    values = dict(model.parameter_values)
+    for d in model.thread_dims:
+        if d.extent.is_constant():
+            continue
+    basics = dom.get_basic_sets()
+    if not basics:
+        return Count(Poly(), 0, True)
+    exact = len(basics) == 1
+    total = Poly()
+    for bset in basics:
+        p, ok = _count_basic(bset.remove_redundancies(), model.dims, values)
+        exact = exact and ok
+        total = total + p
+    value = None
+    try:
+        v = total.value(values)
+        value = int(v) if v.denominator == 1 else round(float(v))
+    except ValueError:
+        pass
+    return Count(total, value, exact)
+
+
+def _count_basic(bset: isl.BasicSet, dims: list[str], values: dict[str, int]
+                 ) -> tuple[Poly, bool]:
+    exact = bset.dim(isl.dim_type.div) == 0
+    summand = Poly.const(1)
+    n = len(dims)
+    for k in reversed(range(n)):
+        dim = dims[k]
+        # bounds of dim k in terms of the outer dims: project the inner ones out
+        level = bset.project_out(isl.dim_type.set, k + 1, n - k - 1).remove_redundancies()
+        if level.dim(isl.dim_type.div):
+            exact = False
+        lowers, uppers, equal = [], [], None
+        for c in level.get_constraints():
+            coefs = c.get_coefficients_by_name()
+            if dim not in coefs:
+                continue
+            a, rest = _bound(c, dim)
+            if c.is_equality():
+                if abs(a) == 1:
+                    equal = rest * (-a)
+                else:
+                    exact = False
+                continue
+            if abs(a) != 1:
+                exact = False
+                continue
+            (lowers if a > 0 else uppers).append(-rest if a > 0 else rest)
+        if equal is not None:
+            summand = summand.substitute({dim: equal})
+            continue
+        if not lowers or not uppers:
+            return Poly(), False
+        lo, ok1 = _tightest(lowers, False, values)
+        hi, ok2 = _tightest(uppers, True, values)
+        exact = exact and ok1 and ok2
+        summand = sum_over(summand, dim, lo, hi)
+    return summand, exact

@@ -1,0 +1,145 @@
+"""Dependences (isl dataflow) and races between threads.
+
+The threads of a kernel without `__syncthreads` are unordered: any two statement
+instances of different threads that touch the same element, one of them writing, race.
+Races are found memory-based (no kills): the relation W ; A^-1 restricted to pairs whose
+thread coordinates differ. Atomic updates do not race with each other.
+
+Within a thread, dependences come from isl's dataflow analysis under the original
+schedule (thread dimensions outermost, then the program order): flow (read after write),
+anti (write after read) and output (write after write), one array at a time so that each
+dependence names its array. A loop carries a dependence when the two instances agree on
+the thread dimensions and on every outer loop but not on that loop's counter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import Access, KernelModel, Loop, Statement
+
+
+@dataclass(frozen=True)
+class Dependence:
+    kind: str            # "flow" | "anti" | "output"
+    array: str
+    source: str          # statement names
+    sink: str
+    relation: isl.Map
+
+
+@dataclass(frozen=True)
+class Race:
+    array: str
+    first: tuple[Statement, Access]
+    second: tuple[Statement, Access]
+    kind: str            # "write/write" | "read/write"
+    thread_dims: tuple[str, ...]     # dims along which the racing threads differ
+
+
+def _pair_relation(model: KernelModel, s1: Statement, s2: Statement, text: str) -> isl.Map:
+    dims = model.dims
+    primed = [f"{d}_2" for d in dims]
+    subst = dict(zip(dims, primed))
+    for d, p in subst.items():
+        text = text.replace(f"{d}'", p)
+    return isl.Map(f"[{', '.join(model.parameters)}] -> {{ {s1.name}[{', '.join(dims)}] -> "
+                   f"{s2.name}[{', '.join(primed)}] : {text} }}")
+
+
+def _threads_differ(model: KernelModel, s1: Statement, s2: Statement,
+                    dims: list[str] | None = None) -> isl.Map:
+    names = dims if dims is not None else isl_helpers.thread_names(model)
+    text = " or ".join(f"{d} != {d}'" for d in names) or "false"
+    return _pair_relation(model, s1, s2, text)
+
+
+def _threads_equal(model: KernelModel) -> str:
+    return " and ".join(f"{d} = {d}'" for d in isl_helpers.thread_names(model)) or "true"
+
+
+def detect_races(model: KernelModel) -> list[Race]:
+    races: list[Race] = []
+    seen: set[tuple] = set()
+    accesses = [(s, a) for s, a in model.accesses()
+                if a.space in ("global", "shared") and a.subscripts is not None]
+    for i, (s1, w) in enumerate(accesses):
+        if w.kind != "write":
+            continue
+        wmap = isl_helpers.access_map(model, s1, w)
+        for s2, a in accesses:
+            if a.array != w.array or (w.atomic and a.atomic):
+                continue
+            key = (w.array, *sorted([(s1.name, w.kind, w.location.line),
+                                     (s2.name, a.kind, a.location.line)]))
+            if key in seen:
+                continue
+            amap = isl_helpers.access_map(model, s2, a)
+            if wmap is None or amap is None:
+                continue
+            same = wmap.apply_range(amap.reverse())
+            if same.is_empty():
+                continue
+            conflict = same.intersect(_threads_differ(model, s1, s2))
+            if conflict.is_empty():
+                continue
+            seen.add(key)
+            dims = tuple(d for d in isl_helpers.thread_names(model)
+                         if not same.intersect(_threads_differ(model, s1, s2, [d])).is_empty())
+            races.append(Race(w.array, (s1, w), (s2, a),
+                              "write/write" if a.kind == "write" else "read/write", dims))
+    return races
+
+
+def compute_dependences(model: KernelModel) -> list[Dependence]:
+    """Intra-thread dataflow dependences, per array and kind."""
+    schedule = isl_helpers.union_of(isl_helpers.schedule_map(model, s) for s in model.statements)
+    if schedule is None:
+        return []
+    deps: list[Dependence] = []
+    arrays = sorted({a.array for _, a in model.accesses() if a.subscripts is not None})
+    for array in arrays:
+        reads = isl_helpers.union_of(isl_helpers.access_map(model, s, a)
+                                     for s, a in model.accesses()
+                                     if a.array == array and a.kind == "read")
+        writes = isl_helpers.union_of(isl_helpers.access_map(model, s, a)
+                                      for s, a in model.accesses()
+                                      if a.array == array and a.kind == "write")
+        if writes is None:
+            continue
+        pairs = [("output", writes, writes, "must")]
+        if reads is not None:
+            pairs += [("flow", reads, writes, "must"), ("anti", writes, reads, "may")]
+        for kind, sink, source, how in pairs:
+            info = isl.UnionAccessInfo.from_sink(sink)
+            info = info.set_must_source(source) if how == "must" else info.set_may_source(source)
+            flow = info.set_schedule_map(schedule).compute_flow()
+            relation = flow.get_may_dependence()
+            maps = relation.get_map_list()
+            for m in (maps.get_at(k) for k in range(maps.n_map())):
+                src = m.get_tuple_name(isl.dim_type.in_)
+                dst = m.get_tuple_name(isl.dim_type.out)
+                if kind == "output" and src == dst and m.is_identity():
+                    continue
+                deps.append(Dependence(kind, array, src, dst, m))
+    return deps
+
+
+def carried_by(model: KernelModel, deps: list[Dependence], loop: Loop, depth: int
+               ) -> list[Dependence]:
+    """The dependences carried by `loop` (at `depth`) within one thread."""
+    by_name = {s.name: s for s in model.statements}
+    carried = []
+    for d in deps:
+        s1, s2 = by_name[d.source], by_name[d.sink]
+        if len(s1.loops) <= depth or len(s2.loops) <= depth or \
+                s1.loops[depth] != loop or s2.loops[depth] != loop:
+            continue
+        same = [_threads_equal(model)] + [f"c{k} = c{k}'" for k in range(depth)]
+        text = " and ".join(same + [f"c{depth} != c{depth}'"])
+        if not d.relation.intersect(_pair_relation(model, s1, s2, text)).is_empty():
+            carried.append(d)
+    return carried

@@ -1,0 +1,359 @@
+"""Locate `__global__` kernels (and `__device__` functions and variables) and parse them.
+
+Kernels are found by tokens, not by parsing the whole file: host code may be any C++.
+A kernel's text is rewritten as grammars/cuda.toml says (CUDA qualifiers erased or
+renamed, `__shared__` declarations remembered by line) and handed to pycparser after a
+prelude of typedefs and a linemarker, so that AST coordinates are original file lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycparser import c_ast, c_parser
+
+from polycoal.diagnostics import Diagnostic, Location
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.frontend.lexer import Token, matching, tokenize
+from polycoal.frontend.preprocess import PreprocessedSource
+from polycoal.frontend.program import DeviceFunction, GlobalVariable, Kernel, Parameter, Span
+
+_CPP_ONLY = {"template", "::", "auto", "static_cast", "reinterpret_cast", "const_cast",
+             "dynamic_cast", "new", "delete", "this", "class", "namespace", "operator",
+             "typename", "constexpr", "decltype", "using", "throw", "try", "catch", "lambda"}
+_STORAGE_START = {";", "}", "{"}
+
+
+@dataclass(frozen=True)
+class FunctionSite:
+    """Token indices of one CUDA function definition in the preprocessed user text."""
+
+    is_kernel: bool
+    name: str
+    marker: int          # the __global__ / __device__ token
+    name_index: int
+    body_open: int
+    body_close: int
+    is_template: bool
+
+
+def find_function_sites(tokens: list[Token]) -> tuple[list[FunctionSite], list[int]]:
+    """Kernel and device-function definitions, and markers of file-scope variables."""
+    dialect = cuda_dialect()
+    sites: list[FunctionSite] = []
+    variables: list[int] = []
+    depth_marks = _brace_depths(tokens)
+    k = 0
+    while k < len(tokens):
+        text = tokens[k].text
+        is_kernel = text == "__global__" or _is_attribute(tokens, k, "global")
+        if not (is_kernel or text == "__device__" or text == "__constant__") or depth_marks[k]:
+            k += 1
+            continue
+        j = k + 1
+        name_index = None
+        while j < len(tokens) and tokens[j].text not in (";", "{", "=", "["):
+            if tokens[j].text in dialect.erase_with_arguments and j + 1 < len(tokens) \
+                    and tokens[j + 1].text == "(":
+                j = matching(tokens, j + 1) + 1
+                continue
+            if tokens[j].text == "(" and tokens[j - 1].kind == "id":
+                name_index = j - 1
+                break
+            j += 1
+        if name_index is None or text == "__constant__":
+            variables.append(k)
+            k = j + 1
+            continue
+        close = matching(tokens, name_index + 1)
+        j = close + 1
+        while j < len(tokens) and tokens[j].text not in ("{", ";"):
+            j += 1
+        if j >= len(tokens) or tokens[j].text == ";":
+            k = j + 1          # a prototype
+            continue
+        body_close = matching(tokens, j)
+        sites.append(FunctionSite(is_kernel, tokens[name_index].text, k, name_index, j,
+                                  body_close, _preceded_by_template(tokens, k)))
+        k = body_close + 1
+    return sites, variables
+
+
+def _is_attribute(tokens: list[Token], k: int, name: str) -> bool:
+    """`__attribute__((name))`, the form CUDA's real headers give `__global__`."""
+    return (tokens[k].text == "__attribute__" and k + 3 < len(tokens)
+            and tokens[k + 1].text == "(" and tokens[k + 2].text == "("
+            and tokens[k + 3].text == name)
+
+
+def _brace_depths(tokens: list[Token]) -> list[int]:
+    """Depth of each token inside function bodies (namespace and extern "C" braces and
+    class bodies do not count: kernels may sit inside them)."""
+    depths = [0] * len(tokens)
+    stack: list[bool] = []            # True for a brace that counts
+    for k, t in enumerate(tokens):
+        depths[k] = sum(stack)
+        if t.text == "{":
+            prev = tokens[k - 1].text if k else ""
+            prev2 = tokens[k - 2].text if k > 1 else ""
+            scope = (prev2 == "namespace" or prev == "namespace" or
+                     (prev2 == "extern" and tokens[k - 1].kind == "str"))
+            stack.append(not scope)
+        elif t.text == "}" and stack:
+            stack.pop()
+    return depths
+
+
+def _preceded_by_template(tokens: list[Token], k: int) -> bool:
+    j = k - 1
+    while j >= 0 and tokens[j].text not in _STORAGE_START:
+        if tokens[j].text == "template":
+            return True
+        j -= 1
+    return False
+
+
+def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
+    """Rewrite the text covered by `tokens` into C99 for pycparser.
+
+    Returns the new text (same line structure) and the lines (relative, 0-based) that
+    held a `__shared__` declaration.
+    """
+    dialect = cuda_dialect()
+    start = tokens[0].start
+    out: list[str] = []
+    shared_lines: set[int] = set()
+    pos = start
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        replacement = None
+        end = t.end
+        if t.text in dialect.memory_spaces and t.text != "__device__":
+            if dialect.memory_spaces[t.text] == "shared":
+                shared_lines.add(text.count("\n", start, t.start))
+            replacement = ""
+        elif t.text in dialect.erase:
+            replacement = ""
+        elif t.text in dialect.rename:
+            replacement = dialect.rename[t.text]
+        elif t.text in dialect.erase_with_arguments and k + 1 < len(tokens) \
+                and tokens[k + 1].text == "(":
+            close = matching(tokens, k + 1)
+            if _is_attribute(tokens, k, "shared"):
+                shared_lines.add(text.count("\n", start, t.start))
+            end = tokens[close].end
+            k = close
+            replacement = ""
+        if replacement is not None:
+            out.append(text[pos:t.start])
+            original = text[t.start:end]
+            blank = "".join(c if c == "\n" else " " for c in original)
+            out.append(replacement + blank[len(replacement):] if len(replacement) <= len(blank)
+                       else replacement)
+            pos = end
+        k += 1
+    out.append(text[pos:tokens[-1].end])
+    return "".join(out), shared_lines
+
+
+def user_type_names(tokens: list[Token]) -> dict[str, str]:
+    """Typedef and struct/class names declared in user code: name -> C declaration text
+    that makes pycparser accept the name as a type."""
+    names: dict[str, str] = {}
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        if t.text == "typedef":
+            j = k + 1
+            while j < len(tokens) and tokens[j].text != ";":
+                if tokens[j].text == "{":
+                    j = matching(tokens, j)
+                j += 1
+            run = tokens[k + 1:j]
+            if run and run[-1].kind == "id":
+                name = run[-1].text
+                simple = all(x.kind == "id" or x.text == "*" for x in run)
+                names[name] = (" ".join(x.text for x in tokens[k:j]) + ";" if simple
+                               else f"typedef struct __pc_{name} {name};")
+            k = j
+        elif t.text in ("struct", "class", "union") and k + 2 < len(tokens) \
+                and tokens[k + 1].kind == "id" and tokens[k + 2].text in ("{", ":"):
+            name = tokens[k + 1].text
+            names.setdefault(name, f"typedef struct {name} {name};")
+        k += 1
+    return names
+
+
+def parse_function(site: FunctionSite, tokens: list[Token], source: PreprocessedSource,
+                   user_text: str, type_names: dict[str, str],
+                   ) -> tuple[c_ast.FuncDef | None, frozenset[int], str | None, Diagnostic | None]:
+    """Parse one function: (ast, shared lines, unsupported reason, diagnostic)."""
+    dialect = cuda_dialect()
+    run = tokens[site.marker:site.body_close + 1]
+    first_line = run[0].line
+    file, origin_line = source.origin_of_line(first_line)
+    location = Location(file, origin_line, _column(user_text, run[0].start))
+    if site.is_template:
+        return None, frozenset(), "template function (polycoal parses the C subset of " \
+            "kernels; instantiate it as a plain kernel to analyse it)", None
+    c_text, shared_rel = dialect_to_c(run, user_text)
+    used = {t.text for t in run}
+    extra = "".join(decl + "\n" for name, decl in type_names.items()
+                    if name in used and name not in dialect.prelude_typedef_names)
+    column = _column(user_text, run[0].start)
+    source_text = (dialect.prelude + extra + f'# {origin_line} "{file}"\n'
+                   + " " * (column - 1) + c_text + "\n")
+    try:
+        ast = c_parser.CParser().parse(source_text, filename=file)
+    except Exception as error:   # pycparser raises ParseError (and rarely others)
+        cpp = sorted(used & _CPP_ONLY) or (["&"] if _has_reference(run) else [])
+        where, message = _parse_error_location(str(error), location)
+        if cpp:
+            reason = ("C++ construct(s) " + ", ".join(f"'{c}'" for c in cpp)
+                      + " outside the C subset polycoal parses")
+            return None, frozenset(), reason, Diagnostic(
+                "warning", "unsupported-construct",
+                f"{'kernel' if site.is_kernel else 'function'} '{site.name}': {reason}; "
+                "left unchanged", where, site.name)
+        return None, frozenset(), "syntax error", Diagnostic(
+            "error", "syntax-error",
+            f"syntax error in {'kernel' if site.is_kernel else 'function'} "
+            f"'{site.name}': {message}", where, site.name)
+    funcdef = next(n for n in reversed(ast.ext) if isinstance(n, c_ast.FuncDef))
+    shared = frozenset(source.origin_of_line(first_line + r)[1] for r in shared_rel)
+    return funcdef, shared, None, None
+
+
+def _has_reference(run: list[Token]) -> bool:
+    """`T &name` in a declaration: a C++ reference."""
+    for a, b, c in zip(run, run[1:], run[2:]):
+        if b.text == "&" and a.kind == "id" and c.kind == "id" and a.text in (
+                "float", "double", "int", "auto", "unsigned", "long", "char", "short"):
+            return True
+    return False
+
+
+def _parse_error_location(message: str, fallback: Location) -> tuple[Location, str]:
+    """pycparser's 'file:line:col: text' as a Location and a message."""
+    parts = message.split(":", 3)
+    if len(parts) == 4 and parts[1].strip().isdigit():
+        col = int(parts[2]) if parts[2].strip().isdigit() else 1
+        return Location(parts[0], int(parts[1]), col), parts[3].strip()
+    return fallback, message
+
+
+def _column(text: str, offset: int) -> int:
+    return offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def parameters_of(funcdef: c_ast.FuncDef) -> list[Parameter]:
+    decl = funcdef.decl.type
+    params: list[Parameter] = []
+    if not isinstance(decl, c_ast.FuncDecl) or decl.args is None:
+        return params
+    for p in decl.args.params:
+        if not isinstance(p, c_ast.Decl) or p.name is None:
+            continue
+        ty = p.type
+        pointer = False
+        restrict = False
+        while isinstance(ty, (c_ast.PtrDecl, c_ast.ArrayDecl)):
+            pointer = True
+            restrict = restrict or "restrict" in (getattr(ty, "quals", None) or [])
+            ty = ty.type
+        const = "const" in (getattr(ty, "quals", None) or [])
+        params.append(Parameter(p.name, type_name(ty), pointer, restrict, const))
+    return params
+
+
+def type_name(ty: c_ast.Node) -> str:
+    inner = getattr(ty, "type", None)
+    if isinstance(inner, c_ast.IdentifierType):
+        return " ".join(inner.names)
+    if isinstance(inner, c_ast.Struct):
+        return f"struct {inner.name}"
+    return "?"
+
+
+def locate_in_original(original_tokens: list[Token], name: str, marker_text: str,
+                       line: int) -> Span | None:
+    """Span of the definition of `name` (kernel or function) in the original text.
+
+    The definition starts at the first token after the previous `;`, `}` or `{` (so
+    `template<...>`, `extern "C"` and `static` are included) and ends at its closing
+    brace. Definitions produced by macros are not found (None).
+    """
+    for k, t in enumerate(original_tokens):
+        if t.text != marker_text or abs(t.line - line) > 0:
+            continue
+        j = k + 1
+        while j < len(original_tokens) and original_tokens[j].text not in (";", "{"):
+            if original_tokens[j].text == "(" and original_tokens[j - 1].text == name:
+                close = matching(original_tokens, j)
+                b = close + 1
+                while b < len(original_tokens) and original_tokens[b].text not in ("{", ";"):
+                    b += 1
+                if b >= len(original_tokens) or original_tokens[b].text != "{":
+                    return None
+                end = matching(original_tokens, b)
+                s = k
+                while s > 0 and original_tokens[s - 1].text not in _STORAGE_START:
+                    s -= 1
+                return Span(original_tokens[s].start, original_tokens[end].end)
+            j += 1
+    return None
+
+
+def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource
+                    ) -> GlobalVariable | None:
+    """A file-scope `__constant__`/`__device__` variable declaration starting at `marker`."""
+    spaces = cuda_dialect().memory_spaces
+    j = marker
+    words: list[str] = []
+    while j < len(tokens) and tokens[j].text not in (";", "[", "=", "("):
+        words.append(tokens[j].text)
+        j += 1
+    idents = [w for w in words if w not in spaces and w not in ("static", "extern", "const",
+                                                                 "volatile", "*")]
+    if len(idents) < 2:
+        return None
+    space = "constant" if "__constant__" in words else "global"
+    file, line = source.origin_of_line(tokens[marker].line)
+    return GlobalVariable(idents[-1], space, " ".join(idents[:-1]), Location(file, line))
+
+
+def read_functions(source: PreprocessedSource, original_text: str
+                   ) -> tuple[list[Kernel], dict[str, DeviceFunction],
+                              dict[str, GlobalVariable], list[Diagnostic]]:
+    user_text = source.user_text()
+    tokens = tokenize(user_text)
+    sites, variable_markers = find_function_sites(tokens)
+    type_names = user_type_names(tokens)
+    original_tokens = tokenize(original_text)
+    kernels: list[Kernel] = []
+    device_functions: dict[str, DeviceFunction] = {}
+    diagnostics: list[Diagnostic] = []
+    for site in sites:
+        ast, shared, unsupported, diag = parse_function(site, tokens, source, user_text,
+                                                        type_names)
+        if diag:
+            diagnostics.append(diag)
+        file, line = source.origin_of_line(tokens[site.marker].line)
+        location = Location(file, line, _column(user_text, tokens[site.marker].start))
+        params = parameters_of(ast) if ast is not None else []
+        if site.is_kernel:
+            span = None
+            if file == source.path:
+                span = locate_in_original(original_tokens, site.name,
+                                          tokens[site.marker].text, line)
+            kernels.append(Kernel(site.name, location, params, ast, span, shared, unsupported,
+                                  site.is_template))
+        else:
+            device_functions[site.name] = DeviceFunction(site.name, location, params, ast)
+    variables = {}
+    for marker in variable_markers:
+        var = global_variable(tokens, marker, source)
+        if var:
+            variables[var.name] = var
+    return kernels, device_functions, variables, diagnostics

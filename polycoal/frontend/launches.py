@@ -1,0 +1,242 @@
+"""Find launch sites `k<<<grid, block[, shmem[, stream]]>>>(args);` and their geometry.
+
+The block and grid are evaluated when they are compile-time constants: literals and
+macros (expanded by the preprocessor), `dim3(X, Y)` in place, or a variable of the
+enclosing host function defined before the launch (`dim3 block(X, Y);`,
+`dim3 block = dim3(...)`, `int threads = 256;`, later `block.x = 64;`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from polycoal.diagnostics import Location
+from polycoal.frontend.cexpr import Value, evaluate
+from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
+from polycoal.frontend.preprocess import PreprocessedSource
+from polycoal.frontend.program import Launch, Span
+
+_TYPE_WORDS = {"int", "unsigned", "long", "short", "size_t", "const", "constexpr", "static",
+               "uint", "uint32_t", "int32_t", "int64_t", "uint64_t", "auto", "dim3", "float",
+               "double"}
+_DIM3_CALL = re.compile(r"^\s*dim3\s*[({](.*)[)}]\s*$", re.S)
+_AXES = ("x", "y", "z")
+Dim3 = tuple[Value, Value, Value]
+
+
+def _text(tokens: list[Token]) -> str:
+    return " ".join(t.text for t in tokens)
+
+
+class _Scope:
+    """Definitions visible before a token position in one host function."""
+
+    def __init__(self, tokens: list[Token], begin: int):
+        self.tokens = tokens
+        self.begin = begin
+
+    def dim3(self, expression: str, before: int, depth: int = 0) -> Dim3 | None:
+        m = _DIM3_CALL.match(expression)
+        if m:
+            parts = [p for p in _split_commas(m.group(1)) if p.strip()]
+            values = [self.scalar(p, before, depth + 1) for p in parts]
+            if any(v is None for v in values) or not 1 <= len(values) <= 3:
+                return None
+            return tuple(values + [1] * (3 - len(values)))   # type: ignore[return-value]
+        name = expression.strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", name):
+            found = self.definition(name, before, depth)
+            if found is not None:
+                return found
+        value = self.scalar(expression, before, depth + 1)
+        return None if value is None else (value, 1, 1)
+
+    def scalar(self, expression: str, before: int, depth: int = 0) -> Value | None:
+        if depth > 12:
+            return None
+
+        def resolve(name: str, member: str | None) -> Value | None:
+            d = self.definition(name, before, depth + 1)
+            if d is None:
+                return None
+            if member is None:
+                return d[0] if d[1:] == (1, 1) else None
+            return d[_AXES.index(member)] if member in _AXES else None
+        return evaluate(expression, resolve)
+
+    def definition(self, name: str, before: int, depth: int) -> Dim3 | None:
+        """Value of variable `name` just before token `before`, as a dim3."""
+        if depth > 12:
+            return None
+        tokens = self.tokens
+        members: dict[int, Value | None] = {}
+        k = before - 1
+        while k >= self.begin:
+            t = tokens[k]
+            if t.text != name or t.kind != "id" or (k and tokens[k - 1].text in (".", "->")):
+                k -= 1
+                continue
+            nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+            if nxt == "." and k + 3 < len(tokens) and tokens[k + 2].text in _AXES \
+                    and tokens[k + 3].text == "=":
+                axis = _AXES.index(tokens[k + 2].text)
+                if axis not in members:
+                    members[axis] = self.scalar(_text(self._until_semicolon(k + 4)), k, depth + 1)
+            elif nxt == "=" and (k + 2 >= len(tokens) or tokens[k + 2].text != "="):
+                value = self.dim3(_text(self._until_semicolon(k + 2)), k, depth + 1)
+                return self._with_members(value, members)
+            elif nxt in ("(", "{") and k and (tokens[k - 1].text in _TYPE_WORDS
+                                              or tokens[k - 1].text == ","):
+                close = matching(tokens, k + 1)
+                inner = _text(tokens[k + 2:close])
+                value = self.dim3(f"dim3({inner})", k, depth + 1)
+                return self._with_members(value, members)
+            elif nxt in (";", ",") and k and tokens[k - 1].text in _TYPE_WORDS:
+                return None     # declared without a value
+            k -= 1
+        return None
+
+    def _until_semicolon(self, k: int) -> list[Token]:
+        run = []
+        depth = 0
+        while k < len(self.tokens):
+            t = self.tokens[k]
+            if t.text in "([{":
+                depth += 1
+            elif t.text in ")]}":
+                depth -= 1
+            if depth < 0 or (depth == 0 and t.text in (";", ",")):
+                break
+            run.append(t)
+            k += 1
+        return run
+
+    @staticmethod
+    def _with_members(value: Dim3 | None, members: dict[int, Value | None]) -> Dim3 | None:
+        if value is None:
+            return None
+        out = list(value)
+        for axis, v in members.items():
+            if v is None:
+                return None
+            out[axis] = v
+        return tuple(out)   # type: ignore[return-value]
+
+
+def _split_commas(text: str) -> list[str]:
+    return [_text(part) for part in split_top_level(tokenize(text))]
+
+
+def _enclosing_function(tokens: list[Token], k: int) -> tuple[int, str | None]:
+    """Start token index of the host function body holding token `k`, and its name."""
+    stack: list[int] = []
+    for j in range(k):
+        if tokens[j].text == "{":
+            stack.append(j)
+        elif tokens[j].text == "}" and stack:
+            stack.pop()
+    for brace in stack:
+        j = brace - 1
+        while j >= 0 and tokens[j].text in ("const", "override", "noexcept", "final",
+                                            "mutable") or (j >= 0 and tokens[j].text == "->"):
+            j -= 1
+        if j >= 0 and tokens[j].text == ")":
+            depth = 0
+            while j >= 0:
+                if tokens[j].text == ")":
+                    depth += 1
+                elif tokens[j].text == "(":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j -= 1
+            name = tokens[j - 1].text if j > 0 and tokens[j - 1].kind == "id" else None
+            return brace, name
+    return (stack[0] if stack else 0), None
+
+
+def _positive_ints(shape: Dim3 | None) -> tuple[int, int, int] | None:
+    if shape is None:
+        return None
+    out = []
+    for v in shape:
+        if isinstance(v, float):
+            if v != int(v):
+                return None
+            v = int(v)
+        if v < 1:
+            return None
+        out.append(v)
+    return tuple(out)   # type: ignore[return-value]
+
+
+def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch]:
+    user_text = source.user_text()
+    tokens = tokenize(user_text)
+    original_tokens = tokenize(original_text)
+    launches: list[Launch] = []
+    for k, t in enumerate(tokens):
+        if t.text != "<<<":
+            continue
+        name_index = k - 1
+        if tokens[name_index].text == ">":          # k<T><<<...>>>
+            depth = 0
+            while name_index > 0:
+                if tokens[name_index].text == ">":
+                    depth += 1
+                elif tokens[name_index].text == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                name_index -= 1
+            name_index -= 1
+        if name_index < 0 or tokens[name_index].kind != "id":
+            continue
+        close = next((j for j in range(k + 1, len(tokens)) if tokens[j].text == ">>>"), None)
+        if close is None or close + 1 >= len(tokens) or tokens[close + 1].text != "(":
+            continue
+        args_close = matching(tokens, close + 1)
+        config = [_text(p) for p in split_top_level(tokens[k + 1:close])]
+        args = [_text(p) for p in split_top_level(tokens[close + 2:args_close]) if p]
+        begin, function = _enclosing_function(tokens, name_index)
+        scope = _Scope(tokens, begin)
+        block = scope.dim3(config[1], name_index) if len(config) > 1 else None
+        grid = scope.dim3(config[0], name_index)
+        constants = {}
+        for position, arg in enumerate(args):
+            value = scope.scalar(arg, name_index)
+            if value is not None:
+                constants[str(position)] = value
+        file, line = source.origin_of_line(tokens[name_index].line)
+        column = tokens[name_index].start - (user_text.rfind("\n", 0, tokens[name_index].start) + 1) + 1
+        span = None
+        if file == source.path:
+            span = _locate_launch(original_tokens, tokens[name_index].text, line)
+        launches.append(Launch(
+            kernel=tokens[name_index].text, location=Location(file, line, column), span=span,
+            grid=config[0], block=config[1] if len(config) > 1 else "",
+            shared_bytes=config[2] if len(config) > 2 else None,
+            stream=config[3] if len(config) > 3 else None, arguments=args,
+            block_shape=_positive_ints(block), grid_shape=_positive_ints(grid),
+            constant_arguments=constants, function=function))
+    return launches
+
+
+def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
+    """The launch statement `name<<<...>>>(...);` in the original text near `line`."""
+    for k, t in enumerate(tokens):
+        if t.text == name and t.line == line:
+            j = k + 1
+            if j < len(tokens) and tokens[j].text == "<":
+                while j < len(tokens) and tokens[j].text != "<<<":
+                    j += 1
+            if j >= len(tokens) or tokens[j].text != "<<<":
+                continue
+            close = next((i for i in range(j, len(tokens)) if tokens[i].text == ">>>"), None)
+            if close is None or close + 1 >= len(tokens) or tokens[close + 1].text != "(":
+                return None
+            end = matching(tokens, close + 1)
+            if end + 1 < len(tokens) and tokens[end + 1].text == ";":
+                end += 1
+            return Span(t.start, tokens[end].end)
+    return None

@@ -1,0 +1,117 @@
+"""A small C/C++/CUDA tokenizer used to locate kernels and launch sites.
+
+It is deliberately shallow: it knows comments, string and character literals,
+preprocessor lines, identifiers, numbers and punctuators (including CUDA's `<<<` and
+`>>>`). That is enough to find `__global__` definitions and `k<<<...>>>(...)` launches in
+host code of any style (C, C++ with templates and lambdas) without parsing it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PUNCT = sorted(
+    """<<< >>> <<= >>= ... -> ++ -- << >> <= >= == != && || += -= *= /= %= &= |= ^= ::
+    { } [ ] ( ) ; , . ? : ~ ! + - * / % < > & | ^ = #""".split(),
+    key=len, reverse=True)
+_TOKEN_RE = re.compile(
+    r"""(?P<ws>[ \t\r\f\v]+)
+      | (?P<nl>\n)
+      | (?P<comment>//[^\n]*|/\*.*?\*/)
+      | (?P<str>(?:u8|[uUL])?R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"
+               |(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"|(?:u8|[uUL])?'(?:\\.|[^'\\\n])*')
+      | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
+      | (?P<id>[A-Za-z_$]\w*)
+      | (?P<punct>""" + "|".join(re.escape(p) for p in _PUNCT) + r""")
+      | (?P<other>.)""",
+    re.S | re.X)
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str      # "id" | "num" | "str" | "punct" | "other"
+    text: str
+    start: int     # offset of the first character in the text
+    end: int       # offset one past the last character
+    line: int      # 1-based line of `start` in the text
+
+
+def tokenize(text: str) -> list[Token]:
+    """Tokens of `text`, without comments and preprocessor directives.
+
+    A directive is a line whose first token is `#`; it runs to the end of the line,
+    continued by backslash-newline.
+    """
+    tokens: list[Token] = []
+    line = 1
+    at_line_start = True
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _TOKEN_RE.match(text, pos)
+        kind = m.lastgroup if m.lastgroup != "delim" else "str"
+        if m.group("str") is not None:
+            kind = "str"
+        value = m.group(0)
+        if kind == "punct" and value == "#" and at_line_start:
+            end = pos
+            while True:
+                nl = text.find("\n", end)
+                if nl == -1:
+                    end = n
+                    break
+                if text[nl - 1:nl] == "\\" or text[max(nl - 2, 0):nl] == "\\\r":
+                    end = nl + 1
+                    line += 1
+                    continue
+                end = nl
+                break
+            pos = end
+            continue
+        if kind == "nl":
+            line += 1
+            at_line_start = True
+        elif kind in ("ws",):
+            pass
+        elif kind == "comment":
+            line += value.count("\n")
+        else:
+            tokens.append(Token(kind, value, pos, m.end(), line))
+            line += value.count("\n")
+            at_line_start = False
+        pos = m.end()
+    return tokens
+
+
+def matching(tokens: list[Token], index: int) -> int:
+    """Index of the bracket closing the one at `index` (`(`, `[` or `{`)."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    opening = tokens[index].text
+    closing = pairs[opening]
+    depth = 0
+    for k in range(index, len(tokens)):
+        t = tokens[k].text
+        if t == opening:
+            depth += 1
+        elif t == closing:
+            depth -= 1
+            if depth == 0:
+                return k
+    raise ValueError(f"unbalanced {opening!r} at line {tokens[index].line}")
+
+
+def split_top_level(tokens: list[Token], sep: str = ",") -> list[list[Token]]:
+    """Split a token run at `sep` outside any brackets."""
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for t in tokens:
+        if t.text in ("(", "[", "{"):
+            depth += 1
+        elif t.text in (")", "]", "}"):
+            depth -= 1
+        if t.text == sep and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    return parts

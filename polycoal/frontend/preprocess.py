@@ -1,0 +1,157 @@
+"""Run the system C preprocessor over a .cu file, keeping the map back to the sources.
+
+The preprocessor is the host compiler's (`g++ -E`, C++ mode since host code may be C++),
+with the driver's `-I/-D/-U` options. CUDA's own headers are replaced by the empty stubs
+under grammars/include (their declarations are never needed: only macros matter, and
+the CUDA headers would turn `__global__` into attributes). A header that cannot be found
+is replaced by an empty stub and reported: host code may include libraries polycoal
+has no use for (cuBLAS, Thrust), and the kernels rarely depend on them.
+
+The output keeps linemarkers (`# 12 "file.cu"`), from which `origins` maps every output
+line to the (file, line) it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from polycoal.diagnostics import Diagnostic, InputError, Location
+
+_LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
+_MISSING = re.compile(r'^(.*?):(\d+):(\d+): fatal error: ([^:]+): No such file or directory', re.M)
+_ERROR = re.compile(r'^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$', re.M)
+_CUDA_LIBRARY = re.compile(r'^(cu|nv|thrust/|cub/|cuda|helper_|device_|sm_\d|mma|crt/)')
+
+PREDEFINED = ("__CUDACC__", "__NVCC__", "__CUDACC_VER_MAJOR__=13", "__CUDACC_VER_MINOR__=0")
+
+
+@dataclass(frozen=True)
+class PreprocessorOptions:
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()       # "NAME" or "NAME=VALUE"
+    undefines: tuple[str, ...] = ()
+
+
+@dataclass
+class PreprocessedSource:
+    path: str
+    text: str                           # preprocessor output, linemarkers included
+    origins: list[tuple[str, int]]      # output line (0-based) -> (file, 1-based line)
+    system: list[bool]                  # output line (0-based) came from a system header
+    diagnostics: list[Diagnostic]
+
+    def user_text(self) -> str:
+        """The output with system-header lines blanked: only the user's code, same lines."""
+        lines = self.text.split("\n")
+        return "\n".join("" if sys_line else line for line, sys_line in zip(lines, self.system))
+
+    def origin_of_line(self, line: int) -> tuple[str, int]:
+        """(file, line) of 1-based output line `line`."""
+        return self.origins[min(max(line - 1, 0), len(self.origins) - 1)]
+
+
+def stub_include_dir() -> Path:
+    return Path(str(resources.files("polycoal.grammars") / "include"))
+
+
+def _preprocessor() -> list[str]:
+    override = os.environ.get("POLYCOAL_CPP")
+    if override:
+        return override.split()
+    for exe in ("g++", "c++", "clang++", "cpp"):
+        if shutil.which(exe):
+            return [exe, "-E", "-x", "c++"] if exe != "cpp" else [exe, "-x", "c++"]
+    raise InputError("no C preprocessor found (need g++, clang++ or cpp on PATH, or POLYCOAL_CPP)")
+
+
+def preprocess(path: str | os.PathLike, options: PreprocessorOptions = PreprocessorOptions(),
+               text: str | None = None) -> PreprocessedSource:
+    """Preprocess `path` (or `text`, reported as `path`) and map the output back."""
+    path = str(path)
+    if text is None and not os.path.isfile(path):
+        raise InputError(f"{path}: no such file")
+    diagnostics: list[Diagnostic] = []
+    with tempfile.TemporaryDirectory(prefix="polycoal-cpp-") as stubs:
+        cmd = [*_preprocessor(), "-std=c++17", "-w"]
+        cmd += [f"-D{d}" for d in PREDEFINED]
+        for d in options.defines:
+            cmd.append(f"-D{d}")
+        for u in options.undefines:
+            cmd.append(f"-U{u}")
+        for inc in options.include_dirs:
+            cmd.append(f"-I{inc}")
+        cmd += [f"-I{stub_include_dir()}", f"-I{stubs}"]
+        source_arg = path
+        if text is not None:
+            source_arg = "-"
+            if os.path.dirname(path):
+                cmd.append(f"-I{os.path.dirname(path)}")
+        for _ in range(64):
+            proc = subprocess.run(cmd + [source_arg], input=text, capture_output=True, text=True)
+            if proc.returncode == 0:
+                break
+            missing = _MISSING.search(proc.stderr)
+            if not missing:
+                raise _preprocessor_error(proc.stderr, path)
+            header = missing.group(4).strip()
+            stub = Path(stubs) / header
+            if stub.exists():
+                raise _preprocessor_error(proc.stderr, path)
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.write_text("")
+            quiet = _CUDA_LIBRARY.match(header) is not None
+            diagnostics.append(Diagnostic(
+                "note" if quiet else "warning", "missing-header",
+                f"header '{header}' not found; preprocessed as empty"
+                + ("" if quiet else " (add -I so kernels see its macros)"),
+                Location(_display(missing.group(1), path, text), int(missing.group(2)),
+                         int(missing.group(3)))))
+        else:
+            raise InputError(f"{path}: too many missing headers")
+    output = proc.stdout
+    if text is not None:
+        output = output.replace('"<stdin>"', '"' + path + '"')
+    origins, system = _origins(output, path)
+    return PreprocessedSource(path, output, origins, system, diagnostics)
+
+
+def _display(name: str, path: str, text: str | None) -> str:
+    return path if (text is not None and name == "<stdin>") else name
+
+
+def _preprocessor_error(stderr: str, path: str) -> InputError:
+    m = _ERROR.search(stderr)
+    if m:
+        return InputError(f"preprocessor: {m.group(4)}",
+                          Location(m.group(1).replace("<stdin>", path), int(m.group(2)),
+                                   int(m.group(3))),
+                          [line for line in stderr.splitlines()[:8]])
+    return InputError(f"{path}: preprocessor failed", None, stderr.splitlines()[:8])
+
+
+def _origins(output: str, path: str) -> tuple[list[tuple[str, int]], list[bool]]:
+    """Origin (file, line) and system-header flag (linemarker flag 3) of each output line."""
+    origins: list[tuple[str, int]] = []
+    system: list[bool] = []
+    current_file, current_line, in_system = path, 1, False
+    for raw in output.split("\n"):
+        m = _LINEMARKER.match(raw)
+        if m:
+            origins.append((current_file, current_line))
+            system.append(True)
+            current_file = m.group(2).encode().decode("unicode_escape")
+            current_line = int(m.group(1))
+            flags = raw[m.end():].split()
+            in_system = "3" in flags or current_file.startswith("<")
+            continue
+        origins.append((current_file, current_line))
+        system.append(in_system)
+        current_line += 1
+    return origins, system

@@ -1,0 +1,89 @@
+"""Plain data the front end produces: a program's kernels and launch sites."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pycparser import c_ast
+
+from polycoal.diagnostics import Diagnostic, Location
+
+
+@dataclass(frozen=True)
+class Span:
+    """Character offsets [start, end) in the original file's text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: str               # element type for pointers ("float"), else the scalar type
+    is_pointer: bool
+    is_restrict: bool = False
+    is_const: bool = False
+
+
+@dataclass
+class Kernel:
+    name: str
+    location: Location
+    parameters: list[Parameter]
+    ast: c_ast.FuncDef | None           # None when the kernel could not be parsed
+    span: Span | None                   # position in the original file, for splicing
+    shared_lines: frozenset[int] = frozenset()   # lines holding __shared__ declarations
+    unsupported: str | None = None      # why the kernel is outside what polycoal parses
+    is_template: bool = False
+
+
+@dataclass
+class DeviceFunction:
+    name: str
+    location: Location
+    parameters: list[Parameter]
+    ast: c_ast.FuncDef | None
+
+
+@dataclass(frozen=True)
+class GlobalVariable:
+    """A file-scope `__constant__` / `__device__` variable kernels may reference."""
+
+    name: str
+    space: str              # "constant" | "global"
+    type: str
+    location: Location
+
+
+@dataclass
+class Launch:
+    kernel: str
+    location: Location
+    span: Span | None                   # the launch statement in the original file
+    grid: str                           # the configuration's expressions, as written
+    block: str                          # (after preprocessing)
+    shared_bytes: str | None
+    stream: str | None
+    arguments: list[str]
+    block_shape: tuple[int, int, int] | None    # when a compile-time constant
+    grid_shape: tuple[int, int, int] | None
+    constant_arguments: dict[str, int | float] = field(default_factory=dict)
+    function: str | None = None         # the host function holding the launch
+
+
+@dataclass
+class Program:
+    path: str
+    text: str                           # the original file, untouched
+    kernels: list[Kernel]
+    launches: list[Launch]
+    device_functions: dict[str, DeviceFunction]
+    globals: dict[str, GlobalVariable]
+    diagnostics: list[Diagnostic]
+
+    def kernel(self, name: str) -> Kernel | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+    def launches_of(self, name: str) -> list[Launch]:
+        return [launch for launch in self.launches if launch.kernel == name]

@@ -1,0 +1,151 @@
+"""Delinearisation: flat subscripts `A[i * n + j]` back to multi-dimensional accesses.
+
+A subscript that is a polynomial in the parameters times affine expressions of the loop
+and thread dimensions, `sum_k P_k(params) * a_k(dims)`, is read as a multi-dimensional
+access when the parameter monomials P_k form a chain 1 | n | n*m | ... (each one the
+previous times one more size): A[i*n + j] -> A[i][j], B[(z*ny + y)*nx + x] -> B[z][y][x].
+This is exact only if every inner subscript stays inside its size, 0 <= a_k < size_k, on
+the statement's whole domain; isl checks that (the "bound conditions that make it
+valid"). An array is given one shape for all its accesses, or none: then it is
+non-affine when a subscript multiplies a parameter by a dimension, or stays flat.
+
+With constant row lengths (`A[i * 4096 + j]`, N a macro) the flat subscript is already
+affine; it is split the same way, with the row length S the largest coefficient, when
+all accesses agree and the inner subscripts provably stay in [0, S).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import Access, KernelModel, OutsideModel, Statement
+from polycoal.model.poly import Poly
+
+
+def _split(flat: Poly, params: set[str]) -> dict[tuple[str, ...], Poly] | None:
+    """flat = sum over parameter monomials P of P * a_P, with a_P affine in dims."""
+    parts: dict[tuple[str, ...], Poly] = {}
+    for m, c in flat.terms.items():
+        pm = tuple(v for v in m if v in params)
+        dm = tuple(v for v in m if v not in params)
+        if len(dm) > 1:
+            return None
+        parts[pm] = parts.get(pm, Poly()) + Poly({dm: c})
+    return parts
+
+
+def _chain(monomials: set[tuple[str, ...]]) -> list[tuple[str, ...]] | None:
+    ordered = sorted(monomials, key=len)
+    if ordered[0] != ():
+        ordered.insert(0, ())
+    for a, b in zip(ordered, ordered[1:]):
+        if len(b) != len(a) + 1 or any(b.count(v) < a.count(v) for v in set(a)):
+            return None
+    return ordered
+
+
+def _size_between(a: tuple[str, ...], b: tuple[str, ...]) -> Poly:
+    rest = list(b)
+    for v in a:
+        rest.remove(v)
+    return Poly.var(rest[0])
+
+
+def _valid(model: KernelModel, uses: list[tuple[Statement, Access]],
+           subscripts: list[tuple[Poly, ...]], sizes: tuple[Poly, ...]) -> bool:
+    for (s, _), subs in zip(uses, subscripts):
+        for sub, size in zip(subs[1:], sizes):
+            cond = f"0 <= {sub.to_c('*')} < {size.to_c('*')}"
+            if not isl_helpers.implies(model, s, cond):
+                return False
+    return True
+
+
+def assign_array_shapes(model: KernelModel) -> None:
+    by_array: dict[str, list[tuple[Statement, Access]]] = {}
+    for s, a in model.accesses():
+        if a.space == "private":
+            a.subscripts = ()
+            model.arrays.setdefault(a.array, ("private", ()))
+            continue
+        by_array.setdefault(a.array, []).append((s, a))
+    params = set(model.parameters)
+    for array, uses in by_array.items():
+        space = uses[0][1].space
+        if any(a.flat is None for _, a in uses):
+            model.arrays[array] = (space, None)
+            continue
+        if space in ("local", "shared"):
+            for _, a in uses:
+                a.subscripts = (a.flat,)
+            model.arrays[array] = (space, ())
+            continue
+        splits = [_split(a.flat, params) for _, a in uses]
+        if any(sp is None for sp in splits):
+            _non_affine(model, uses, "a subscript multiplies two loop or thread indices")
+            continue
+        monomials = {m for sp in splits for m in sp}
+        if monomials - {()}:
+            chain = _chain(monomials)
+            sizes = tuple(_size_between(a, b) for a, b in zip(chain, chain[1:]))[::-1]
+            subs = [tuple(sp.get(m, Poly()) for m in reversed(chain)) for sp in splits]
+            if chain is None or not _valid(model, uses, subs, sizes):
+                _non_affine(model, uses, "the linearised subscript cannot be delinearised "
+                            "(an inner index may leave its row)")
+                continue
+            for (_, a), sub in zip(uses, subs):
+                a.subscripts = sub
+            model.arrays[array] = (space, sizes)
+            continue
+        shaped = _constant_rows(model, uses)
+        if shaped is None:
+            for _, a in uses:
+                a.subscripts = (a.flat,)
+            model.arrays[array] = (space, ())
+        else:
+            size, subs = shaped
+            for (_, a), sub in zip(uses, subs):
+                a.subscripts = sub
+            model.arrays[array] = (space, (Poly.const(size),))
+
+
+def _constant_rows(model: KernelModel, uses: list[tuple[Statement, Access]]
+                   ) -> tuple[int, list[tuple[Poly, Poly]]] | None:
+    coefs = {abs(c) for _, a in uses for m, c in a.flat.terms.items() if m}
+    if not coefs:
+        return None
+    row = max(coefs)
+    if row <= 1 or row.denominator != 1 or any(c != row and c >= row and c % row
+                                               for c in coefs) or \
+            all(c % row == 0 for c in coefs if c != row) and len(coefs) == 1:
+        return None
+    subs = []
+    for _, a in uses:
+        outer, inner = Poly(), Poly()
+        for m, c in a.flat.terms.items():
+            if not m:
+                continue
+            if c % row == 0:
+                outer = outer + Poly({m: c / row})
+            else:
+                inner = inner + Poly({m: c})
+        const = a.flat.constant()
+        q = Fraction(round(const / row))
+        outer = outer + q
+        inner = inner + (const - q * row)
+        subs.append((outer, inner))
+    if not _valid(model, uses, subs, (Poly.const(int(row)),)):
+        return None
+    return int(row), subs
+
+
+def _non_affine(model: KernelModel, uses: list[tuple[Statement, Access]], why: str) -> None:
+    for s, a in uses:
+        a.reason = a.reason or why
+        model.outside.append(OutsideModel("non-affine subscript", a.location,
+                                          f"'{a.text}': {why}",
+                                          "geometry permutation only (the thread "
+                                          "dimensions stay parallel)"))
+        break
+    model.arrays[uses[0][1].array] = (uses[0][1].space, None)

@@ -1,0 +1,192 @@
+"""Kernel expressions to polynomials and conditions to isl constraints.
+
+`to_poly` reads an integer C expression as a polynomial over thread indices, loop
+counters and parameters, or raises `NonAffine` naming what stops it (an indirect
+subscript, a data-dependent value, a division). Thread indices are read raw
+(`threadIdx.x` -> t_x, `blockIdx.x` -> b_x, `blockDim.x` -> the launch's constant or a
+parameter); `ThreadAxes.normalize` then maps them onto the model's thread dimensions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from pycparser import c_ast
+
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.model.poly import Poly
+
+
+class NonAffine(Exception):
+    def __init__(self, reason: str, node: c_ast.Node | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.node = node
+
+
+class AxisIsSplit(Exception):
+    """Raised when a thread axis cannot be read as one global index."""
+
+    def __init__(self, axis: str):
+        super().__init__(axis)
+        self.axis = axis
+
+
+@dataclass
+class ThreadAxes:
+    """How each thread axis is modelled, and the launch's known extents."""
+
+    combined: dict[str, bool]                      # axis -> one global dim (True) or two
+    block: dict[str, Poly]                         # axis -> blockDim (constant or parameter)
+    grid: dict[str, Poly]                          # axis -> gridDim
+    used: set[str] = field(default_factory=set)    # axes the code refers to
+
+    def normalize(self, p: Poly) -> Poly:
+        """Replace raw t_a / b_a by the model's dimensions ga or (ba, ta)."""
+        for axis in cuda_dialect().axes:
+            t, b = f"t_{axis}", f"b_{axis}"
+            if t not in p.variables and b not in p.variables:
+                continue
+            if self.combined.get(axis, True):
+                ct, cb = p.coefficient(t), p.coefficient(b)
+                if cb != ct * self.block[axis] or any(
+                        m.count(t) > 1 or m.count(b) > 1 for m in p.terms):
+                    raise AxisIsSplit(axis)
+                p = p.without([b]).substitute({t: Poly.var(f"g{axis}")})
+            else:
+                p = p.substitute({t: Poly.var(f"t{axis}"), b: Poly.var(f"b{axis}")})
+        return p
+
+
+def builtin(node: c_ast.Node) -> tuple[str, str] | None:
+    """('threadIdx', 'x') for `threadIdx.x`, else None."""
+    d = cuda_dialect()
+    if (isinstance(node, c_ast.StructRef) and node.type == "." and isinstance(node.name, c_ast.ID)
+            and node.name.name in (d.thread_index, d.block_index, d.block_dim, d.grid_dim)
+            and node.field.name in d.axes):
+        return node.name.name, node.field.name
+    return None
+
+
+@dataclass
+class Scope:
+    """What names mean while reading one kernel."""
+
+    axes: ThreadAxes
+    values: dict[str, Poly]          # substitutable scalars (index variables, loop counters)
+    parameters: set[str]             # int kernel arguments
+    opaque: dict[str, str] = field(default_factory=dict)   # name -> why its value is unknown
+
+    def to_poly(self, node: c_ast.Node) -> Poly:
+        return self.axes.normalize(self._poly(node))
+
+    def _poly(self, node: c_ast.Node) -> Poly:
+        d = cuda_dialect()
+        if isinstance(node, c_ast.Constant):
+            if node.type in ("int", "long", "unsigned int", "unsigned long", "long long",
+                             "unsigned long long") or node.type.endswith("int"):
+                text = node.value.rstrip("uUlL")
+                return Poly.const(int(text, 0) if not (len(text) > 1 and text[0] == "0"
+                                                       and text[1].isdigit()) else int(text, 8))
+            raise NonAffine(f"non-integer constant {node.value}", node)
+        if isinstance(node, c_ast.ID):
+            if node.name in self.values:
+                return self.values[node.name]
+            if node.name in self.parameters:
+                return Poly.var(node.name)
+            if node.name == "warpSize":
+                return Poly.const(d.warp_size)
+            why = self.opaque.get(node.name, f"'{node.name}' is not an affine index")
+            raise NonAffine(why, node)
+        b = builtin(node)
+        if b:
+            which, axis = b
+            self.axes.used.add(axis)
+            if which == d.thread_index:
+                return Poly.var(f"t_{axis}")
+            if which == d.block_index:
+                return Poly.var(f"b_{axis}")
+            if which == d.block_dim:
+                return self.axes.block[axis]
+            return self.axes.grid[axis]
+        if isinstance(node, c_ast.Cast):
+            return self._poly(node.expr)
+        if isinstance(node, c_ast.UnaryOp):
+            if node.op == "-":
+                return -self._poly(node.expr)
+            if node.op == "+":
+                return self._poly(node.expr)
+            raise NonAffine(f"operator '{node.op}' in an index", node)
+        if isinstance(node, c_ast.BinaryOp):
+            if node.op in ("+", "-", "*"):
+                a, b = self._poly(node.left), self._poly(node.right)
+                return a + b if node.op == "+" else a - b if node.op == "-" else a * b
+            if node.op in ("/", "%", "<<", ">>"):
+                a, b = self._poly(node.left), self._poly(node.right)
+                if b.is_constant() and node.op == "<<":
+                    return a * (2 ** int(b.constant()))
+                if a.is_constant() and b.is_constant() and b.constant() != 0:
+                    x, y = int(a.constant()), int(b.constant())
+                    return Poly.const({"/": int(x / y), "%": x - int(x / y) * y,
+                                       ">>": x >> y}[node.op])
+                raise NonAffine(f"'{node.op}' of a non-constant in an index", node)
+            raise NonAffine(f"operator '{node.op}' in an index", node)
+        if isinstance(node, c_ast.ArrayRef):
+            raise NonAffine("indirect subscript (an index read from memory)", node)
+        if isinstance(node, c_ast.FuncCall):
+            raise NonAffine("function call in an index", node)
+        if isinstance(node, c_ast.TernaryOp):
+            raise NonAffine("conditional expression in an index", node)
+        raise NonAffine(f"{type(node).__name__} in an index", node)
+
+    # conditions -------------------------------------------------------------
+    def condition(self, node: c_ast.Node, negate: bool = False) -> str:
+        """isl text of an affine condition (a disjunction of conjunctions)."""
+        if isinstance(node, c_ast.UnaryOp) and node.op == "!":
+            return self.condition(node.expr, not negate)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("&&", "||"):
+            a = self.condition(node.left, negate)
+            b = self.condition(node.right, negate)
+            conj = (node.op == "&&") != negate
+            return f"(({a}) {'and' if conj else 'or'} ({b}))"
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("<", "<=", ">", ">=", "==", "!="):
+            op = node.op
+            if negate:
+                op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
+            lefts = self._bound_terms(node.left, "max" if op in ("<", "<=") else "min")
+            rights = self._bound_terms(node.right, "min" if op in ("<", "<=") else "max")
+            atoms = []
+            for lhs in lefts:
+                for rhs in rights:
+                    atoms.append(_atom(lhs, op, rhs, node))
+            join = " and " if not negate else " and "
+            # x < min(a, b)  <=>  x < a and x < b ; with negation the op was flipped
+            # and min/max swapped, so the conjunction stays a conjunction.
+            return "(" + join.join(atoms) + ")"
+        if isinstance(node, (c_ast.ID, c_ast.Constant, c_ast.StructRef)):
+            p = self.to_poly(node)
+            return _atom(p, "==" if negate else "!=", Poly.const(0), node)
+        raise NonAffine("data-dependent or non-affine condition", node)
+
+    def _bound_terms(self, node: c_ast.Node, kind: str) -> list[Poly]:
+        """`min(a, b)` on the side where it splits into a conjunction -> [a, b]."""
+        if (isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID)
+                and node.name.name in ("min", "max", "fminf", "fmaxf") and node.args
+                and len(node.args.exprs) == 2 and node.name.name.strip("f").startswith(kind)):
+            return [p for e in node.args.exprs for p in self._bound_terms(e, kind)]
+        return [self.to_poly(node)]
+
+
+def _atom(lhs: Poly, op: str, rhs: Poly, node: c_ast.Node) -> str:
+    diff = lhs - rhs
+    if not diff.is_affine() or not diff.is_integral():
+        raise NonAffine("non-affine condition", node)
+    text = diff.to_c("*")
+    return {"<": f"{text} < 0", "<=": f"{text} <= 0", ">": f"{text} > 0",
+            ">=": f"{text} >= 0", "==": f"{text} = 0",
+            "!=": f"({text} < 0 or {text} > 0)"}[op]
+
+
+def as_fraction(p: Poly) -> Fraction:
+    return p.constant()

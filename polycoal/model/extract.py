@@ -1,0 +1,585 @@
+"""Extract the polyhedral model of a kernel (`extract_model`).
+
+The kernel body is walked once. Index variables (`int i = blockIdx.x * blockDim.x +
+threadIdx.x;`, assigned once) are substituted; `for` loops with affine bounds and a
+constant step become loop dimensions; affine `if` conditions and early `return`s restrict
+the domains of the statements they guard. Every expression statement becomes a
+statement with its array references. Thread-private scalars (`float sum`) are modelled
+as arrays indexed by the thread dimensions, so they never create dependences between
+threads. Whatever the model cannot represent is recorded as `OutsideModel` with its
+line; the references are still extracted, so that coalescing analysis covers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pycparser import c_ast, c_generator
+
+from polycoal.diagnostics import Diagnostic, Location
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.frontend.kernels import type_name
+from polycoal.frontend.program import Kernel, Program
+from polycoal.model.delinearize import assign_array_shapes
+from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, ThreadAxes, builtin
+from polycoal.model.kernel_model import (Access, KernelModel, Loop, OutsideModel, Statement,
+                                         ThreadDim)
+from polycoal.model.poly import Poly
+
+_GEOMETRY_ONLY = "geometry permutation only (the thread dimensions stay parallel)"
+_NOTHING = "analysis only; the kernel is left unchanged"
+_INT_TYPES = {"int", "unsigned", "unsigned int", "long", "unsigned long", "size_t", "short",
+              "long long", "unsigned long long", "int32_t", "uint32_t", "int64_t", "uint64_t",
+              "uint", "char", "unsigned char", "bool", "_Bool"}
+
+
+def _loc(node: c_ast.Node | None, fallback: Location) -> Location:
+    coord = getattr(node, "coord", None)
+    if coord is None or not coord.line:
+        return fallback
+    return Location(coord.file or fallback.file, coord.line, coord.column or 1)
+
+
+def _text(node: c_ast.Node) -> str:
+    return c_generator.CGenerator().visit(node)
+
+
+@dataclass
+class _Context:
+    loops: tuple[Loop, ...] = ()
+    guards: tuple[str, ...] = ()
+    beta: tuple[int, ...] = (0,)
+    exact: bool = True
+
+
+@dataclass
+class _Variables:
+    """What a pre-pass learns about the kernel's local variables."""
+
+    assigned: dict[str, int] = field(default_factory=dict)   # name -> number of writes
+    types: dict[str, str] = field(default_factory=dict)
+    pointers: set[str] = field(default_factory=set)
+    arrays: dict[str, list[c_ast.Node]] = field(default_factory=dict)  # local arrays: dims
+
+
+def _prescan(body: c_ast.Node) -> _Variables:
+    info = _Variables()
+
+    class V(c_ast.NodeVisitor):
+        def visit_Decl(self, node):
+            if node.name:
+                ty = node.type
+                if isinstance(ty, c_ast.PtrDecl):
+                    info.pointers.add(node.name)
+                dims = []
+                while isinstance(ty, c_ast.ArrayDecl):
+                    dims.append(ty.dim)
+                    ty = ty.type
+                if dims:
+                    info.arrays[node.name] = dims
+                info.types[node.name] = type_name(ty)
+                if node.init is not None:
+                    info.assigned[node.name] = info.assigned.get(node.name, 0) + 1
+            self.generic_visit(node)
+
+        def visit_Assignment(self, node):
+            if isinstance(node.lvalue, c_ast.ID):
+                info.assigned[node.lvalue.name] = info.assigned.get(node.lvalue.name, 0) + 2
+            self.generic_visit(node)
+
+        def visit_UnaryOp(self, node):
+            if node.op in ("++", "--", "p++", "p--") and isinstance(node.expr, c_ast.ID):
+                info.assigned[node.expr.name] = info.assigned.get(node.expr.name, 0) + 2
+            self.generic_visit(node)
+
+    V().visit(body)
+    return info
+
+
+class _Extractor:
+    def __init__(self, kernel: Kernel, program: Program, axes: ThreadAxes):
+        self.kernel = kernel
+        self.program = program
+        self.dialect = cuda_dialect()
+        self.here = kernel.location
+        self.vars = _prescan(kernel.ast.body)
+        params = {p.name for p in kernel.parameters if not p.is_pointer
+                  and p.type in _INT_TYPES}
+        self.scope = Scope(axes, {}, params)
+        for p in kernel.parameters:
+            if not p.is_pointer and p.name not in params:
+                self.scope.opaque[p.name] = f"'{p.name}' is a non-integer argument"
+        self.pointer_params = {p.name: p for p in kernel.parameters if p.is_pointer}
+        self.statements: list[Statement] = []
+        self.outside: list[OutsideModel] = []
+        self.private: set[str] = set()
+        self.returned: list[str] = []     # negated guards of earlier returns
+
+    # bookkeeping -------------------------------------------------------------
+    def outside_model(self, construct: str, node: c_ast.Node | None, detail: str,
+                      fallback: str = _GEOMETRY_ONLY) -> None:
+        loc = _loc(node, self.here)
+        if not any(o.construct == construct and o.location == loc for o in self.outside):
+            self.outside.append(OutsideModel(construct, loc, detail, fallback))
+
+    # walking -----------------------------------------------------------------
+    def block(self, items: list[c_ast.Node], ctx: _Context) -> _Context:
+        for item in items or []:
+            ctx = self.item(item, ctx)
+        return ctx
+
+    def _next(self, ctx: _Context) -> _Context:
+        beta = ctx.beta[:-1] + (ctx.beta[-1] + 1,)
+        return replace(ctx, beta=beta)
+
+    def item(self, node: c_ast.Node, ctx: _Context) -> _Context:
+        if isinstance(node, c_ast.Compound):
+            return self.block(node.block_items, ctx)
+        if isinstance(node, c_ast.Decl):
+            return self.declaration(node, ctx)
+        if isinstance(node, c_ast.DeclList):
+            for d in node.decls:
+                ctx = self.declaration(d, ctx)
+            return ctx
+        if isinstance(node, c_ast.For):
+            self.for_loop(node, ctx)
+            return self._next(ctx)
+        if isinstance(node, c_ast.If):
+            return self.if_statement(node, ctx)
+        if isinstance(node, c_ast.Return):
+            self.early_return(node, ctx)
+            return ctx
+        if isinstance(node, (c_ast.While, c_ast.DoWhile)):
+            self.outside_model("while loop", node, "a loop whose trip count the model cannot "
+                               "express", _GEOMETRY_ONLY)
+            inner = replace(ctx, exact=False)
+            self.item(node.stmt, inner)
+            return self._next(ctx)
+        if isinstance(node, (c_ast.Break, c_ast.Continue, c_ast.Goto, c_ast.Switch, c_ast.Label)):
+            what = type(node).__name__.lower()
+            self.outside_model(f"'{what}'", node, f"'{what}' makes control flow "
+                               "data-dependent", _GEOMETRY_ONLY)
+            if isinstance(node, (c_ast.Switch, c_ast.Label)):
+                self.item(node.stmt, replace(ctx, exact=False))
+            return ctx
+        if isinstance(node, c_ast.EmptyStatement):
+            return ctx
+        if isinstance(node, c_ast.Pragma):
+            return ctx
+        self.statement(node, ctx)
+        return self._next(ctx)
+
+    def declaration(self, node: c_ast.Decl, ctx: _Context) -> _Context:
+        name = node.name
+        if name is None:
+            return ctx
+        if "extern" in (node.storage or []) or node.coord and node.coord.line in \
+                self.kernel.shared_lines:
+            return ctx
+        if name in self.vars.arrays:
+            return ctx            # a local or shared array: its accesses are modelled
+        if name in self.vars.pointers:
+            if node.init is not None:
+                self.outside_model("pointer arithmetic", node, f"local pointer '{name}' = "
+                                   f"{_text(node.init)}: accesses through it are not affine "
+                                   "in the arrays they point into", _GEOMETRY_ONLY)
+                self.scope.opaque[name] = f"pointer '{name}'"
+            return ctx
+        if node.init is None:
+            return ctx
+        ty = self.vars.types.get(name, "?")
+        if self.vars.assigned.get(name, 0) == 1 and ty in _INT_TYPES:
+            try:
+                self.scope.values[name] = self.scope.to_poly(node.init)
+                return ctx
+            except NonAffine as e:
+                self.scope.opaque[name] = (f"'{name}' = {_text(node.init)} is not affine "
+                                           f"({e.reason})")
+        # a thread-private scalar written here
+        self.private.add(name)
+        assign = c_ast.Assignment("=", c_ast.ID(name, coord=node.coord), node.init,
+                                  coord=node.coord)
+        self.statement(assign, ctx, text=_text(node).strip())
+        return self._next(ctx)
+
+    def early_return(self, node: c_ast.Return, ctx: _Context) -> None:
+        if ctx.loops:
+            self.outside_model("'return' in a loop", node, "a return inside a loop exits "
+                               "it early", _GEOMETRY_ONLY)
+            return
+        if not ctx.guards:
+            self.returned.append("false")
+            return
+        self.returned.append("not (" + " and ".join(ctx.guards) + ")")
+
+    def if_statement(self, node: c_ast.If, ctx: _Context) -> _Context:
+        try:
+            cond = self.scope.condition(node.cond)
+            negated = self.scope.condition(node.cond, negate=True)
+        except NonAffine as e:
+            self.outside_model("data-dependent condition", node.cond,
+                               f"condition '{_text(node.cond)}': {e.reason}", _GEOMETRY_ONLY)
+            self.collect_condition_reads(node.cond, ctx)
+            inner = replace(ctx, exact=False)
+            self.item(node.iftrue, inner)
+            if node.iffalse is not None:
+                self.item(node.iffalse, inner)
+            return self._next(ctx)
+        self.item(node.iftrue, replace(ctx, guards=ctx.guards + (cond,)))
+        if node.iffalse is not None:
+            self.item(node.iffalse, replace(ctx, guards=ctx.guards + (negated,)))
+        return self._next(ctx)
+
+    def collect_condition_reads(self, cond: c_ast.Node, ctx: _Context) -> None:
+        refs = []
+        self.references(cond, "read", refs, ctx)
+        if refs:
+            self.add_statement(cond, ctx, refs, text=f"if ({_text(cond)})")
+
+    def for_loop(self, node: c_ast.For, ctx: _Context) -> None:
+        loc = _loc(node, self.here)
+        counter = f"c{len(ctx.loops)}"
+        try:
+            name, lower = self._loop_init(node.init)
+            step = self._loop_step(node.next, name)
+            saved = self.scope.values.get(name)
+            self.scope.values[name] = Poly.var(counter)
+            try:
+                cond = self.scope.condition(node.cond) if node.cond is not None else None
+            finally:
+                if saved is None:
+                    self.scope.values.pop(name, None)
+                else:
+                    self.scope.values[name] = saved
+            if self.vars.assigned.get(name, 0) > 4:
+                raise NonAffine(f"loop counter '{name}' is modified in the loop body")
+        except NonAffine as e:
+            self.outside_model("non-affine loop", node, f"loop at line {loc.line}: {e.reason}",
+                               _GEOMETRY_ONLY)
+            self.item(node.stmt, replace(ctx, exact=False))
+            return
+        c = Poly.var(counter)
+        lo = (c - lower).to_c("*")
+        constraints = [f"{lo} >= 0" if step > 0 else f"{lo} <= 0"]
+        if abs(step) != 1:
+            constraints.append(f"exists (e_{counter}: {lo} = {step}*e_{counter})")
+        if cond is not None:
+            constraints.append(cond)
+        loop = Loop(counter, name, loc, step, lower)
+        inner = replace(ctx, loops=ctx.loops + (loop,), guards=ctx.guards + tuple(constraints),
+                        beta=ctx.beta + (0,))
+        saved = self.scope.values.get(name)
+        self.scope.values[name] = c
+        self.item(node.stmt, inner)
+        if saved is None:
+            self.scope.values.pop(name, None)
+        else:
+            self.scope.values[name] = saved
+
+    def _loop_init(self, init: c_ast.Node | None) -> tuple[str, Poly]:
+        if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init:
+            d = init.decls[0]
+            return d.name, self.scope.to_poly(d.init)
+        if isinstance(init, c_ast.Assignment) and init.op == "=" \
+                and isinstance(init.lvalue, c_ast.ID):
+            return init.lvalue.name, self.scope.to_poly(init.rvalue)
+        raise NonAffine("loop initialisation is not 'counter = affine expression'")
+
+    def _loop_step(self, nxt: c_ast.Node | None, name: str) -> int:
+        if isinstance(nxt, c_ast.UnaryOp) and isinstance(nxt.expr, c_ast.ID) \
+                and nxt.expr.name == name and nxt.op in ("++", "p++", "--", "p--"):
+            return 1 if "++" in nxt.op else -1
+        if isinstance(nxt, c_ast.Assignment) and isinstance(nxt.lvalue, c_ast.ID) \
+                and nxt.lvalue.name == name:
+            if nxt.op in ("+=", "-="):
+                step = self.scope.to_poly(nxt.rvalue)
+            elif nxt.op == "=" and isinstance(nxt.rvalue, c_ast.BinaryOp) \
+                    and nxt.rvalue.op == "+" and isinstance(nxt.rvalue.left, c_ast.ID) \
+                    and nxt.rvalue.left.name == name:
+                step = self.scope.to_poly(nxt.rvalue.right)
+            else:
+                raise NonAffine("loop increment is not 'counter += constant'")
+            if not step.is_constant() or step.constant() == 0:
+                raise NonAffine(f"loop step '{_text(nxt)}' is not a compile-time constant")
+            value = int(step.constant())
+            return -value if nxt.op == "-=" else value
+        raise NonAffine("loop increment is not 'counter += constant'")
+
+    # statements and references ---------------------------------------------------
+    def statement(self, node: c_ast.Node, ctx: _Context, text: str | None = None) -> None:
+        refs: list[Access] = []
+        update = None
+        if isinstance(node, c_ast.Assignment):
+            self.references(node.rvalue, "read", refs, ctx)
+            if node.op != "=":
+                self.references(node.lvalue, "read", refs, ctx)
+                update = {"+=": "+", "-=": "+", "*=": "*", "/=": "*", "|=": "|",
+                          "&=": "&", "^=": "^"}.get(node.op)
+            else:
+                update = self._self_update(node)
+            self.references(node.lvalue, "write", refs, ctx)
+        elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
+            self.references(node.expr, "read", refs, ctx)
+            self.references(node.expr, "write", refs, ctx)
+            update = "+"
+        else:
+            self.references(node, "read", refs, ctx)
+        self.add_statement(node, ctx, refs, text, update)
+
+    def _self_update(self, node: c_ast.Assignment) -> str | None:
+        """`s = s + e` (or min/max(s, e)) -> the operator, for reduction detection."""
+        lhs = _text(node.lvalue)
+        r = node.rvalue
+        if isinstance(r, c_ast.BinaryOp) and r.op in ("+", "*") and \
+                (_text(r.left) == lhs or _text(r.right) == lhs):
+            return r.op
+        if isinstance(r, c_ast.FuncCall) and isinstance(r.name, c_ast.ID) and r.args and \
+                r.name.name in ("min", "max", "fminf", "fmaxf", "fmin", "fmax") and \
+                any(_text(a) == lhs for a in r.args.exprs):
+            return "min" if "min" in r.name.name else "max"
+        return None
+
+    def add_statement(self, node: c_ast.Node, ctx: _Context, refs: list[Access],
+                      text: str | None = None, update: str | None = None) -> None:
+        if not refs:
+            return
+        guards = list(ctx.guards) + list(self.returned)
+        self.statements.append(Statement(
+            f"S{len(self.statements)}", _loc(node, self.here), text or _text(node).strip(),
+            ctx.loops, guards, ctx.beta, refs, update, ctx.exact))
+
+    def references(self, node: c_ast.Node | None, kind: str, out: list[Access],
+                   ctx: _Context) -> None:
+        if node is None:
+            return
+        if isinstance(node, c_ast.ArrayRef):
+            self.array_reference(node, kind, out, ctx)
+            return
+        if isinstance(node, c_ast.ID):
+            if node.name in self.private:
+                out.append(self._private_access(node, kind))
+            elif node.name in self.program.globals and kind == "write":
+                self.outside_model("global scalar", node, f"write to __device__ "
+                                   f"variable '{node.name}'", _GEOMETRY_ONLY)
+            return
+        if isinstance(node, c_ast.FuncCall):
+            self.call(node, out, ctx)
+            return
+        if isinstance(node, c_ast.UnaryOp) and node.op == "*":
+            self.outside_model("pointer dereference", node, f"'{_text(node)}': access through "
+                               "pointer arithmetic", _GEOMETRY_ONLY)
+            self.references(node.expr, "read", out, ctx)
+            return
+        if isinstance(node, c_ast.StructRef):
+            if builtin(node):
+                return
+            self.references(node.name, kind, out, ctx)
+            return
+        if isinstance(node, c_ast.Assignment):
+            self.outside_model("assignment in an expression", node, _text(node),
+                               _GEOMETRY_ONLY)
+        for _, child in node.children():
+            self.references(child, "read", out, ctx)
+
+    def _private_access(self, node: c_ast.ID, kind: str) -> Access:
+        ty = self.vars.types.get(node.name, "float")
+        return Access(node.name, kind, "private", ty, self._size(ty), _loc(node, self.here),
+                      node.name, Poly(), subscripts=())
+
+    def array_reference(self, node: c_ast.ArrayRef, kind: str, out: list[Access],
+                        ctx: _Context) -> None:
+        subscripts = []
+        base = node
+        while isinstance(base, c_ast.ArrayRef):
+            subscripts.append(base.subscript)
+            base = base.name
+        subscripts.reverse()
+        for s in subscripts:
+            self.references(s, "read", out, ctx)     # indirect subscripts read memory
+        loc = _loc(node, self.here)
+        if not isinstance(base, c_ast.ID):
+            self.outside_model("complex array base", node, f"'{_text(node)}'", _GEOMETRY_ONLY)
+            return
+        name = base.name
+        space, ty, dims = self._array_info(name)
+        if space is None:
+            self.outside_model("pointer arithmetic", node, f"'{_text(node)}' indexes "
+                               f"'{name}', which is not an array polycoal can follow",
+                               _GEOMETRY_ONLY)
+            return
+        reason = None
+        flat = None
+        try:
+            polys = [self.scope.to_poly(s) for s in subscripts]
+            if dims is not None and len(dims) == len(polys):
+                flat = Poly()
+                for p, d in zip(polys, dims):
+                    flat = flat * d + p
+            elif len(polys) == 1:
+                flat = polys[0]
+            else:
+                raise NonAffine("multi-dimensional subscript of an array of unknown shape")
+        except NonAffine as e:
+            reason = e.reason
+            self.outside_model("non-affine subscript", e.node or node,
+                               f"'{_text(node)}': {e.reason}", _GEOMETRY_ONLY)
+        except AxisIsSplit:
+            raise
+        out.append(Access(name, kind, space, ty, self._size(ty), loc, _text(node), flat,
+                          reason=reason))
+
+    def _array_info(self, name: str) -> tuple[str | None, str, list[Poly] | None]:
+        if name in self.pointer_params:
+            return "global", self.pointer_params[name].type, None
+        if name in self.vars.arrays:
+            decl_dims = self.vars.arrays[name]
+            dims = []
+            for d in decl_dims[1:]:
+                try:
+                    dims.append(self.scope.to_poly(d))
+                except NonAffine:
+                    dims = None
+                    break
+            dims = [Poly.const(1)] + dims if dims is not None else None
+            shared = any(True for _ in [0]) and self._is_shared(name)
+            return ("shared" if shared else "local"), self.vars.types.get(name, "float"), dims
+        if name in self.program.globals:
+            g = self.program.globals[name]
+            return g.space, g.type, None
+        return None, "?", None
+
+    def _is_shared(self, name: str) -> bool:
+        class Finder(c_ast.NodeVisitor):
+            line = None
+
+            def visit_Decl(self, node):
+                if node.name == name and node.coord:
+                    Finder.line = node.coord.line
+        Finder().visit(self.kernel.ast.body)
+        return Finder.line in self.kernel.shared_lines
+
+    def _size(self, ty: str) -> int:
+        return self.dialect.type_sizes.get(ty.replace("const ", "").strip(), 4)
+
+    def call(self, node: c_ast.FuncCall, out: list[Access], ctx: _Context) -> None:
+        name = node.name.name if isinstance(node.name, c_ast.ID) else _text(node.name)
+        args = node.args.exprs if node.args else []
+        d = self.dialect
+        if name in d.atomic_functions:
+            self.outside_model("atomic", node, f"{name}: atomic read-modify-write",
+                               _GEOMETRY_ONLY)
+            target = args[0] if args else None
+            if isinstance(target, c_ast.UnaryOp) and target.op == "&":
+                before = len(out)
+                self.references(target.expr, "read", out, ctx)
+                self.references(target.expr, "write", out, ctx)
+                for k in range(before, len(out)):
+                    out[k].atomic = True
+            for a in args[1:]:
+                self.references(a, "read", out, ctx)
+            return
+        if name in d.barrier_functions:
+            self.outside_model("__syncthreads" if name.startswith("__sync") else name, node,
+                               f"{name}(): threads of a block synchronise, so statement "
+                               "instances of different threads are ordered", _GEOMETRY_ONLY)
+            return
+        if name in d.warp_functions:
+            self.outside_model("warp intrinsic", node, f"{name}: lanes exchange data",
+                               _NOTHING)
+        elif name in d.pure_functions:
+            pass
+        elif name in self.program.device_functions:
+            fn = self.program.device_functions[name]
+            if any(p.is_pointer for p in fn.parameters) or fn.ast is None:
+                self.outside_model("device function call", node, f"call to __device__ "
+                                   f"function '{name}' with pointer arguments (not inlined)",
+                                   _GEOMETRY_ONLY)
+        else:
+            self.outside_model("function call", node, f"call to '{name}', which polycoal "
+                               "does not know to be free of memory effects", _GEOMETRY_ONLY)
+        for a in args:
+            self.references(a, "read", out, ctx)
+
+
+def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[str, int],
+                                                              list[str]]:
+    """Per axis blockDim and gridDim (constant when every launch agrees, else a parameter),
+    parameter values common to all launches, and notes."""
+    axes = cuda_dialect().axes
+    launches = program.launches_of(kernel.name)
+    notes = []
+    block, grid = {}, {}
+    for k, a in enumerate(axes):
+        bs = {l.block_shape[k] if l.block_shape else None for l in launches}
+        gs = {l.grid_shape[k] if l.grid_shape else None for l in launches}
+        block[a] = Poly.const(bs.pop()) if len(bs) == 1 and None not in bs \
+            else Poly.var(f"blockDim_{a}")
+        grid[a] = Poly.const(gs.pop()) if len(gs) == 1 and None not in gs \
+            else Poly.var(f"gridDim_{a}")
+    values: dict[str, int] = {}
+    if launches:
+        common = set(launches[0].constant_arguments.items())
+        for l in launches[1:]:
+            common &= set(l.constant_arguments.items())
+        ints = {p.name for p in kernel.parameters if not p.is_pointer}
+        values = {n: int(v) for n, v in common if n in ints and float(v).is_integer()}
+    else:
+        notes.append("no launch site found: block and grid sizes are parameters")
+    return block, grid, values, notes
+
+
+def extract_model(kernel: Kernel, program: Program) -> KernelModel:
+    """The polyhedral model of `kernel` (which must have been parsed)."""
+    assert kernel.ast is not None, "extract_model needs a parsed kernel"
+    axes_names = cuda_dialect().axes
+    block, grid, values, notes = _launch_extents(program, kernel)
+    combined = {a: True for a in axes_names}
+    while True:
+        axes = ThreadAxes(dict(combined), block, grid)
+        ex = _Extractor(kernel, program, axes)
+        try:
+            ex.block(kernel.ast.body.block_items, _Context())
+            break
+        except AxisIsSplit as split:
+            if not combined[split.axis]:
+                raise
+            combined[split.axis] = False
+    thread_dims: list[ThreadDim] = []
+    context: list[str] = []
+    parameters: set[str] = set(ex.scope.parameters)
+    for a in reversed(axes_names):          # z, y, x: x innermost, as warps are formed
+        launched = not (block[a] == Poly.const(1) and grid[a] == Poly.const(1))
+        if a not in axes.used and (not launched or not block[a].is_constant()
+                                   and not grid[a].is_constant()):
+            continue
+        if a not in axes.used and not (block[a].is_constant() and grid[a].is_constant()):
+            continue
+        if axes.combined[a]:
+            extent = block[a] * grid[a]
+            if not extent.is_constant():
+                extent = Poly.var(f"nthreads_{a}")
+            thread_dims.append(ThreadDim(f"g{a}", a, "global", extent))
+        else:
+            thread_dims.append(ThreadDim(f"b{a}", a, "block", grid[a]))
+            thread_dims.append(ThreadDim(f"t{a}", a, "thread", block[a]))
+    for d in thread_dims:
+        parameters |= d.extent.variables
+    for s in ex.statements:
+        for acc in s.accesses:
+            if acc.flat is not None:
+                parameters |= acc.flat.variables - {d.name for d in thread_dims} \
+                    - {f"c{k}" for k in range(8)}
+    for p in sorted(parameters):
+        context.append(f"{p} >= 1" if not p.startswith(("blockDim", "gridDim", "nthreads"))
+                       else f"{p} >= 1")
+    depth = max((len(s.loops) for s in ex.statements), default=0)
+    model = KernelModel(kernel.name, kernel.location, thread_dims, depth, sorted(parameters),
+                        context, ex.statements, outside=ex.outside, parameter_values=values)
+    launches = program.launches_of(kernel.name)
+    shapes = {l.block_shape for l in launches}
+    model.block_shape = shapes.pop() if len(shapes) == 1 else None
+    model.used_axes = frozenset(axes.used)
+    for n in notes:
+        model.notes.append(Diagnostic("note", "no-launch", n, kernel.location, kernel.name))
+    assign_array_shapes(model)
+    return model

@@ -1,0 +1,104 @@
+"""The polyhedral model of one kernel, as plain data.
+
+The thread geometry is modelled as loops around the kernel body (core paper, section
+3): every statement instance is a point (thread dims..., loop counters...). A thread
+axis whose index is only used as `blockIdx.a * blockDim.a + threadIdx.a` is one thread
+dimension `ga` ranging over all threads of the launch along a; an axis whose block and
+thread indices are used separately gives two dimensions `ba` (block) and `ta` (thread in
+block). Loop counters are named c0, c1, ... by depth; statements of smaller depth are
+padded with one-time loops (counter fixed at 0) so all have the same dimensionality.
+Constraints are isl syntax over these names and the parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from polycoal.diagnostics import Diagnostic, Location
+from polycoal.model.poly import Poly
+
+
+@dataclass(frozen=True)
+class ThreadDim:
+    name: str            # "gx" | "bx" | "tx" (and y, z)
+    axis: str            # "x" | "y" | "z"
+    kind: str            # "global" (whole launch) | "block" | "thread" (within a block)
+    extent: Poly         # number of values: a constant or a parameter
+
+
+@dataclass(frozen=True)
+class Loop:
+    counter: str         # model name: c0, c1, ...
+    source_name: str     # the C variable
+    location: Location
+    step: int            # +1, -1, or a stride
+    lower: "Poly" = None  # first value of the counter (thread dims, outer counters, params)
+
+
+@dataclass
+class Access:
+    array: str
+    kind: str                        # "read" | "write"
+    space: str                       # "global" | "constant" | "shared" | "local" | "private"
+    element_type: str
+    element_size: int
+    location: Location
+    text: str                        # the reference as written
+    flat: Poly | None                # offset in elements; None when not a polynomial
+    subscripts: tuple[Poly, ...] | None = None   # affine, after delinearisation; None: non-affine
+    atomic: bool = False
+    reason: str | None = None        # why the access is outside the model
+
+
+@dataclass
+class Statement:
+    name: str                        # S0, S1, ... in textual order
+    location: Location
+    text: str
+    loops: tuple[Loop, ...]
+    constraints: list[str]           # isl constraints on thread dims, counters, parameters
+    beta: tuple[int, ...]            # textual position at each depth (2d+1 schedule)
+    accesses: list[Access]
+    update: str | None = None        # "+", "*", "min", "max" for `X op= e` updates
+    exact: bool = True               # False when a data-dependent condition was dropped
+
+
+@dataclass(frozen=True)
+class OutsideModel:
+    """A construct the affine model cannot represent, and what polycoal can still do."""
+
+    construct: str                   # e.g. "non-affine subscript", "__syncthreads"
+    location: Location
+    detail: str
+    fallback: str
+
+
+@dataclass
+class KernelModel:
+    kernel: str
+    location: Location
+    thread_dims: list[ThreadDim]
+    depth: int                       # loop depth after padding
+    parameters: list[str]
+    context: list[str]               # isl constraints on the parameters
+    statements: list[Statement]
+    arrays: dict[str, tuple[str, tuple[Poly, ...] | None]] = field(default_factory=dict)
+    #                                  array -> (space, sizes of inner dims after delinearisation)
+    outside: list[OutsideModel] = field(default_factory=list)
+    parameter_values: dict[str, int] = field(default_factory=dict)   # known from launches
+    block_shape: tuple[int, int, int] | None = None
+    used_axes: frozenset[str] = frozenset()      # thread axes the kernel's code refers to
+    notes: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def is_affine(self) -> bool:
+        return not self.outside
+
+    @property
+    def dims(self) -> list[str]:
+        return [d.name for d in self.thread_dims] + [f"c{k}" for k in range(self.depth)]
+
+    def accesses(self):
+        for s in self.statements:
+            for a in s.accesses:
+                yield s, a

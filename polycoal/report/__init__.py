@@ -1,0 +1,1 @@
+"""Renderings of an analysis: findings (diagnostics), text, JSON, SARIF."""

@@ -1,0 +1,1 @@
+"""Data package: jinja2 templates for generated CUDA text."""
