@@ -23,15 +23,49 @@ from polycoal.model.kernel_model import Access, KernelModel, OutsideModel, State
 from polycoal.model.poly import Poly
 
 
-def _split(flat: Poly, params: set[str]) -> dict[tuple[str, ...], Poly] | None:
-    """flat = sum over parameter monomials P of P * a_P, with a_P affine in dims."""
+def _size_monomials(flat: Poly, params: set[str]) -> set[tuple[str, ...]] | None:
+    """Parameter monomials that multiply a dimension (the candidate row sizes)."""
+    sizes = set()
+    for m in flat.terms:
+        dm = [v for v in m if v not in params]
+        if len(dm) > 1:
+            return None
+        if dm:
+            sizes.add(tuple(v for v in m if v in params))
+    return sizes
+
+
+def _divides(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    rest = list(b)
+    for v in a:
+        if v not in rest:
+            return False
+        rest.remove(v)
+    return True
+
+
+def _split(flat: Poly, params: set[str], chain: list[tuple[str, ...]]
+           ) -> dict[tuple[str, ...], Poly] | None:
+    """flat = sum over the chain's monomials P of P * a_P, with a_P affine.
+
+    A term without a dimension (k * n, a parameter offset) goes to the largest chain
+    monomial dividing it, with the rest of it (k) as an affine offset.
+    """
     parts: dict[tuple[str, ...], Poly] = {}
     for m, c in flat.terms.items():
         pm = tuple(v for v in m if v in params)
         dm = tuple(v for v in m if v not in params)
-        if len(dm) > 1:
-            return None
-        parts[pm] = parts.get(pm, Poly()) + Poly({dm: c})
+        if dm:
+            if pm not in chain:
+                return None
+            key, rest = pm, dm
+        else:
+            key = max((q for q in chain if _divides(q, pm)), key=len)
+            rest = list(pm)
+            for v in key:
+                rest.remove(v)
+            rest = tuple(rest)
+        parts[key] = parts.get(key, Poly()) + Poly({rest: c})
     return parts
 
 
@@ -81,16 +115,21 @@ def assign_array_shapes(model: KernelModel) -> None:
                 a.subscripts = (a.flat,)
             model.arrays[array] = (space, ())
             continue
-        splits = [_split(a.flat, params) for _, a in uses]
-        if any(sp is None for sp in splits):
+        sizes_of = [_size_monomials(a.flat, params) for _, a in uses]
+        if any(m is None for m in sizes_of):
             _non_affine(model, uses, "a subscript multiplies two loop or thread indices")
             continue
-        monomials = {m for sp in splits for m in sp}
+        monomials = set().union(*sizes_of)
         if monomials - {()}:
             chain = _chain(monomials)
+            splits = [_split(a.flat, params, chain) for _, a in uses] if chain else [None]
+            if chain is None or any(sp is None for sp in splits):
+                _non_affine(model, uses, "the linearised subscript has no consistent "
+                            "row sizes")
+                continue
             sizes = tuple(_size_between(a, b) for a, b in zip(chain, chain[1:]))[::-1]
             subs = [tuple(sp.get(m, Poly()) for m in reversed(chain)) for sp in splits]
-            if chain is None or not _valid(model, uses, subs, sizes):
+            if not _valid(model, uses, subs, sizes):
                 _non_affine(model, uses, "the linearised subscript cannot be delinearised "
                             "(an inner index may leave its row)")
                 continue

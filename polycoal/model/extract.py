@@ -251,7 +251,7 @@ class _Extractor:
                     self.scope.values.pop(name, None)
                 else:
                     self.scope.values[name] = saved
-            if self.vars.assigned.get(name, 0) > 4:
+            if _prescan(node.stmt).assigned.get(name, 0) > 0:
                 raise NonAffine(f"loop counter '{name}' is modified in the loop body")
         except NonAffine as e:
             self.outside_model("non-affine loop", node, f"loop at line {loc.line}: {e.reason}",
