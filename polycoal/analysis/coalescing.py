@@ -97,7 +97,7 @@ def analyze_reference(model: KernelModel, s: Statement, a: Access, count: Count)
     classes: dict[str, str] = {}
     note = None
     for axis in axes:
-        if a.flat is None or a.reason:
+        if a.flat is None:
             strides[axis] = None
             classes[axis] = "?"
             continue

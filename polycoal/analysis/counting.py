@@ -12,6 +12,7 @@ none of this applies, the count is an estimate (bounding box) and marked so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import islpy as isl
 
@@ -116,9 +117,9 @@ def _count_basic(bset: isl.BasicSet, dims: list[str], values: dict[str, int]
                     exact = False
                 continue
             if abs(a) != 1:
-                exact = False
-                continue
-            (lowers if a > 0 else uppers).append(-rest if a > 0 else rest)
+                exact = False     # a rational bound: the sum becomes an estimate
+            bound = rest * Fraction(-1, a)
+            (lowers if a > 0 else uppers).append(bound)
         if equal is not None:
             summand = summand.substitute({dim: equal})
             continue

@@ -154,8 +154,16 @@ class Scope:
             op = node.op
             if negate:
                 op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
-            lefts = self._bound_terms(node.left, "max" if op in ("<", "<=") else "min")
-            rights = self._bound_terms(node.right, "min" if op in ("<", "<=") else "max")
+            left, right = node.left, node.right
+            if self._quotient(left) and not self._quotient(right):
+                left, right = right, left
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==",
+                      "!=": "!="}[op]
+            q = self._quotient(right)
+            if q is not None and op in ("<", "<=", ">", ">="):
+                return "(" + _floor_atom(self.to_poly(left), op, *q, node) + ")"
+            lefts = self._bound_terms(left, "max" if op in ("<", "<=") else "min")
+            rights = self._bound_terms(right, "min" if op in ("<", "<=") else "max")
             atoms = []
             for lhs in lefts:
                 for rhs in rights:
@@ -168,6 +176,20 @@ class Scope:
             p = self.to_poly(node)
             return _atom(p, "==" if negate else "!=", Poly.const(0), node)
         raise NonAffine("data-dependent or non-affine condition", node)
+
+    def _quotient(self, node: c_ast.Node) -> tuple[Poly, int] | None:
+        """(e, c) for `e / c` with c a positive constant and e affine, else None."""
+        if isinstance(node, c_ast.Cast):
+            return self._quotient(node.expr)
+        if not (isinstance(node, c_ast.BinaryOp) and node.op == "/"):
+            return None
+        try:
+            e, c = self.to_poly(node.left), self.to_poly(node.right)
+        except NonAffine:
+            return None
+        if not c.is_constant() or c.constant() <= 0 or not e.is_affine():
+            return None
+        return e, int(c.constant())
 
     def _bound_terms(self, node: c_ast.Node, kind: str) -> list[Poly]:
         """`min(a, b)` on the side where it splits into a conjunction -> [a, b]."""
@@ -186,6 +208,18 @@ def _atom(lhs: Poly, op: str, rhs: Poly, node: c_ast.Node) -> str:
     return {"<": f"{text} < 0", "<=": f"{text} <= 0", ">": f"{text} > 0",
             ">=": f"{text} >= 0", "==": f"{text} = 0",
             "!=": f"({text} < 0 or {text} > 0)"}[op]
+
+
+def _floor_atom(x: Poly, op: str, e: Poly, c: int, node: c_ast.Node) -> str:
+    """x op floor(e / c) as a linear constraint, for e >= 0 (C division truncates, which
+    is floor for non-negative operands; the bound e >= 0 is added).
+
+    x <  floor(e/c)  <=>  c*(x + 1) <= e        x <= floor(e/c)  <=>  c*x <= e
+    x >  floor(e/c)  <=>  c*x > e               x >= floor(e/c)  <=>  c*(x + 1) > e
+    """
+    lhs = {"<": (x + 1) * c, "<=": x * c, ">": x * c, ">=": (x + 1) * c}[op]
+    rel = {"<": "<=", "<=": "<=", ">": ">", ">=": ">"}[op]
+    return _atom(lhs, rel, e, node) + " and " + _atom(e, ">=", Poly(), node)
 
 
 def as_fraction(p: Poly) -> Fraction:
