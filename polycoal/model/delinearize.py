@@ -100,7 +100,6 @@ def assign_array_shapes(model: KernelModel) -> None:
     by_array: dict[str, list[tuple[Statement, Access]]] = {}
     for s, a in model.accesses():
         if a.space == "private":
-            a.subscripts = ()
             model.arrays.setdefault(a.array, ("private", ()))
             continue
         by_array.setdefault(a.array, []).append((s, a))

@@ -112,7 +112,8 @@ class _Extractor:
         self.pointer_params = {p.name: p for p in kernel.parameters if p.is_pointer}
         self.statements: list[Statement] = []
         self.outside: list[OutsideModel] = []
-        self.private: set[str] = set()
+        self.private: dict[str, int] = {}   # thread-private scalar -> loop depth of its
+        #                                       declaration (it is fresh in every iteration)
         self.returned: list[str] = []     # negated guards of earlier returns
 
     # bookkeeping -------------------------------------------------------------
@@ -185,9 +186,11 @@ class _Extractor:
                                    "in the arrays they point into", _GEOMETRY_ONLY)
                 self.scope.opaque[name] = f"pointer '{name}'"
             return ctx
-        if node.init is None:
-            return ctx
         ty = self.vars.types.get(name, "?")
+        if node.init is None:
+            if self.vars.assigned.get(name, 0) > 0:
+                self.private[name] = len(ctx.loops)
+            return ctx
         if self.vars.assigned.get(name, 0) == 1 and ty in _INT_TYPES:
             try:
                 self.scope.values[name] = self.scope.to_poly(node.init)
@@ -196,7 +199,7 @@ class _Extractor:
                 self.scope.opaque[name] = (f"'{name}' = {_text(node.init)} is not affine "
                                            f"({e.reason})")
         # a thread-private scalar written here
-        self.private.add(name)
+        self.private[name] = len(ctx.loops)
         assign = c_ast.Assignment("=", c_ast.ID(name, coord=node.coord), node.init,
                                   coord=node.coord)
         self.statement(assign, ctx, text=_text(node).strip())
@@ -356,6 +359,8 @@ class _Extractor:
             self.array_reference(node, kind, out, ctx)
             return
         if isinstance(node, c_ast.ID):
+            if node.name in self.scope.values:
+                return                                  # an index: loop counter or affine
             if node.name in self.private:
                 out.append(self._private_access(node, kind))
             elif node.name in self.program.globals and kind == "write":
@@ -383,8 +388,9 @@ class _Extractor:
 
     def _private_access(self, node: c_ast.ID, kind: str) -> Access:
         ty = self.vars.types.get(node.name, "float")
+        scope = tuple(Poly.var(f"c{k}") for k in range(self.private[node.name]))
         return Access(node.name, kind, "private", ty, self._size(ty), _loc(node, self.here),
-                      node.name, Poly(), subscripts=())
+                      node.name, Poly(), subscripts=scope)
 
     def array_reference(self, node: c_ast.ArrayRef, kind: str, out: list[Access],
                         ctx: _Context) -> None:
