@@ -143,3 +143,17 @@ def carried_by(model: KernelModel, deps: list[Dependence], loop: Loop, depth: in
         if not d.relation.intersect(_pair_relation(model, s1, s2, text)).is_empty():
             carried.append(d)
     return carried
+
+
+def varies_along(model: KernelModel, deps: list[Dependence], dim: str) -> bool:
+    """Does some dependence relate instances with different values of `dim`?
+
+    A dimension along which no dependence varies is parallel: its instances can run
+    in any order, in particular on different threads (the parallelism constraint).
+    """
+    by_name = {s.name: s for s in model.statements}
+    for d in deps:
+        s1, s2 = by_name[d.source], by_name[d.sink]
+        if not d.relation.intersect(_pair_relation(model, s1, s2, f"{dim} != {dim}'")).is_empty():
+            return True
+    return False

@@ -59,6 +59,7 @@ class _Variables:
     assigned: dict[str, int] = field(default_factory=dict)   # name -> number of writes
     types: dict[str, str] = field(default_factory=dict)
     pointers: set[str] = field(default_factory=set)
+    counters: set[str] = field(default_factory=set)       # variables used as loop counters
     arrays: dict[str, list[c_ast.Node]] = field(default_factory=dict)  # local arrays: dims
 
 
@@ -80,6 +81,14 @@ def _prescan(body: c_ast.Node) -> _Variables:
                 info.types[node.name] = type_name(ty)
                 if node.init is not None:
                     info.assigned[node.name] = info.assigned.get(node.name, 0) + 1
+            self.generic_visit(node)
+
+        def visit_For(self, node):
+            init = node.init
+            if isinstance(init, c_ast.Assignment) and isinstance(init.lvalue, c_ast.ID):
+                info.counters.add(init.lvalue.name)
+            elif isinstance(init, c_ast.DeclList):
+                info.counters.update(d.name for d in init.decls if d.name)
             self.generic_visit(node)
 
         def visit_Assignment(self, node):
@@ -188,7 +197,7 @@ class _Extractor:
             return ctx
         ty = self.vars.types.get(name, "?")
         if node.init is None:
-            if self.vars.assigned.get(name, 0) > 0:
+            if self.vars.assigned.get(name, 0) > 0 and name not in self.vars.counters:
                 self.private[name] = len(ctx.loops)
             return ctx
         if self.vars.assigned.get(name, 0) == 1 and ty in _INT_TYPES:
@@ -349,7 +358,8 @@ class _Extractor:
         guards = list(ctx.guards) + list(self.returned)
         self.statements.append(Statement(
             f"S{len(self.statements)}", _loc(node, self.here), text or _text(node).strip(),
-            ctx.loops, guards, ctx.beta, refs, update, ctx.exact))
+            ctx.loops, guards, ctx.beta, refs, update, ctx.exact, node,
+            dict(self.scope.values)))
 
     def references(self, node: c_ast.Node | None, kind: str, out: list[Access],
                    ctx: _Context) -> None:
@@ -585,6 +595,8 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
     shapes = {l.block_shape for l in launches}
     model.block_shape = shapes.pop() if len(shapes) == 1 else None
     model.used_axes = frozenset(axes.used)
+    model.axes = axes
+    model.private = {n: (ex.vars.types.get(n, "float"), d) for n, d in ex.private.items()}
     for n in notes:
         model.notes.append(Diagnostic("note", "no-launch", n, kernel.location, kernel.name))
     assign_array_shapes(model)

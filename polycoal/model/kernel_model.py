@@ -61,6 +61,8 @@ class Statement:
     accesses: list[Access]
     update: str | None = None        # "+", "*", "min", "max" for `X op= e` updates
     exact: bool = True               # False when a data-dependent condition was dropped
+    node: object = None              # the pycparser node, for regeneration
+    bindings: dict = field(default_factory=dict)   # C index variable -> Poly, at this point
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ class KernelModel:
     parameter_values: dict[str, int] = field(default_factory=dict)   # known from launches
     block_shape: tuple[int, int, int] | None = None
     used_axes: frozenset[str] = frozenset()      # thread axes the kernel's code refers to
+    axes: object = None              # expressions.ThreadAxes used to read the kernel
+    private: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #                                  private scalar -> (C type, loop depth of declaration)
     notes: list[Diagnostic] = field(default_factory=list)
 
     @property

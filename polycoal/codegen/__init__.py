@@ -1,0 +1,1 @@
+"""Code generation: new kernels from the isl AST, rewritten launches, spliced output."""

@@ -1,0 +1,199 @@
+"""Generate the restructured kernel from an isl AST (`generate_kernel`).
+
+Each new thread axis a carries one model dimension d. The statement domains get a
+parameter pc_a with d = pc_a, and the AST is generated for the sequential schedule only
+(displaced thread dimensions outermost, then the original loops in the original order,
+with the textual positions in between). So the AST is the code ONE thread runs, given
+its pc_x, pc_y, pc_z; conditions on them become guards. Around it, each axis is
+strip-mined onto CUDA's blocks and threads as a grid-stride loop
+
+    for (pc_a = lo_a + blockIdx.a * blockDim.a + threadIdx.a; pc_a <= hi_a;
+         pc_a += blockDim.a * gridDim.a)
+
+with [lo_a, hi_a] the range of d over all statement instances, so that any grid covers
+every instance exactly once, also when the hardware's grid limits (65535 along y and z)
+are smaller than the extent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from polycoal.codegen.isl_c import expr_to_c
+from polycoal.codegen.statements import render_statement
+from polycoal.frontend.lexer import matching, tokenize
+from polycoal.frontend.program import Kernel
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.restructure import AXES, Mapping
+from polycoal.templates import render_template
+
+LAUNCH_PARAMS = ("nthreads_", "blockDim_", "gridDim_")
+
+
+@dataclass
+class AxisRange:
+    axis: str
+    dim: str
+    lo: str          # C expressions in the kernel's parameters (and launch parameters)
+    hi: str
+
+
+@dataclass
+class GeneratedKernel:
+    name: str
+    text: str
+    ranges: list[AxisRange]
+    block: tuple[int, int, int]
+    hidden: list[str]                     # launch parameters passed as extra arguments
+    thread_vars: dict[str, str]           # axis -> C variable (pc_x)
+    iterator_prefix: str
+    statement_dims: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def _describe_dim(model: KernelModel, dim: str) -> str:
+    for d in model.thread_dims:
+        if d.name == dim:
+            return f"{dim} (old thread index along {d.axis})"
+    k = int(dim[1:])
+    for s in model.statements:
+        if len(s.loops) > k:
+            loop = s.loops[k]
+            return f"{loop.source_name} (loop at line {loop.location.line})"
+    return dim
+
+
+def default_block(n_axes: int) -> tuple[int, int, int]:
+    return {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}[n_axes]
+
+
+def _signature(original: str, kernel: Kernel) -> str:
+    """The kernel's definition text up to (not including) its body's `{`."""
+    text = original[kernel.span.start:kernel.span.end]
+    tokens = tokenize(text)
+    for k, t in enumerate(tokens):
+        if t.text == "(" and k and tokens[k - 1].text == kernel.name:
+            close = matching(tokens, k)
+            body = next(j for j in range(close, len(tokens)) if tokens[j].text == "{")
+            return text[:tokens[body].start].rstrip()
+    raise ValueError(f"cannot find the body of kernel {kernel.name}")
+
+
+def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
+                    block: tuple[int, int, int] | None = None) -> GeneratedKernel:
+    taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
+    thread_vars = {a: _fresh(f"pc_{a}", taken) for a in AXES[:len(mapping.axes)]}
+    prefix = _fresh("pc_i", taken)
+    axis_of = dict(zip(mapping.axes, AXES))
+    params = list(model.parameters)
+    new_params = params + [thread_vars[a] for a in AXES[:len(mapping.axes)]]
+    dims = model.dims
+
+    # ranges of the dims put on thread axes, over all instances
+    ranges = []
+    build_ctx = isl_helpers.context(model)
+    build = isl.AstBuild.from_context(build_ctx)
+    for dim, axis in axis_of.items():
+        pos = dims.index(dim)
+        lo = hi = None
+        for s in model.statements:
+            dom = isl_helpers.domain(model, s)
+            if dom.is_empty():
+                continue
+            smin, smax = dom.dim_min(pos), dom.dim_max(pos)
+            lo = smin if lo is None else lo.min(smin)
+            hi = smax if hi is None else hi.max(smax)
+        if lo is None:
+            raise ValueError("kernel has no statement instances")
+        ranges.append(AxisRange(axis, dim, expr_to_c(build.expr_from_pw_aff(lo.coalesce())),
+                                expr_to_c(build.expr_from_pw_aff(hi.coalesce()))))
+
+    # sequential schedule per statement, with the thread dims as parameters
+    schedule = None
+    for s in model.statements:
+        beta = list(s.beta) + [0] * (model.depth + 1 - len(s.beta))
+        out = [d for d in mapping.sequential if not d.startswith("c")]
+        for k in range(model.depth):
+            out.append(str(beta[k]))
+            if f"c{k}" in mapping.sequential:
+                step = s.loops[k].step if k < len(s.loops) else 1
+                out.append(f"c{k}" if step > 0 else f"-c{k}")
+        out.append(str(beta[model.depth]))
+        ties = " and ".join(f"{d} = {thread_vars[axis_of[d]]}" for d in mapping.axes)
+        text = (f"[{', '.join(new_params)}] -> {{ {s.name}[{', '.join(dims)}] -> "
+                f"[{', '.join(out)}] : {isl_helpers.domain_constraints(model, s)} and {ties} }}")
+        m = isl.UnionMap(text)
+        schedule = m if schedule is None else schedule.union(m)
+    ctx_text = " and ".join(model.context) or "true"
+    ast_ctx = isl.Set(f"[{', '.join(new_params)}] -> {{ : {ctx_text} }}")
+    ast_build = isl.AstBuild.from_context(ast_ctx)
+    ids = isl.IdList.alloc(ast_ctx.get_ctx(), 8)
+    for k in range(16):
+        ids = ids.add(isl.Id(f"{prefix}{k}"))
+    ast_build = ast_build.set_iterators(ids)
+    root = ast_build.node_from_schedule_map(schedule)
+
+    by_name = {s.name: s for s in model.statements}
+    used: set[str] = set()
+
+    def user(expr: isl.AstExpr) -> str:
+        name = expr.get_op_arg(0).get_id().name
+        args = [expr_to_c(expr.get_op_arg(k + 1)) for k in range(expr.get_op_n_arg() - 1)]
+        text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
+        used.update(vars_used)
+        used.update(v for a in args for v in params if v in a)
+        return text + ";"
+
+    body = _render_ast(root, user)
+    for r in ranges:
+        used.update(v for v in params if v in r.lo or v in r.hi)
+    hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
+    privates = [f"{ty} {name};" for name, (ty, _) in sorted(model.private.items())]
+    block = block or default_block(len(mapping.axes))
+    old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
+    text = render_template(
+        "kernel.cu.j2", signature=_signature(original, kernel), hidden=hidden,
+        old_geometry=old, old_block=model.block_shape,
+        new_axes=[(a, _describe_dim(model, d)) for d, a in axis_of.items()],
+        sequential=[_describe_dim(model, d) for d in mapping.sequential],
+        block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
+        body=body)
+    return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix)
+
+
+def _render_ast(node: isl.AstNode, user) -> list[str]:
+    """C lines of an isl AST (loops, ifs, blocks, statements), indented by two."""
+    t = node.get_type()
+    if t == isl.ast_node_type.block:
+        children = node.block_get_children()
+        out = []
+        for k in range(children.n_ast_node()):
+            out += _render_ast(children.get_at(k), user)
+        return out
+    if t == isl.ast_node_type.for_:
+        it = expr_to_c(node.for_get_iterator())
+        init = expr_to_c(node.for_get_init())
+        cond = expr_to_c(node.for_get_cond())
+        inc = expr_to_c(node.for_get_inc())
+        head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
+        return [head] + ["  " + l for l in _render_ast(node.for_get_body(), user)] + ["}"]
+    if t == isl.ast_node_type.if_:
+        out = [f"if ({expr_to_c(node.if_get_cond())}) {{"]
+        out += ["  " + l for l in _render_ast(node.if_get_then_node(), user)]
+        if node.if_has_else_node():
+            out += ["} else {"] + ["  " + l for l in _render_ast(node.if_get_else_node(), user)]
+        return out + ["}"]
+    if t == isl.ast_node_type.user:
+        return [user(node.user_get_expr())]
+    if t == isl.ast_node_type.mark:
+        return _render_ast(node.mark_get_node(), user)
+    raise ValueError(f"unexpected isl AST node {t}")

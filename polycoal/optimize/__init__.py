@@ -1,0 +1,1 @@
+"""Optimisation: choose a new thread geometry (permutation ILPs solved with pulp)."""
