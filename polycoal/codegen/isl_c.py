@@ -16,7 +16,10 @@ _BINARY = {_T.add: "+", _T.sub: "-", _T.mul: "*", _T.div: "/", _T.pdiv_q: "/",
            _T.or_else: "||"}
 
 
-def expr_to_c(e: isl.AstExpr, rename: dict[str, str] | None = None) -> str:
+def expr_to_c(e: isl.AstExpr, rename: dict[str, str] | None = None,
+              device: bool = False) -> str:
+    """C text of `e`. With `device`, min and max stay calls (CUDA's integer min/max),
+    which the front end reads back as affine bounds."""
     rename = rename or {}
     t = e.get_type()
     if t == isl.ast_expr_type.int:
@@ -25,11 +28,16 @@ def expr_to_c(e: isl.AstExpr, rename: dict[str, str] | None = None) -> str:
         name = e.get_id().name
         return rename.get(name, name)
     op = e.get_op_type()
-    args = [expr_to_c(e.get_op_arg(k), rename) for k in range(e.get_op_n_arg())]
+    args = [expr_to_c(e.get_op_arg(k), rename, device) for k in range(e.get_op_n_arg())]
     if op in _BINARY:
         return f"({args[0]} {_BINARY[op]} {args[1]})"
     if op == _T.minus:
         return f"(-{args[0]})"
+    if op in (_T.min, _T.max) and device:
+        out = args[0]
+        for a in args[1:]:
+            out = f"{'min' if op == _T.min else 'max'}({out}, {a})"
+        return out
     if op in (_T.min, _T.max):
         out = args[0]
         cmp = "<" if op == _T.min else ">"

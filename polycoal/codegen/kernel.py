@@ -17,6 +17,7 @@ are smaller than the extent.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -39,6 +40,8 @@ class AxisRange:
     dim: str
     lo: str          # C expressions in the kernel's parameters (and launch parameters)
     hi: str
+    host_lo: str = ""     # the same, without CUDA's min/max (host code)
+    host_hi: str = ""
 
 
 @dataclass
@@ -50,7 +53,9 @@ class GeneratedKernel:
     hidden: list[str]                     # launch parameters passed as extra arguments
     thread_vars: dict[str, str]           # axis -> C variable (pc_x)
     iterator_prefix: str
-    statement_dims: dict[str, list[str]] = field(default_factory=dict)
+    emitted: list[str] = field(default_factory=list)      # original statement per emitted one
+    schedules: dict[str, list[str]] = field(default_factory=dict)   # sequential schedule
+    axis_dims: dict[str, str] = field(default_factory=dict)          # axis -> model dim
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -88,6 +93,24 @@ def _signature(original: str, kernel: Kernel) -> str:
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
+def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list[str]]:
+    """Per statement, the schedule inside one thread (isl text of each coordinate):
+    displaced thread dims outermost, then the 2d+1 textual schedule of the loops that
+    stay sequential."""
+    schedules = {}
+    for st in model.statements:
+        beta = list(st.beta) + [0] * (model.depth + 1 - len(st.beta))
+        out = [d for d in mapping.sequential if not d.startswith("c")]
+        for k in range(model.depth):
+            out.append(str(beta[k]))
+            if f"c{k}" in mapping.sequential:
+                step = st.loops[k].step if k < len(st.loops) else 1
+                out.append(f"c{k}" if step > 0 else f"-c{k}")
+        out.append(str(beta[model.depth]))
+        schedules[st.name] = out
+    return schedules
+
+
 def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
                     block: tuple[int, int, int] | None = None) -> GeneratedKernel:
     taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
@@ -114,23 +137,20 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             hi = smax if hi is None else hi.max(smax)
         if lo is None:
             raise ValueError("kernel has no statement instances")
-        ranges.append(AxisRange(axis, dim, expr_to_c(build.expr_from_pw_aff(lo.coalesce())),
-                                expr_to_c(build.expr_from_pw_aff(hi.coalesce()))))
+        lo_e = build.expr_from_pw_aff(lo.coalesce())
+        hi_e = build.expr_from_pw_aff(hi.coalesce())
+        ranges.append(AxisRange(axis, dim, expr_to_c(lo_e, device=True),
+                                expr_to_c(hi_e, device=True), expr_to_c(lo_e),
+                                expr_to_c(hi_e)))
 
     # sequential schedule per statement, with the thread dims as parameters
+    schedules = sequential_schedules(model, mapping)
     schedule = None
     for s in model.statements:
-        beta = list(s.beta) + [0] * (model.depth + 1 - len(s.beta))
-        out = [d for d in mapping.sequential if not d.startswith("c")]
-        for k in range(model.depth):
-            out.append(str(beta[k]))
-            if f"c{k}" in mapping.sequential:
-                step = s.loops[k].step if k < len(s.loops) else 1
-                out.append(f"c{k}" if step > 0 else f"-c{k}")
-        out.append(str(beta[model.depth]))
         ties = " and ".join(f"{d} = {thread_vars[axis_of[d]]}" for d in mapping.axes)
         text = (f"[{', '.join(new_params)}] -> {{ {s.name}[{', '.join(dims)}] -> "
-                f"[{', '.join(out)}] : {isl_helpers.domain_constraints(model, s)} and {ties} }}")
+                f"[{', '.join(schedules[s.name])}] : "
+                f"{isl_helpers.domain_constraints(model, s)} and {ties} }}")
         m = isl.UnionMap(text)
         schedule = m if schedule is None else schedule.union(m)
     ctx_text = " and ".join(model.context) or "true"
@@ -145,9 +165,13 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     by_name = {s.name: s for s in model.statements}
     used: set[str] = set()
 
+    emitted: list[str] = []
+
     def user(expr: isl.AstExpr) -> str:
         name = expr.get_op_arg(0).get_id().name
-        args = [expr_to_c(expr.get_op_arg(k + 1)) for k in range(expr.get_op_n_arg() - 1)]
+        emitted.append(name)
+        args = [expr_to_c(expr.get_op_arg(k + 1), device=True)
+                for k in range(expr.get_op_n_arg() - 1)]
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
         used.update(v for a in args for v in params if v in a)
@@ -157,17 +181,30 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
+    if hidden:
+        # the original launch's geometry, passed as extra arguments pc_<name>
+        rename = re.compile(r"\b(" + "|".join(hidden) + r")\b")
+        body = [rename.sub(r"pc_\1", line) for line in body]
+        for r in ranges:
+            r.lo, r.hi = rename.sub(r"pc_\1", r.lo), rename.sub(r"pc_\1", r.hi)
     privates = [f"{ty} {name};" for name, (ty, _) in sorted(model.private.items())]
     block = block or default_block(len(mapping.axes))
     old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
+    signature = _signature(original, kernel)
+    if hidden:
+        close = signature.rfind(")")
+        signature = (signature[:close] + "".join(f", long long pc_{h}" for h in hidden)
+                     + signature[close:])
     text = render_template(
-        "kernel.cu.j2", signature=_signature(original, kernel), hidden=hidden,
+        "kernel.cu.j2", signature=signature, hidden=hidden,
         old_geometry=old, old_block=model.block_shape,
         new_axes=[(a, _describe_dim(model, d)) for d, a in axis_of.items()],
         sequential=[_describe_dim(model, d) for d in mapping.sequential],
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
         body=body)
-    return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix)
+    return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
+                           emitted=emitted, schedules=schedules,
+                           axis_dims={a: d for d, a in axis_of.items()})
 
 
 def _render_ast(node: isl.AstNode, user) -> list[str]:
@@ -181,13 +218,13 @@ def _render_ast(node: isl.AstNode, user) -> list[str]:
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
-        init = expr_to_c(node.for_get_init())
-        cond = expr_to_c(node.for_get_cond())
+        init = expr_to_c(node.for_get_init(), device=True)
+        cond = expr_to_c(node.for_get_cond(), device=True)
         inc = expr_to_c(node.for_get_inc())
         head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
         return [head] + ["  " + l for l in _render_ast(node.for_get_body(), user)] + ["}"]
     if t == isl.ast_node_type.if_:
-        out = [f"if ({expr_to_c(node.if_get_cond())}) {{"]
+        out = [f"if ({expr_to_c(node.if_get_cond(), device=True)}) {{"]
         out += ["  " + l for l in _render_ast(node.if_get_then_node(), user)]
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in _render_ast(node.if_get_else_node(), user)]

@@ -124,6 +124,9 @@ class _Extractor:
         self.private: dict[str, int] = {}   # thread-private scalar -> loop depth of its
         #                                       declaration (it is fresh in every iteration)
         self.returned: list[str] = []     # negated guards of earlier returns
+        self.allow_virtual = True         # read grid-stride loops as thread dimensions
+        self.virtual_axes: set[str] = set()
+        self.closed = False               # a grid-stride loop took the whole body
 
     # bookkeeping -------------------------------------------------------------
     def outside_model(self, construct: str, node: c_ast.Node | None, detail: str,
@@ -248,11 +251,50 @@ class _Extractor:
         if refs:
             self.add_statement(cond, ctx, refs, text=f"if ({_text(cond)})")
 
+    def virtual_thread_loop(self, node: c_ast.For, ctx: _Context) -> bool:
+        """A grid-stride loop `for (v = lo + G_a; v <= hi; v += blockDim.a * gridDim.a)`
+        around the whole kernel body: every v in [lo, hi] is run by exactly one thread,
+        once, so v is modelled as the (unbounded) thread dimension of axis a itself."""
+        if not self.allow_virtual or ctx.loops or self.statements:
+            return False
+        try:
+            name, lowers = self._loop_init(node.init)
+            if len(lowers) != 1 or not (isinstance(node.next, c_ast.Assignment)
+                                        and node.next.op == "+="
+                                        and isinstance(node.next.lvalue, c_ast.ID)
+                                        and node.next.lvalue.name == name):
+                return False
+            step = self.scope._poly(node.next.rvalue)
+        except (NonAffine, AxisIsSplit):
+            return False
+        axes = self.scope.axes
+        for a in cuda_dialect().axes:
+            g = f"g{a}"
+            lo = lowers[0] - Poly.var(g)
+            if lowers[0].coefficient(g) == Poly.const(1) and step == axes.block[a] * \
+                    axes.grid[a] and not any(v[0] in "gbtc" and v[1:].isdigit() or v in
+                                             ("gx", "gy", "gz") for v in lo.variables) \
+                    and a not in self.virtual_axes and axes.combined.get(a, True):
+                self.scope.values[name] = lowers[0]
+                try:
+                    cond = self.scope.condition(node.cond)
+                except NonAffine:
+                    self.scope.values.pop(name, None)
+                    return False
+                self.virtual_axes.add(a)
+                self.item(node.stmt, replace(ctx, guards=ctx.guards + (cond,)))
+                self.closed = True
+                return True
+        return False
+
     def for_loop(self, node: c_ast.For, ctx: _Context) -> None:
+        if self.virtual_thread_loop(node, ctx):
+            return
         loc = _loc(node, self.here)
         counter = f"c{len(ctx.loops)}"
         try:
-            name, lower = self._loop_init(node.init)
+            name, lowers = self._loop_init(node.init)
+            lower = lowers[0]
             step = self._loop_step(node.next, name)
             saved = self.scope.values.get(name)
             self.scope.values[name] = Poly.var(counter)
@@ -272,7 +314,7 @@ class _Extractor:
             return
         c = Poly.var(counter)
         lo = (c - lower).to_c("*")
-        constraints = [f"{lo} >= 0" if step > 0 else f"{lo} <= 0"]
+        constraints = [f"{(c - b).to_c('*')} {'>=' if step > 0 else '<='} 0" for b in lowers]
         if abs(step) != 1:
             constraints.append(f"exists (e_{counter}: {lo} = {step}*e_{counter})")
         if cond is not None:
@@ -288,14 +330,19 @@ class _Extractor:
         else:
             self.scope.values[name] = saved
 
-    def _loop_init(self, init: c_ast.Node | None) -> tuple[str, Poly]:
+    def _loop_init(self, init: c_ast.Node | None) -> tuple[str, list[Poly]]:
+        """(counter, lower bounds): `c = e`, or `c = max(e1, e2)` (several bounds)."""
         if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init:
-            d = init.decls[0]
-            return d.name, self.scope.to_poly(d.init)
-        if isinstance(init, c_ast.Assignment) and init.op == "=" \
+            name, value = init.decls[0].name, init.decls[0].init
+        elif isinstance(init, c_ast.Assignment) and init.op == "=" \
                 and isinstance(init.lvalue, c_ast.ID):
-            return init.lvalue.name, self.scope.to_poly(init.rvalue)
-        raise NonAffine("loop initialisation is not 'counter = affine expression'")
+            name, value = init.lvalue.name, init.rvalue
+        else:
+            raise NonAffine("loop initialisation is not 'counter = affine expression'")
+        if isinstance(value, c_ast.FuncCall) and isinstance(value.name, c_ast.ID) and \
+                value.name.name == "max" and value.args and len(value.args.exprs) == 2:
+            return name, [self.scope.to_poly(e) for e in value.args.exprs]
+        return name, [self.scope.to_poly(value)]
 
     def _loop_step(self, nxt: c_ast.Node | None, name: str) -> int:
         if isinstance(nxt, c_ast.UnaryOp) and isinstance(nxt.expr, c_ast.ID) \
@@ -355,6 +402,8 @@ class _Extractor:
                       text: str | None = None, update: str | None = None) -> None:
         if not refs:
             return
+        if self.closed:
+            raise _NotWholeBody()
         guards = list(ctx.guards) + list(self.returned)
         self.statements.append(Statement(
             f"S{len(self.statements)}", _loc(node, self.here), text or _text(node).strip(),
@@ -517,6 +566,10 @@ class _Extractor:
             self.references(a, "read", out, ctx)
 
 
+class _NotWholeBody(Exception):
+    """A statement follows a grid-stride loop read as a thread dimension."""
+
+
 def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[str, int],
                                                               list[str]]:
     """Per axis blockDim and gridDim (constant when every launch agrees, else a parameter),
@@ -550,9 +603,11 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
     axes_names = cuda_dialect().axes
     block, grid, values, notes = _launch_extents(program, kernel)
     combined = {a: True for a in axes_names}
+    allow_virtual = True
     while True:
         axes = ThreadAxes(dict(combined), block, grid)
         ex = _Extractor(kernel, program, axes)
+        ex.allow_virtual = allow_virtual
         try:
             ex.block(kernel.ast.body.block_items, _Context())
             break
@@ -560,6 +615,8 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
             if not combined[split.axis]:
                 raise
             combined[split.axis] = False
+        except _NotWholeBody:
+            allow_virtual = False
     thread_dims: list[ThreadDim] = []
     context: list[str] = []
     parameters: set[str] = set(ex.scope.parameters)
@@ -570,7 +627,10 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
             continue
         if a not in axes.used and not (block[a].is_constant() and grid[a].is_constant()):
             continue
-        if axes.combined[a]:
+        if a in ex.virtual_axes:
+            thread_dims.append(ThreadDim(f"g{a}", a, "global", Poly.var(f"nthreads_{a}"),
+                                         strided=True))
+        elif axes.combined[a]:
             extent = block[a] * grid[a]
             if not extent.is_constant():
                 extent = Poly.var(f"nthreads_{a}")

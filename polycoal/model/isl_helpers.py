@@ -31,7 +31,8 @@ def _dims(model: KernelModel) -> str:
 def domain_constraints(model: KernelModel, s: Statement) -> str:
     parts = []
     for d in model.thread_dims:
-        parts.append(f"0 <= {d.name} < {d.extent.to_c('*')}")
+        parts.append(f"0 <= {d.name}" if d.strided else
+                     f"0 <= {d.name} < {d.extent.to_c('*')}")
     for k in range(len(s.loops), model.depth):
         parts.append(f"c{k} = 0")
     parts += s.constraints

@@ -24,6 +24,7 @@ class ThreadDim:
     axis: str            # "x" | "y" | "z"
     kind: str            # "global" (whole launch) | "block" | "thread" (within a block)
     extent: Poly         # number of values: a constant or a parameter
+    strided: bool = False   # a grid-stride loop's index: unbounded, one thread per value
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,221 @@
+"""`transform_program`: decide, generate, validate and splice, kernel by kernel.
+
+For each kernel, in this order of preference:
+1. polyhedral restructuring (affine, race-free kernels without synchronisation): the
+   restructuring ILP chooses the dims for the new thread axes; the kernel is generated
+   from the isl AST, its launches rewritten, and the result proven equivalent by
+   translation validation, or the kernel is kept;
+2. otherwise it is left byte-identical, with a diagnostic that says why.
+Only the text of transformed kernels and of their launch statements changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from polycoal.analysis import KernelAnalysis, analyze_kernel
+from polycoal.codegen.kernel import GeneratedKernel, default_block, generate_kernel
+from polycoal.codegen.launch import rewrite_launch
+from polycoal.diagnostics import Diagnostic, InputError
+from polycoal.frontend import read_program
+from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.frontend.program import Kernel, Program, Span
+from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
+from polycoal.validate.translation import validate_translation
+from polycoal.model.extract import extract_model
+
+
+@dataclass(frozen=True)
+class TransformOptions:
+    kernel: str | None = None
+    block: tuple[int, int, int] | None = None
+    polyhedral: bool = True
+    preprocessor: PreprocessorOptions = PreprocessorOptions()
+
+
+@dataclass
+class KernelDecision:
+    kernel: str
+    action: str                      # "restructured" | "unchanged"
+    reason: str
+    mapping: Mapping | None = None
+    generated: GeneratedKernel | None = None
+    analysis: KernelAnalysis | None = None
+
+
+@dataclass
+class TransformResult:
+    text: str
+    decisions: list[KernelDecision]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _other_uses(program: Program, kernel: Kernel) -> list[int]:
+    """Lines where the kernel's name is used other than in its definition or a launch."""
+    spans = [kernel.span] + [l.span for l in program.launches_of(kernel.name)]
+    lines = []
+    for t in tokenize(program.text):
+        if t.text == kernel.name and not any(s and s.start <= t.start < s.end for s in spans):
+            lines.append(t.line)
+    return lines
+
+
+def _prototype_lines(program: Program, kernel: Kernel) -> set[int]:
+    """Lines of forward declarations `__global__ void k(...);` (harmless uses)."""
+    tokens = tokenize(program.text)
+    out = set()
+    for k, t in enumerate(tokens):
+        if t.text == kernel.name and k + 1 < len(tokens) and tokens[k + 1].text == "(" and \
+                any(x.text == "__global__" for x in tokens[max(0, k - 6):k]):
+            out.add(t.line)
+    return out
+
+
+def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
+    name = kernel.name
+    if kernel.ast is None:
+        return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse")
+    analysis = analyze_kernel(kernel, program)
+    model = analysis.model
+    d = KernelDecision(name, "unchanged", "", analysis=analysis)
+    if analysis.races:
+        d.reason = "threads race in the original kernel (see the race diagnostics)"
+        return d
+    if not model.is_affine:
+        first = model.outside[0]
+        d.reason = (f"outside the affine model ({first.construct} at line "
+                    f"{first.location.line})")
+        return d
+    if not options.polyhedral:
+        d.reason = "polyhedral restructuring disabled (--no-polyhedral)"
+        return d
+    if kernel.span is None:
+        d.reason = "the definition is not in the input file's text (a macro or a header)"
+        return d
+    launches = program.launches_of(name)
+    if not launches:
+        d.reason = "no launch site in this file: the new geometry could not be launched"
+        return d
+    if any(l.span is None for l in launches):
+        d.reason = "a launch site cannot be located in the source text (a macro?)"
+        return d
+    others = set(_other_uses(program, kernel)) - _prototype_lines(program, kernel)
+    if others:
+        d.reason = (f"the kernel is referenced outside its launches (line "
+                    f"{min(others)}), where a new geometry could not be applied")
+        return d
+    mapping = solve_mapping(model, analysis.dependences, analysis.global_references)
+    d.mapping = mapping
+    old = original_axes(model)
+    if not mapping.axes:
+        d.reason = "no dimension is free of dependences"
+        return d
+    old_cost = mapping.costs.get(old[0]) if old else None
+    new_cost = mapping.costs[mapping.axes[0]]
+    if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost):
+        reductions = [l for l in analysis.loops if l.reduction]
+        d.reason = "already coalesced: no permutation lowers the cost"
+        if reductions:
+            d.reason += (f"; loop '{reductions[0].loop.source_name}' carries a reduction "
+                         "(left for reduction restructuring)")
+        return d
+    block = options.block or default_block(len(mapping.axes))
+    d.generated = generate_kernel(program.text, kernel, model, mapping, block)
+    d.action = "restructured"
+    d.reason = "new geometry: " + ", ".join(
+        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
+    return d
+
+
+def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
+    from polycoal.codegen.kernel import _describe_dim
+    return [(a, _describe_dim(model, dim)) for a, dim in zip("xyz", mapping.axes)]
+
+
+def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
+    out = []
+    pos = 0
+    for span, new in sorted(replacements, key=lambda r: r[0].start):
+        if span.start < pos:
+            raise ValueError("overlapping replacements")
+        out.append(text[pos:span.start])
+        out.append(new)
+        pos = span.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span, str]]:
+    out = []
+    for d in decisions:
+        if d.action != "restructured":
+            continue
+        kernel = program.kernel(d.kernel)
+        out.append((kernel.span, d.generated.text))
+        note = "restructured geometry: " + ", ".join(
+            f"{a} = {what.split(' (')[0]}" for a, what in
+            _axis_descriptions(d.analysis.model, d.mapping))
+        for launch in program.launches_of(d.kernel):
+            out.append((launch.span, rewrite_launch(program.text, launch, kernel,
+                                                    d.generated.ranges, d.generated.block,
+                                                    d.generated.hidden, note)))
+    return out
+
+
+def _validate(program: Program, text: str, decisions: list[KernelDecision],
+              options: TransformOptions) -> list[Diagnostic]:
+    """Translation validation of every restructured kernel; failures are reverted."""
+    diagnostics = []
+    try:
+        new_program = read_program(program.path, options.preprocessor, text=text)
+    except InputError as e:
+        for d in decisions:
+            if d.action == "restructured":
+                d.action, d.reason = "unchanged", f"generated code does not preprocess: {e}"
+        return diagnostics
+    for d in decisions:
+        if d.action != "restructured":
+            continue
+        new_kernel = new_program.kernel(d.kernel)
+        problems = []
+        if new_kernel is None or new_kernel.ast is None:
+            problems = ["the generated kernel does not parse"]
+        else:
+            new_model = extract_model(new_kernel, new_program)
+            problems = validate_translation(d.analysis.model, new_model, d.generated)
+        if problems:
+            d.action = "unchanged"
+            d.reason = "translation validation failed: " + "; ".join(problems[:3])
+            kernel = program.kernel(d.kernel)
+            diagnostics.append(Diagnostic("error", "validation-failed",
+                                          f"kernel '{d.kernel}': {d.reason}; the original "
+                                          "kernel is kept", kernel.location, d.kernel))
+    return diagnostics
+
+
+def transform_program(program: Program, options: TransformOptions = TransformOptions()
+                      ) -> TransformResult:
+    kernels = [k for k in program.kernels if options.kernel in (None, k.name)]
+    if options.kernel is not None and not kernels:
+        known = ", ".join(k.name for k in program.kernels) or "none"
+        raise InputError(f"{program.path}: no kernel named '{options.kernel}' "
+                         f"(kernels: {known})")
+    decisions = [plan_kernel(program, k, options) for k in kernels]
+    text = _splice(program.text, _replacements(program, decisions))
+    diagnostics = []
+    if any(d.action == "restructured" for d in decisions):
+        diagnostics = _validate(program, text, decisions, options)
+        text = _splice(program.text, _replacements(program, decisions))
+    for d in decisions:
+        kernel = program.kernel(d.kernel)
+        if d.action == "restructured":
+            diagnostics.append(Diagnostic("note", "restructured",
+                                          f"kernel '{d.kernel}' restructured: {d.reason}",
+                                          kernel.location, d.kernel))
+        elif not any(x.kernel == d.kernel and x.code == "validation-failed"
+                     for x in diagnostics):
+            diagnostics.append(Diagnostic("note", "unchanged",
+                                          f"kernel '{d.kernel}' left unchanged: {d.reason}",
+                                          kernel.location, d.kernel))
+    return TransformResult(text, decisions, diagnostics)

@@ -1,0 +1,1 @@
+"""Validation: translation validation with isl, and execution of both kernels."""
