@@ -32,7 +32,36 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--kernel", help="analyse only this kernel")
     analyze.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     analyze.add_argument("-o", "--output", help="write the report here instead of stdout")
+    transform = sub.add_parser("transform", help="restructure kernels for coalesced access "
+                               "and rewrite their launches")
+    transform.add_argument("input", help="a .cu file, or - for standard input")
+    transform.add_argument("-o", "--output", default="-",
+                           help="where to write the program (default: standard output)")
+    _add_preprocessor_options(transform)
+    transform.add_argument("--kernel", help="transform only this kernel")
+    transform.add_argument("--block", type=_block, help="block shape x,y[,z] for the new "
+                           "geometry (default 256 / 32,8 / 32,4,2 by the number of axes)")
+    transform.add_argument("--no-polyhedral", action="store_true",
+                           help="do not restructure affine kernels")
+    transform.add_argument("--report", choices=("text", "json"), default="text",
+                           help="format of the report printed on standard error")
+    for what in ("model", "deps", "ilp", "schedule"):
+        transform.add_argument(f"--dump-{what}", action="store_true",
+                               help=f"print the {what} of each kernel on standard error")
     return parser
+
+
+def _block(text: str) -> tuple[int, int, int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not x,y[,z]") from None
+    values += [1] * (3 - len(values))
+    x, y, z = values[:3]
+    if len(values) > 3 or min(values) < 1 or x * y * z > 1024 or z > 64:
+        raise argparse.ArgumentTypeError(
+            f"block {text}: at most 1024 threads, z <= 64, all positive")
+    return x, y, z
 
 
 def _read(args) -> "Program":   # noqa: F821 - imported lazily below
@@ -70,10 +99,41 @@ def cmd_analyze(args) -> int:
     return 1 if errors else 0
 
 
+def cmd_transform(args) -> int:
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    from polycoal.report import dumps, json_report
+    from polycoal.transform import TransformOptions, transform_program
+    program = _read(args)
+    options = TransformOptions(args.kernel, args.block, not args.no_polyhedral,
+                               PreprocessorOptions(tuple(args.include_dirs),
+                                                   tuple(args.defines),
+                                                   tuple(args.undefines)))
+    result = transform_program(program, options)
+    for d in result.decisions:
+        for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
+                         ("dump_ilp", dumps.dump_ilp), ("dump_schedule", dumps.dump_schedule)):
+            if getattr(args, flag):
+                sys.stderr.write(fn(d))
+    diagnostics = program.diagnostics + result.diagnostics
+    if args.report == "json":
+        report = {"schema": "polycoal-transform", "schema_version": 1, "file": program.path,
+                  "kernels": [{"name": d.kernel, "action": d.action, "reason": d.reason,
+                               "axes": dict(d.generated.axis_dims) if d.generated else None,
+                               "block": list(d.generated.block) if d.generated else None}
+                              for d in result.decisions],
+                  "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
+        sys.stderr.write(json.dumps(report, indent=2) + "\n")
+    else:
+        for x in diagnostics:
+            print(x, file=sys.stderr)
+    _write(result.text, args.output)
+    return 1 if any(x.severity == "error" for x in result.diagnostics) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"analyze": cmd_analyze}[args.command](args)
+        return {"analyze": cmd_analyze, "transform": cmd_transform}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
+from polycoal.model.poly import Poly
 from polycoal.optimize.restructure import AXES, Mapping
 from polycoal.templates import render_template
 
@@ -42,6 +43,8 @@ class AxisRange:
     hi: str
     host_lo: str = ""     # the same, without CUDA's min/max (host code)
     host_hi: str = ""
+    lo_bounds: list = field(default_factory=list)    # Poly: lo is the first
+    hi_bounds: list = field(default_factory=list)    # Poly: hi is their minimum
 
 
 @dataclass
@@ -93,6 +96,65 @@ def _signature(original: str, kernel: Kernel) -> str:
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
+def _hull_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
+    """Affine lower and upper bounds of `dim` over all instances, in the parameters.
+
+    The union of the statements' domains, projected on `dim`, is over-approximated by
+    its simple hull; each constraint a*dim + e >= 0 with a = +-1 is a bound. Bounds may
+    be loose: the generated code guards every statement exactly anyway.
+    """
+    pos = model.dims.index(dim)
+    n = len(model.dims)
+    union = None
+    for st in model.statements:
+        dom = isl_helpers.domain(model, st)
+        proj = dom.project_out(isl.dim_type.set, pos + 1, n - pos - 1) \
+            .project_out(isl.dim_type.set, 0, pos).reset_tuple_id()
+        union = proj if union is None else union.union(proj)
+    hull = union.simple_hull()
+    lowers, uppers = [], []
+    for c in hull.get_constraints():
+        a = int(c.get_coefficient_val(isl.dim_type.set, 0).to_python())
+        if abs(a) != 1:
+            continue
+        e = Poly.const(int(c.get_constant_val().to_python()))
+        for k in range(hull.dim(isl.dim_type.param)):
+            v = int(c.get_coefficient_val(isl.dim_type.param, k).to_python())
+            if v:
+                e = e + Poly.var(hull.get_dim_name(isl.dim_type.param, k)) * v
+        bound = e * (-a)              # a*d + e >= 0  ->  d >= -e (a = 1) or d <= e (a = -1)
+        if c.is_equality():
+            lowers.append(bound)
+            uppers.append(bound)
+        elif a > 0:
+            lowers.append(bound)
+        else:
+            uppers.append(bound)
+    lowers.sort(key=lambda b: (not b.is_constant(), str(b)))
+    return lowers, sorted(uppers, key=str)
+
+
+def _nested(op: str, items: list[str], device: bool) -> str:
+    out = items[0]
+    for item in items[1:]:
+        if device:
+            out = f"{op}({out}, {item})"
+        else:
+            cmp = "<" if op == "min" else ">"
+            out = f"(({out}) {cmp} ({item}) ? ({out}) : ({item}))"
+    return out
+
+
+def thread_range(model: KernelModel, dim: str, axis: str) -> AxisRange:
+    lowers, uppers = _hull_bounds(model, dim)
+    if not lowers or not uppers:
+        raise ValueError(f"the range of {dim} is unbounded")
+    lo = lowers[0].to_c("*")
+    his = [b.to_c("*") for b in uppers]
+    return AxisRange(axis, dim, lo, _nested("min", his, True), lo, _nested("min", his, False),
+                     [lowers[0]], uppers)
+
+
 def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list[str]]:
     """Per statement, the schedule inside one thread (isl text of each coordinate):
     displaced thread dims outermost, then the 2d+1 textual schedule of the loops that
@@ -122,26 +184,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     dims = model.dims
 
     # ranges of the dims put on thread axes, over all instances
-    ranges = []
-    build_ctx = isl_helpers.context(model)
-    build = isl.AstBuild.from_context(build_ctx)
-    for dim, axis in axis_of.items():
-        pos = dims.index(dim)
-        lo = hi = None
-        for s in model.statements:
-            dom = isl_helpers.domain(model, s)
-            if dom.is_empty():
-                continue
-            smin, smax = dom.dim_min(pos), dom.dim_max(pos)
-            lo = smin if lo is None else lo.min(smin)
-            hi = smax if hi is None else hi.max(smax)
-        if lo is None:
-            raise ValueError("kernel has no statement instances")
-        lo_e = build.expr_from_pw_aff(lo.coalesce())
-        hi_e = build.expr_from_pw_aff(hi.coalesce())
-        ranges.append(AxisRange(axis, dim, expr_to_c(lo_e, device=True),
-                                expr_to_c(hi_e, device=True), expr_to_c(lo_e),
-                                expr_to_c(hi_e)))
+    ranges = [thread_range(model, dim, axis) for dim, axis in axis_of.items()]
 
     # sequential schedule per statement, with the thread dims as parameters
     schedules = sequential_schedules(model, mapping)
@@ -153,7 +196,10 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 f"{isl_helpers.domain_constraints(model, s)} and {ties} }}")
         m = isl.UnionMap(text)
         schedule = m if schedule is None else schedule.union(m)
-    ctx_text = " and ".join(model.context) or "true"
+    # what the grid-stride loops guarantee about pc_a, so that isl omits those guards
+    enforced = [f"{thread_vars[r.axis]} >= {r.lo_bounds[0].to_c('*')}" for r in ranges]
+    enforced += [f"{thread_vars[r.axis]} <= {b.to_c('*')}" for r in ranges for b in r.hi_bounds]
+    ctx_text = " and ".join(model.context + enforced) or "true"
     ast_ctx = isl.Set(f"[{', '.join(new_params)}] -> {{ : {ctx_text} }}")
     ast_build = isl.AstBuild.from_context(ast_ctx)
     ids = isl.IdList.alloc(ast_ctx.get_ctx(), 8)
