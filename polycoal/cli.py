@@ -48,6 +48,18 @@ def _parser() -> argparse.ArgumentParser:
     for what in ("model", "deps", "ilp", "schedule"):
         transform.add_argument(f"--dump-{what}", action="store_true",
                                help=f"print the {what} of each kernel on standard error")
+    validate = sub.add_parser("validate", help="transform, then run original and "
+                              "transformed kernels on the same random inputs and compare")
+    validate.add_argument("input", help="a .cu file")
+    _add_preprocessor_options(validate)
+    validate.add_argument("--cpu", action="store_true", required=True,
+                          help="run both kernels on the CPU (small sizes: use -D)")
+    validate.add_argument("--kernel", help="validate only this kernel")
+    validate.add_argument("--block", type=_block, help="as for transform")
+    validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                          help="value of an int kernel argument")
+    validate.add_argument("--seed", type=int, default=None,
+                          help="random seed (default: a fresh one, printed)")
     return parser
 
 
@@ -130,10 +142,47 @@ def cmd_transform(args) -> int:
     return 1 if any(x.severity == "error" for x in result.diagnostics) else 0
 
 
+def cmd_validate(args) -> int:
+    import random
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    from polycoal.transform import TransformOptions, transform_program
+    from polycoal.validate.cpu import validate_cpu
+    arguments = {}
+    for item in args.arg:
+        name, _, value = item.partition("=")
+        try:
+            arguments[name.strip()] = int(value, 0)
+        except ValueError:
+            raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
+    program = _read(args)
+    options = TransformOptions(args.kernel, args.block, True,
+                               PreprocessorOptions(tuple(args.include_dirs),
+                                                   tuple(args.defines),
+                                                   tuple(args.undefines)))
+    result = transform_program(program, options)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    print(f"polycoal validate --cpu {program.path} (seed {seed})")
+    verdicts = validate_cpu(program, result, options, arguments, seed)
+    failed = False
+    for v in verdicts:
+        status = "PASS" if v.ok else "FAIL"
+        print(f"  {v.kernel:28s} {status}  {v.message}")
+        for a in v.arrays:
+            print(f"      {a.name:16s} {a.elements:9d} elements  max |diff| {a.max_abs:.3e}  "
+                  f"rel L2 {a.rel_l2:.3e}  {'ok' if a.ok else 'MISMATCH'}")
+        failed = failed or not v.ok
+    for x in result.diagnostics:
+        if x.severity == "error":
+            print(x, file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"analyze": cmd_analyze, "transform": cmd_transform}[args.command](args)
+        return {"analyze": cmd_analyze, "transform": cmd_transform,
+                "validate": cmd_validate}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2

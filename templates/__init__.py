@@ -16,5 +16,5 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, autoescape=False)
 
 
-def render_template(name: str, **values) -> str:
-    return _environment().get_template(name).render(**values)
+def render_template(template: str, **values) -> str:
+    return _environment().get_template(template).render(**values)

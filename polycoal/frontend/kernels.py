@@ -305,8 +305,8 @@ def locate_in_original(original_tokens: list[Token], name: str, marker_text: str
     return None
 
 
-def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource
-                    ) -> GlobalVariable | None:
+def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource,
+                    text: str) -> GlobalVariable | None:
     """A file-scope `__constant__`/`__device__` variable declaration starting at `marker`."""
     spaces = cuda_dialect().memory_spaces
     j = marker
@@ -320,7 +320,12 @@ def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource
         return None
     space = "constant" if "__constant__" in words else "global"
     file, line = source.origin_of_line(tokens[marker].line)
-    return GlobalVariable(idents[-1], space, " ".join(idents[:-1]), Location(file, line))
+    end = j
+    while end < len(tokens) and tokens[end].text != ";":
+        end += 1
+    expanded = text[tokens[marker].start:tokens[min(end, len(tokens) - 1)].end]
+    return GlobalVariable(idents[-1], space, " ".join(idents[:-1]), Location(file, line),
+                          expanded)
 
 
 def read_functions(source: PreprocessedSource, original_text: str
@@ -342,18 +347,20 @@ def read_functions(source: PreprocessedSource, original_text: str
         file, line = source.origin_of_line(tokens[site.marker].line)
         location = Location(file, line, _column(user_text, tokens[site.marker].start))
         params = parameters_of(ast) if ast is not None else []
+        expanded = user_text[tokens[site.marker].start:tokens[site.body_close].end]
         if site.is_kernel:
             span = None
             if file == source.path:
                 span = locate_in_original(original_tokens, site.name,
                                           tokens[site.marker].text, line)
             kernels.append(Kernel(site.name, location, params, ast, span, shared, unsupported,
-                                  site.is_template))
+                                  site.is_template, expanded))
         else:
-            device_functions[site.name] = DeviceFunction(site.name, location, params, ast)
+            device_functions[site.name] = DeviceFunction(site.name, location, params, ast,
+                                                         expanded)
     variables = {}
     for marker in variable_markers:
-        var = global_variable(tokens, marker, source)
+        var = global_variable(tokens, marker, source, user_text)
         if var:
             variables[var.name] = var
     return kernels, device_functions, variables, diagnostics

@@ -36,6 +36,7 @@ class Kernel:
     shared_lines: frozenset[int] = frozenset()   # lines holding __shared__ declarations
     unsupported: str | None = None      # why the kernel is outside what polycoal parses
     is_template: bool = False
+    expanded: str = ""                  # the definition after preprocessing (macros expanded)
 
 
 @dataclass
@@ -44,6 +45,7 @@ class DeviceFunction:
     location: Location
     parameters: list[Parameter]
     ast: c_ast.FuncDef | None
+    expanded: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class GlobalVariable:
     space: str              # "constant" | "global"
     type: str
     location: Location
+    expanded: str = ""                  # the declaration after preprocessing
 
 
 @dataclass

@@ -1,0 +1,111 @@
+// polycoal CPU runtime: just enough CUDA to run kernels on the host, for validation.
+// Threads of a block run one after the other, or, for kernels that synchronise, as
+// std::threads meeting at a std::barrier. __shared__ variables are static: blocks run
+// one at a time, so one copy serves the block that runs.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __inline__ inline
+#define __shared__ static
+#define __constant__
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct int2 { int x, y; };
+struct int4 { int x, y, z, w; };
+struct double2 { double x, y; };
+
+static thread_local uint3 threadIdx, blockIdx;
+static dim3 blockDim, gridDim;
+static const int warpSize = 32;
+static std::barrier<>* pc_block_barrier = nullptr;
+static std::mutex pc_atomic_mutex;
+
+inline void __syncthreads() { if (pc_block_barrier) pc_block_barrier->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {}
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
+template <typename T> T atomicAdd(T* p, T v) {
+  std::lock_guard<std::mutex> g(pc_atomic_mutex); T o = *p; *p = o + v; return o; }
+template <typename T> T atomicSub(T* p, T v) {
+  std::lock_guard<std::mutex> g(pc_atomic_mutex); T o = *p; *p = o - v; return o; }
+template <typename T> T atomicMax(T* p, T v) {
+  std::lock_guard<std::mutex> g(pc_atomic_mutex); T o = *p; *p = o > v ? o : v; return o; }
+template <typename T> T atomicMin(T* p, T v) {
+  std::lock_guard<std::mutex> g(pc_atomic_mutex); T o = *p; *p = o < v ? o : v; return o; }
+template <typename T> T atomicExch(T* p, T v) {
+  std::lock_guard<std::mutex> g(pc_atomic_mutex); T o = *p; *p = v; return o; }
+
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float min(float a, float b) { return a < b ? a : b; }
+inline float max(float a, float b) { return a > b ? a : b; }
+inline double min(double a, double b) { return a < b ? a : b; }
+inline double max(double a, double b) { return a > b ? a : b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __saturatef(float x) { return x < 0 ? 0 : (x > 1 ? 1 : x); }
+template <typename T> T __ldg(const T* p) { return *p; }
+using std::sqrt; using std::exp; using std::log; using std::fabs; using std::pow;
+using std::floor; using std::ceil;
+
+// Run `body` for every thread of the launch, as CUDA would (up to the order).
+inline void pc_launch(dim3 grid, dim3 block, bool synchronising, const std::function<void()>& body) {
+  gridDim = grid; blockDim = block;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        if (!synchronising) {
+          blockIdx = {bx, by, bz};
+          for (unsigned tz = 0; tz < block.z; ++tz)
+            for (unsigned ty = 0; ty < block.y; ++ty)
+              for (unsigned tx = 0; tx < block.x; ++tx) { threadIdx = {tx, ty, tz}; body(); }
+          continue;
+        }
+        unsigned n = block.x * block.y * block.z;
+        std::barrier<> barrier((std::ptrdiff_t)n);
+        pc_block_barrier = &barrier;
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < n; ++t)
+          threads.emplace_back([=] {
+            blockIdx = {bx, by, bz};
+            threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            body();
+          });
+        for (auto& th : threads) th.join();
+        pc_block_barrier = nullptr;
+      }
+}
