@@ -21,6 +21,9 @@ from polycoal.frontend import read_program
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import Kernel, Program, Span
+from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.optimize.permutation import Permutation, solve_permutation
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.translation import validate_translation
 from polycoal.model.extract import extract_model
@@ -37,9 +40,10 @@ class TransformOptions:
 @dataclass
 class KernelDecision:
     kernel: str
-    action: str                      # "restructured" | "unchanged"
+    action: str                      # "restructured" | "permuted" | "unchanged"
     reason: str
     mapping: Mapping | None = None
+    permutation: Permutation | None = None
     generated: GeneratedKernel | None = None
     analysis: KernelAnalysis | None = None
 
@@ -82,14 +86,6 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     if analysis.races:
         d.reason = "threads race in the original kernel (see the race diagnostics)"
         return d
-    if not model.is_affine:
-        first = model.outside[0]
-        d.reason = (f"outside the affine model ({first.construct} at line "
-                    f"{first.location.line})")
-        return d
-    if not options.polyhedral:
-        d.reason = "polyhedral restructuring disabled (--no-polyhedral)"
-        return d
     if kernel.span is None:
         d.reason = "the definition is not in the input file's text (a macro or a header)"
         return d
@@ -105,6 +101,11 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         d.reason = (f"the kernel is referenced outside its launches (line "
                     f"{min(others)}), where a new geometry could not be applied")
         return d
+    if not model.is_affine or not options.polyhedral:
+        first = model.outside[0] if model.outside else None
+        why = (f"outside the affine model ({first.construct} at line {first.location.line})"
+               if first else "polyhedral restructuring disabled (--no-polyhedral)")
+        return _plan_permutation(program, kernel, d, why)
     mapping = solve_mapping(model, analysis.dependences, analysis.global_references)
     d.mapping = mapping
     old = original_axes(model)
@@ -125,6 +126,39 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     d.action = "restructured"
     d.reason = "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
+    return d
+
+
+def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str
+                      ) -> KernelDecision:
+    """Geometry permutation (any kernel), when it is legal and lowers the cost."""
+    dialect = cuda_dialect()
+    words = {t.text for t in tokenize(kernel.expanded)}
+    warp = sorted(words & (dialect.warp_functions | {"warpSize"}))
+    launches = program.launches_of(kernel.name)
+    if warp:
+        d.reason = f"{why}; no permutation: the kernel uses {warp[0]}, which depends on warps"
+        return d
+    callees = [f for f in program.device_functions.values() if f.name in words]
+    if any(builtin_uses(f.expanded) for f in callees):
+        d.reason = f"{why}; no permutation: a called device function reads thread indices"
+        return d
+    if builtin_uses(program.text[kernel.span.start:kernel.span.end]) != \
+            builtin_uses(kernel.expanded):
+        d.reason = f"{why}; no permutation: thread indices are used through macros"
+        return d
+    if any(l.block_shape is None or l.grid_shape is None for l in launches):
+        d.reason = (f"{why}; no permutation: a launch's grid or block is not a compile-time "
+                    "constant, so the hardware limits of the permuted geometry are unknown")
+        return d
+    perm = solve_permutation(d.analysis.global_references, [l.block_shape for l in launches],
+                             [l.grid_shape for l in launches])
+    d.permutation = perm
+    if perm.is_identity or perm.cost >= perm.identity_cost:
+        d.reason = f"{why}; the thread axes are already in the best order"
+        return d
+    d.action = "permuted"
+    d.reason = f"{why}; thread axes permuted ({perm.describe()}, new <- original)"
     return d
 
 
@@ -149,6 +183,11 @@ def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
 def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span, str]]:
     out = []
     for d in decisions:
+        if d.action == "permuted":
+            kernel = program.kernel(d.kernel)
+            out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
+            for launch in program.launches_of(d.kernel):
+                out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
         if d.action != "restructured":
             continue
         kernel = program.kernel(d.kernel)
@@ -209,9 +248,9 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action == "restructured":
-            diagnostics.append(Diagnostic("note", "restructured",
-                                          f"kernel '{d.kernel}' restructured: {d.reason}",
+        if d.action in ("restructured", "permuted"):
+            diagnostics.append(Diagnostic("note", d.action,
+                                          f"kernel '{d.kernel}' {d.action}: {d.reason}",
                                           kernel.location, d.kernel))
         elif not any(x.kernel == d.kernel and x.code == "validation-failed"
                      for x in diagnostics):

@@ -143,7 +143,6 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
             scalars.append({"name": p.name, "type": p.type})
             original_args.append(f"pc_s_{p.name}")
     new_args = [a.replace("pc_o_", "pc_n_") for a in original_args]
-    g = d.generated
     grid = launch.grid_shape
     block = launch.block_shape
     launch_values = []
@@ -151,13 +150,20 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
         launch_values += [{"name": f"gridDim_{a}", "value": grid[k]},
                           {"name": f"blockDim_{a}", "value": block[k]},
                           {"name": f"nthreads_{a}", "value": grid[k] * block[k]}]
-    new_args += g.hidden
-    new_grid = []
-    for r in g.ranges:
-        b = g.block["xyz".index(r.axis)]
-        new_grid.append(f"(unsigned)std::min<long long>(std::max<long long>("
-                        f"(pc_extent_{r.axis} + {b - 1}) / {b}, 1), {GRID_LIMITS[r.axis]})")
-    new_grid += ["1"] * (3 - len(new_grid))
+    if d.action == "permuted":
+        source = d.permutation.source
+        ranges, new_block = [], [block["xyz".index(source[n])] for n in "xyz"]
+        new_grid = [str(grid["xyz".index(source[n])]) for n in "xyz"]
+    else:
+        g = d.generated
+        ranges, new_block = g.ranges, list(g.block)
+        new_args += g.hidden
+        new_grid = []
+        for r in g.ranges:
+            b = g.block["xyz".index(r.axis)]
+            new_grid.append(f"(unsigned)std::min<long long>(std::max<long long>("
+                            f"(pc_extent_{r.axis} + {b - 1}) / {b}, 1), {GRID_LIMITS[r.axis]})")
+        new_grid += ["1"] * (3 - len(new_grid))
     new_kernel = new_program.kernel(kernel.name)
     sync = any(o.construct == "__syncthreads" for o in model.outside)
     source = render_template(
@@ -166,8 +172,8 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
         transformed=_rename_kernel(new_kernel.expanded, kernel.name, f"{kernel.name}__new"),
         seed=seed, int_params=[{"name": p.name, "value": values[p.name]} for p in ints],
         scalars=scalars, arrays=arrays, launch_values=launch_values, grid=list(grid),
-        block=list(block), sync=sync, original_args=original_args, ranges=g.ranges,
-        new_grid=new_grid, new_block=list(g.block), new_args=new_args, tolerance="1e-5")
+        block=list(block), sync=sync, original_args=original_args, ranges=ranges,
+        new_grid=new_grid, new_block=new_block, new_args=new_args, tolerance="1e-5")
     return _compile_and_run(kernel.name, source)
 
 
@@ -206,11 +212,11 @@ def _compile_and_run(name: str, source: str) -> CpuVerdict:
 def validate_cpu(program: Program, result: TransformResult, options: TransformOptions,
                  arguments: dict[str, int], seed: int) -> list[CpuVerdict]:
     verdicts = []
-    restructured = [d for d in result.decisions if d.action == "restructured"]
+    restructured = [d for d in result.decisions if d.action != "unchanged"]
     new_program = read_program(program.path, options.preprocessor, text=result.text) \
         if restructured else None
     for d in result.decisions:
-        if d.action != "restructured":
+        if d.action == "unchanged":
             verdicts.append(CpuVerdict(d.kernel, True, f"unchanged ({d.reason})"))
             continue
         verdicts.append(validate_kernel_cpu(program, new_program, d, arguments, seed))

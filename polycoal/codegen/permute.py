@@ -1,0 +1,66 @@
+"""Apply a thread-axis permutation to a kernel's text and to its launches.
+
+In the kernel, every `threadIdx.o`, `blockIdx.o`, `blockDim.o` and `gridDim.o` of an
+original axis o becomes the new axis that o moved to; in the launch, the grid and the
+block are permuted the same way, so every thread keeps its (logical) coordinates and
+its block mates. Nothing else in the text changes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from polycoal.codegen.launch import launch_parts
+from polycoal.frontend.dialect import cuda_dialect
+from polycoal.frontend.lexer import matching, tokenize
+from polycoal.frontend.program import Kernel, Launch
+from polycoal.optimize.permutation import Permutation
+
+
+def builtin_uses(text: str) -> int:
+    d = cuda_dialect()
+    names = {d.thread_index, d.block_index, d.block_dim, d.grid_dim}
+    tokens = tokenize(text)
+    return sum(1 for k, t in enumerate(tokens[:-2]) if t.text in names and
+               tokens[k + 1].text == "." and tokens[k + 2].text in d.axes)
+
+
+def permute_kernel(original: str, kernel: Kernel, perm: Permutation) -> str:
+    d = cuda_dialect()
+    names = {d.thread_index, d.block_index, d.block_dim, d.grid_dim}
+    target = {o: n for n, o in perm.source.items()}
+    text = original[kernel.span.start:kernel.span.end]
+    tokens = tokenize(text)
+    out, pos = [], 0
+    for k, t in enumerate(tokens[:-2]):
+        if t.text in names and tokens[k + 1].text == "." and tokens[k + 2].text in d.axes:
+            axis = tokens[k + 2]
+            out.append(text[pos:axis.start])
+            out.append(target[axis.text])
+            pos = axis.end
+    out.append(text[pos:])
+    text = "".join(out)
+    tokens = tokenize(text)
+    for k, t in enumerate(tokens):
+        if t.text == "(" and k and tokens[k - 1].text == kernel.name:
+            close = matching(tokens, k)
+            body = next(j for j in range(close, len(tokens)) if tokens[j].text == "{")
+            at = tokens[body].end
+            comment = (f"\n  /* polycoal: thread axes permuted for coalesced access: "
+                       f"{perm.describe()} (new <- original) */")
+            return text[:at] + comment + text[at:]
+    raise ValueError(f"cannot find the body of kernel {kernel.name}")
+
+
+def permute_launch(original: str, launch: Launch, perm: Permutation) -> str:
+    name, config, args = launch_parts(original, launch)
+    line_start = original.rfind("\n", 0, launch.span.start) + 1
+    indent = re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
+    g = ", ".join(f"pc_grid0.{perm.source[n]}" for n in "xyz")
+    b = ", ".join(f"pc_block0.{perm.source[n]}" for n in "xyz")
+    rest = "".join(f", {c}" for c in config[2:])
+    return (f"{{ /* polycoal: thread axes permuted ({perm.describe()}); was "
+            f"{name}<<<{', '.join(config)}>>> */\n"
+            f"{indent}  const dim3 pc_grid0({config[0]}), pc_block0({config[1]});\n"
+            f"{indent}  {name}<<<dim3({g}), dim3({b}){rest}>>>({', '.join(args)});\n"
+            f"{indent}}}")

@@ -1,0 +1,69 @@
+"""Geometry permutation for any kernel (core paper, section 2b).
+
+Which original thread axis should become x? Each reference R has, per original axis o,
+c_R(o) = 1 for a unit stride, u_R(o) = 1 for another non-zero stride, z_R(o) = 1 when
+the axis is used at all. With a 3x3 boolean permutation matrix p (p[n][o] = 1 when
+original axis o becomes new axis n, rows and columns summing to 1), the cost of R is
+C_R = sum_o (c_R(o) + z_R(o) + N u_R(o)) p[x][o], N larger than the number of
+references; the ILP minimises the sum weighted by execution counts. Only the new x is
+priced; ties keep axes where they are. An axis one thread wide in the block cannot be
+x (a warp would not run along it). The hardware limits are constraints: an axis
+whose block extent exceeds 64 cannot become z, and one whose grid extent exceeds 65535
+cannot become y or z.
+
+Permuting the thread axes in the code and in the launch (block and grid together)
+keeps the same threads in each block, so it is legal for every kernel that does not
+depend on how threads are grouped into warps (warp intrinsics, warpSize).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulp
+
+from polycoal.analysis.coalescing import ReferenceReport
+from polycoal.optimize import ilp
+
+AXES = ("x", "y", "z")
+BLOCK_LIMITS = (1024, 1024, 64)
+GRID_LIMITS = (2147483647, 65535, 65535)
+
+
+@dataclass
+class Permutation:
+    source: dict[str, str]          # new axis -> original axis
+    cost: int
+    identity_cost: int
+    ilp: str
+
+    @property
+    def is_identity(self) -> bool:
+        return all(n == o for n, o in self.source.items())
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} <- {o}" for n, o in self.source.items() if n != o)
+
+
+def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, int]],
+                      grids: list[tuple[int, int, int]]) -> Permutation:
+    penalty = len(refs) + 1
+    cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
+                   for r in refs) for k, o in enumerate(AXES)}
+    prob = pulp.LpProblem("polycoal_permutation", pulp.LpMinimize)
+    p = {(n, o): pulp.LpVariable(f"p_{n}_{o}", cat="Binary") for n in AXES for o in AXES}
+    prob += (pulp.lpSum(cost[o] * 10 * p[("x", o)] for o in AXES)
+             - pulp.lpSum(p[(a, a)] for a in AXES))
+    for a in AXES:
+        prob += pulp.lpSum(p[(a, o)] for o in AXES) == 1, f"row_{a}"
+        prob += pulp.lpSum(p[(n, a)] for n in AXES) == 1, f"column_{a}"
+    for k, o in enumerate(AXES):
+        if all(b[k] == 1 for b in blocks):      # one thread wide: it cannot form warps
+            prob += p[("x", o)] == 0, f"narrow_{o}"
+        for j, n in enumerate(AXES):
+            if any(b[k] > BLOCK_LIMITS[j] for b in blocks) or \
+                    any(g[k] > GRID_LIMITS[j] for g in grids):
+                prob += p[(n, o)] == 0, f"limit_{n}_{o}"
+    ilp.solve(prob)
+    source = {n: next(o for o in AXES if p[(n, o)].value() > 0.5) for n in AXES}
+    return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob))
