@@ -1,0 +1,123 @@
+/*
+ * syrk.cu -- symmetric rank-k update: C = alpha A A^T + beta C (full matrix).
+ * polycoal regression corpus: own program written from the published
+ * description of PolyBench/GPU 1.0, in its naive OpenMP-to-CUDA style.
+ */
+#include <cuda_runtime.h>
+
+#include "../common/polybench_gpu.h"
+#include "syrk.cuh"
+
+void init_arrays(int ni, int nj, DATA_TYPE *A, DATA_TYPE *C)
+{
+  int i, j;
+
+  for (i = 0; i < _PB_NI; i++) {
+    for (j = 0; j < _PB_NJ; j++)
+      A[i * NJ + j] = (DATA_TYPE)((i * (j + 1) + 3) % 43) / 43.0f;
+    for (j = 0; j < _PB_NI; j++)
+      C[i * NI + j] = (DATA_TYPE)((i * (j + 2) + 1) % 47) / 47.0f;
+  }
+}
+
+void syrk(int ni, int nj, DATA_TYPE alpha, DATA_TYPE beta, DATA_TYPE *A, DATA_TYPE *C)
+{
+  int i, j, k;
+
+  /* C := alpha*A*A' + beta*C */
+  for (i = 0; i < _PB_NI; i++)
+    for (j = 0; j < _PB_NI; j++)
+      C[i * NI + j] *= beta;
+
+  for (i = 0; i < _PB_NI; i++)
+    for (j = 0; j < _PB_NI; j++)
+      for (k = 0; k < _PB_NJ; k++)
+        C[i * NI + j] += alpha * A[i * NJ + k] * A[j * NJ + k];
+}
+
+/* One element of c per thread: row i of a against row j of a. */
+__global__ void syrk_kernel(int ni, int nj, DATA_TYPE alpha, DATA_TYPE beta, DATA_TYPE *a, DATA_TYPE *c)
+{
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+
+  if ((i < _PB_NI) && (j < _PB_NI)) {
+    c[i * NI + j] *= beta;
+    for (int k = 0; k < _PB_NJ; k++)
+      c[i * NI + j] += alpha * a[i * NJ + k] * a[j * NJ + k];
+  }
+}
+
+void compareResults(int ni, DATA_TYPE *C, DATA_TYPE *C_outputFromGpu)
+{
+  int i, j, fail = 0;
+
+  for (i = 0; i < ni; i++)
+    for (j = 0; j < ni; j++)
+      if (percentDiff(C[i * NI + j], C_outputFromGpu[i * NI + j]) > PERCENT_DIFF_ERROR_THRESHOLD)
+        fail++;
+
+  fprintf(stderr, "Non-Matching CPU-GPU Outputs Beyond Error Threshold of %4.2f Percent: %d\n",
+          PERCENT_DIFF_ERROR_THRESHOLD, fail);
+}
+
+void GPU_argv_init()
+{
+  cudaDeviceProp deviceProp;
+  CUDA_CHECK(cudaGetDeviceProperties(&deviceProp, GPU_DEVICE));
+  fprintf(stderr, "setting device %d with name %s\n", GPU_DEVICE, deviceProp.name);
+  CUDA_CHECK(cudaSetDevice(GPU_DEVICE));
+}
+
+void syrkCuda(int ni, int nj, DATA_TYPE alpha, DATA_TYPE beta, DATA_TYPE *A, DATA_TYPE *C, DATA_TYPE *C_outputFromGpu)
+{
+  double t_start, t_end;
+  DATA_TYPE *A_gpu, *C_gpu;
+
+  CUDA_CHECK(cudaMalloc((void **)&A_gpu, sizeof(DATA_TYPE) * NI * NJ));
+  CUDA_CHECK(cudaMalloc((void **)&C_gpu, sizeof(DATA_TYPE) * NI * NI));
+  CUDA_CHECK(cudaMemcpy(A_gpu, A, sizeof(DATA_TYPE) * NI * NJ, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(C_gpu, C, sizeof(DATA_TYPE) * NI * NI, cudaMemcpyHostToDevice));
+
+  dim3 block(DIM_THREAD_BLOCK_X, DIM_THREAD_BLOCK_Y);
+  dim3 grid((size_t)(ceil(((float)NI) / ((float)DIM_THREAD_BLOCK_X))), (size_t)ceil(((float)NI) / ((float)DIM_THREAD_BLOCK_Y)));
+
+  t_start = rtclock();
+  syrk_kernel<<<grid, block>>>(ni, nj, alpha, beta, A_gpu, C_gpu);
+  cudaDeviceSynchronize();
+  t_end = rtclock();
+  CUDA_CHECK(cudaGetLastError());
+  fprintf(stderr, "GPU Runtime: %0.6lfs\n", t_end - t_start);
+
+  CUDA_CHECK(cudaMemcpy(C_outputFromGpu, C_gpu, sizeof(DATA_TYPE) * NI * NI, cudaMemcpyDeviceToHost));
+
+  cudaFree(A_gpu);
+  cudaFree(C_gpu);
+}
+
+int main()
+{
+  double t_start, t_end;
+  DATA_TYPE *A, *C, *C_outputFromGpu;
+
+  A = (DATA_TYPE *)malloc(NI * NJ * sizeof(DATA_TYPE));
+  C = (DATA_TYPE *)malloc(NI * NI * sizeof(DATA_TYPE));
+  C_outputFromGpu = (DATA_TYPE *)malloc(NI * NI * sizeof(DATA_TYPE));
+
+  init_arrays(NI, NJ, A, C);
+
+  GPU_argv_init();
+  syrkCuda(NI, NJ, ALPHA, BETA, A, C, C_outputFromGpu);
+
+  t_start = rtclock();
+  syrk(NI, NJ, ALPHA, BETA, A, C);
+  t_end = rtclock();
+  fprintf(stderr, "CPU Runtime: %0.6lfs\n", t_end - t_start);
+
+  compareResults(NI, C, C_outputFromGpu);
+
+  free(A);
+  free(C);
+  free(C_outputFromGpu);
+  return 0;
+}

@@ -1,0 +1,107 @@
+"""Shared fixtures for the polycoal test suite.
+
+Paths are absolute (derived from this file), so the suite runs from any working
+directory. Reading and analysing a program is cached per session: the analysis of a
+program never mutates it, and the same fixture is looked at by many tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from polycoal.analysis import analyze_program
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+
+TESTSUITE = Path(__file__).resolve().parent
+FIXTURES = TESTSUITE / "fixtures"
+REPO = TESTSUITE.parent
+POLYBENCH = REPO / "polybench_inputs"
+
+
+def polybench_programs() -> list[Path]:
+    """polybench_inputs/<name>/<name>.cu, for whatever programs exist right now."""
+    if not POLYBENCH.is_dir():
+        return []
+    return sorted(p for p in POLYBENCH.glob("*/*.cu") if p.stem == p.parent.name)
+
+
+def pytest_generate_tests(metafunc):
+    if "polybench_program" in metafunc.fixturenames:
+        programs = polybench_programs()
+        metafunc.parametrize("polybench_program", programs,
+                             ids=[p.parent.name for p in programs])
+
+
+def _options(defines=(), undefines=(), include_dirs=()) -> PreprocessorOptions:
+    return PreprocessorOptions(tuple(str(d) for d in include_dirs), tuple(defines),
+                               tuple(undefines))
+
+
+_programs: dict = {}
+_analyses: dict = {}
+
+
+def _read(path, defines=(), undefines=(), include_dirs=()):
+    key = (str(path), tuple(defines), tuple(undefines), tuple(map(str, include_dirs)))
+    if key not in _programs:
+        _programs[key] = read_program(str(path), _options(defines, undefines, include_dirs))
+    return _programs[key]
+
+
+def _analyse(path, defines=(), undefines=(), include_dirs=()):
+    key = (str(path), tuple(defines), tuple(undefines), tuple(map(str, include_dirs)))
+    if key not in _analyses:
+        _analyses[key] = analyze_program(_read(path, defines, undefines, include_dirs))
+    return _analyses[key]
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def program():
+    """program(path, defines=(), ...) -> Program (cached; do not mutate)."""
+    return _read
+
+
+@pytest.fixture(scope="session")
+def analysis():
+    """analysis(path, defines=(), ...) -> ProgramAnalysis (cached; do not mutate)."""
+    return _analyse
+
+
+@pytest.fixture(scope="session")
+def kernel_analysis():
+    """kernel_analysis(path, name, defines=()) -> the KernelAnalysis of kernel `name`."""
+    def get(path, name, defines=()):
+        pa = _analyse(path, defines)
+        matches = [ka for ka in pa.kernels if ka.kernel.name == name]
+        assert len(matches) == 1, f"kernel {name} not found once in {path}"
+        return matches[0]
+    return get
+
+
+@pytest.fixture
+def write_cu(tmp_path):
+    """write_cu(text, name='k.cu') -> path of a new source file under tmp_path."""
+    def write(text: str, name: str = "k.cu") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+    return write
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> str:
+    exe = shutil.which("nvcc")
+    if exe is None:
+        pytest.skip("nvcc is not on PATH: the compile check of the corpus needs the CUDA "
+                    "toolkit")
+    return exe

@@ -1,0 +1,77 @@
+"""The regression corpus as a whole: it compiles, and `polycoal analyze` runs on every
+program with the exit status its races call for."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from polycoal.cli import main
+
+TESTSUITE = Path(__file__).resolve().parent
+FIXTURES = TESTSUITE / "fixtures"
+POLYBENCH = TESTSUITE.parent / "polybench_inputs"
+
+# Programs with a kernel that races (1-D kernels launched with a 32x8 block).
+RACING = {"atax", "mvt"}
+
+
+def _corpus_files(group: str) -> list[Path]:
+    if group == "polybench":
+        return sorted(p for p in POLYBENCH.glob("*/*.cu") if p.stem == p.parent.name)
+    return sorted(p for p in FIXTURES.glob("*.cu") if p.name != "syntax_error.cu")
+
+
+def _compile(nvcc: str, source: Path, out_dir: Path) -> tuple[Path, int, str]:
+    obj = out_dir / (source.parent.name + "_" + source.stem + ".o")
+    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(source), "-o", str(obj)],
+                          capture_output=True, text=True, cwd=out_dir)
+    return source, proc.returncode, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("group", ["polybench", "fixtures"])
+def test_corpus_compiles_with_nvcc(nvcc, tmp_path, group):
+    """`nvcc -arch=sm_90 -c prog.cu` succeeds for every program (from another cwd)."""
+    files = _corpus_files(group)
+    if not files:
+        pytest.skip(f"no {group} sources present")
+    workers = max(2, min(8, os.cpu_count() or 2))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda f: _compile(nvcc, f, tmp_path), files))
+    failures = [(str(f), err) for f, rc, err in results if rc != 0]
+    assert failures == []
+    assert all((tmp_path / (f.parent.name + "_" + f.stem + ".o")).stat().st_size > 0
+               for f in files)
+
+
+def test_syntax_error_fixture_does_not_compile(nvcc, tmp_path):
+    source, rc, err = _compile(nvcc, FIXTURES / "syntax_error.cu", tmp_path)
+    assert rc != 0
+    assert "syntax_error.cu(25)" in err
+
+
+def test_analyze_corpus_program(polybench_program, capsys):
+    status = main(["analyze", str(polybench_program), "--format", "json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+    assert doc["kernels"]
+    for k in doc["kernels"]:
+        assert k["status"] in ("affine", "outside-model")
+        assert k["block"] is not None
+        for r in k["references"]:
+            assert r["coalesced"] in (True, False)
+            assert r["count"]["value"] is not None and r["count"]["value"] > 0
+    launched = {l["kernel"] for l in doc["launches"]}
+    assert launched == {k["name"] for k in doc["kernels"]}
+    assert all(l["block_shape"] is not None for l in doc["launches"])
+    racing = polybench_program.parent.name in RACING
+    assert status == (1 if racing else 0)
+    assert any(k["races"] for k in doc["kernels"]) == racing
+    errors = [d for d in doc["diagnostics"] if d["severity"] == "error"]
+    assert {d["code"] for d in errors} == ({"race"} if racing else set())
