@@ -263,11 +263,6 @@ def test_stdin_with_name_that_is_not_special():
     assert [k.name for k in p.kernels] == ["atax_kernel1", "race_neighbour", "noraces"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug: `analyze -` reads stdin under the name '<stdin>.cu', and "
-    "preprocess._origins marks every line of a file whose name starts with '<' as a "
-    "system header, so user_text() is blank: no kernels, an empty report and exit 0 "
-    "(the races of race_atax.cu are silently missed)"))
 def test_stdin(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO(RACE.read_text()))
     status, out, _ = run(capsys, "-", "--format", "json")
@@ -301,10 +296,6 @@ def test_unknown_format_is_a_usage_error(capsys):
     assert info.value.code == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug: `analyze` on A[k * n + i] (k, n int kernel arguments) dies with an "
-    "uncaught islpy._isl.Error (isl cannot parse the parameter product 'k*n') instead "
-    "of reporting; see test_model.py::test_product_of_kernel_arguments_in_subscript"))
 def test_analyze_does_not_crash_on_parameter_product(capsys, tmp_path):
     path = tmp_path / "row.cu"
     path.write_text("__global__ void row(float *A, int k, int n)\n{\n"

@@ -140,11 +140,6 @@ def test_count_matches_enumeration(count_models, kernel):
     assert count.formula.value({"n": n}) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (analysis/counting.py): the closed-form sum is evaluated at the "
-    "launch's parameter values even where a range is empty, which the Faulhaber sums do "
-    "not cover: with n = 1, `if (i >= n - 3) return; A[i] = 0;` is counted exactly -2 "
-    "times and the 2-D guard 1 <= x, y < n - 1 exactly (n - 2)^2 = 1 time (both are 0)"))
 @pytest.mark.parametrize("kernel", ["earlyret", "guard2d"])
 def test_count_with_empty_ranges(tmp_path, kernel):
     m = _count_models(tmp_path, 1)[kernel]
@@ -247,10 +242,6 @@ def _single_statement_model(write_cu, body, launch="k<<<4, 256>>>(A, n);", n=102
     return p, extract_model(p.kernels[0], p)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (analysis/counting.py, _count_basic): the stride equality of a loop "
-    "`j += 3` (c0 = 3*floor(c0/3), an isl div) is read as c0 = 0 because the div has no "
-    "name in get_coefficients_by_name; each thread is counted once: ~40 instead of 560"))
 def test_strided_loop_count_estimate_is_bounded(write_cu):
     _, m = _single_statement_model(
         write_cu, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -265,11 +256,6 @@ def test_strided_loop_count_estimate_is_bounded(write_cu):
     assert count.exact or true <= count.value <= 40 * 40   # exact, or a bounding box
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (analysis/counting.py, _tightest): with the x axis split (blockIdx.x "
-    "used alone) the guard i < n gives two upper bounds on tx, 255 and n - 1 - 256*bx; "
-    "neither is chosen correctly and the 'estimate' 4*n - 1536 = 2560 exceeds the 1024 "
-    "threads of the launch (the true count is 1024)"))
 def test_split_axis_count_estimate_within_launch(write_cu):
     p, m = _single_statement_model(
         write_cu, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -280,11 +266,6 @@ def test_split_axis_count_estimate_within_launch(write_cu):
     assert count.value <= 1024
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (analysis/counting.py, count_statement): a statement whose "
-    "data-dependent condition was dropped (Statement.exact False) still gets an exact "
-    "count: correlation std_kernel `if (std[j] <= EPS) std[j] = 1.0f;` reports the store "
-    "as executed exactly M times, and the kernel totals as exact"))
 def test_count_of_data_dependent_statement_not_exact(analysis):
     pa = analysis(_corpus("correlation"), ("M=64", "N=32"))
     ka = next(ka for ka in pa.kernels if ka.kernel.name == "std_kernel")
@@ -295,11 +276,6 @@ def test_count_of_data_dependent_statement_not_exact(analysis):
     assert ka.totals()[2] is False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (model/extract.py, 'break' handling): the statements after "
-    "`if (j > i) break;` keep the loop's full domain and stay exact, so the count "
-    "n*n = 1048576 is reported as exact although the statement runs n*(n+1)/2 = 524800 "
-    "times"))
 def test_count_after_break_not_claimed_exact(write_cu):
     p, m = _single_statement_model(
         write_cu, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"

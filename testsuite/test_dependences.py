@@ -155,11 +155,6 @@ def test_non_atomic_counter_races(write_cu):
     assert {r.kind for r in ka.races} == {"write/write", "read/write"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (model/extract.py, extract_model): an axis the kernel never reads is "
-    "dropped from the thread dimensions when the grid is not a compile-time constant, "
-    "even though the block alone (32x8) gives 8 threads along y; the ATAX race is missed "
-    "and the analysis exits 0"))
 def test_unused_axis_race_found_with_runtime_grid(write_cu):
     pa = _analyse_text(write_cu, """\
 __global__ void k1(float *A, float *x, float *tmp, int nx, int ny)
@@ -217,12 +212,6 @@ def test_dependences_stay_within_a_thread(kernel_analysis):
     assert _same_thread(ka)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (analysis/dependences.py, compute_dependences): documented as "
-    "intra-thread dependences, but the dataflow runs on a schedule that orders threads "
-    "sequentially and nothing restricts the pairs to one thread; for the racing ATAX "
-    "kernel it reports e.g. S1[gy, gx, 4095] -> S0[gy + 1, gx, 0] (output dependence "
-    "on tmp between two different threads)"))
 def test_dependences_of_racing_kernel_stay_within_a_thread(kernel_analysis):
     ka = kernel_analysis(RACE, "atax_kernel1")
     assert ka.dependences

@@ -295,11 +295,6 @@ int main() { float *A; row<<<4, 256>>>(A, 3, 1024); }
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug (model/delinearize.py, assign_array_shapes/_constant_rows and "
-    "model/isl_helpers.py): a subscript with a product of two int kernel arguments, "
-    "A[k * n + i], is passed to isl as the text 'k*n', which isl cannot parse: "
-    "islpy._isl.Error 'syntax error' escapes analyze_kernel (and `polycoal analyze`)"))
 def test_product_of_kernel_arguments_in_subscript(write_cu):
     p = read_program(str(write_cu(PARAMETER_PRODUCT)))
     (ka,) = analyze_program(p).kernels
@@ -308,11 +303,6 @@ def test_product_of_kernel_arguments_in_subscript(write_cu):
     assert a.subscripts == (Poly.var("k"), gx) or not ka.model.is_affine
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "polycoal bug: same isl syntax error for the corpus: adi with "
-    "-DPOLYBENCH_USE_SCALAR_LB -DN=n has X[(i1 * n) + i2] (i1 a kernel argument) in "
-    "adi_kernel4 and X[((n - 1) * n) + i2] in adi_kernel5; extract_model/analysis raise "
-    "islpy._isl.Error"))
 def test_adi_with_parameter_rows():
     path = Path(__file__).resolve().parents[1] / "polybench_inputs" / "adi" / "adi.cu"
     if not path.exists():

@@ -66,7 +66,10 @@ def test_analyze_corpus_program(polybench_program, capsys):
         assert k["block"] is not None
         for r in k["references"]:
             assert r["coalesced"] in (True, False)
-            assert r["count"]["value"] is not None and r["count"]["value"] > 0
+            # a kernel argument that a host loop varies (lu's k) leaves a formula in it
+            count = r["count"]
+            assert (count["value"] or 0) > 0 or \
+                (count["value"] is None and count["formula"] not in ("", "0"))
     launched = {l["kernel"] for l in doc["launches"]}
     assert launched == {k["name"] for k in doc["kernels"]}
     assert all(l["block_shape"] is not None for l in doc["launches"])

@@ -124,7 +124,7 @@ def _suggest(result: KernelAnalysis) -> None:
     axes = [a for a in cuda_dialect().axes if a in model.used_axes
             and any(d.axis == a for d in model.thread_dims)]
     if refs and len(axes) > 1 and not result.races:
-        penalty = len(refs) + 1
+        penalty = 2 * len(refs) + 1
         for axis in axes:
             result.axis_costs[axis] = sum(
                 permutation_cost(r, axis, penalty) * (r.count.value or 1) for r in refs)

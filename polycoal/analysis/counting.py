@@ -69,16 +69,34 @@ def _tightest(bounds: list[Poly], upper: bool, values: dict[str, int]) -> tuple[
     return candidates[0], False
 
 
+def _with_values(model: KernelModel, dom: isl.Set, values: dict[str, int]) -> isl.Set:
+    fixed = [f"{p} = {v}" for p, v in values.items() if p in model.parameters]
+    if not fixed:
+        return dom
+    return dom.intersect_params(isl.Set(f"[{', '.join(model.parameters)}] -> "
+                                        f"{{ : {' and '.join(fixed)} }}"))
+
+
+def _box(dom: isl.Set) -> int | None:
+    """Points of the bounding box of a set without parameters left free."""
+    total = 1
+    for k in range(dom.dim(isl.dim_type.set)):
+        lo, hi = dom.dim_min_val(k), dom.dim_max_val(k)
+        if not (lo.is_int() and hi.is_int()):
+            return None
+        total *= max(int(hi.to_python()) - int(lo.to_python()) + 1, 0)
+    return total
+
+
 def count_statement(model: KernelModel, s: Statement) -> Count:
     dom = isl_helpers.domain(model, s).coalesce()
     values = dict(model.parameter_values)
-    for d in model.thread_dims:
-        if d.extent.is_constant():
-            continue
+    if _with_values(model, dom, values).is_empty():
+        return Count(Poly(), 0, s.exact)     # no instance for this launch
     basics = dom.get_basic_sets()
     if not basics:
         return Count(Poly(), 0, True)
-    exact = len(basics) == 1
+    exact = len(basics) == 1 and s.exact
     total = Poly()
     for bset in basics:
         p, ok = _count_basic(bset.remove_redundancies(), model.dims, values)
@@ -90,6 +108,12 @@ def count_statement(model: KernelModel, s: Statement) -> Count:
         value = int(v) if v.denominator == 1 else round(float(v))
     except ValueError:
         pass
+    if value is not None and (value < 0 or not exact):
+        # a closed form used outside its range, or an estimate: never above the box
+        exact = exact and value >= 0
+        box = _box(_with_values(model, dom, values)) if set(model.parameters) <= \
+            set(values) else None
+        value = max(value, 0) if box is None else min(max(value, 0), box)
     return Count(total, value, exact)
 
 
@@ -105,7 +129,11 @@ def _count_basic(bset: isl.BasicSet, dims: list[str], values: dict[str, int]
         if level.dim(isl.dim_type.div):
             exact = False
         lowers, uppers, equal = [], [], None
+        divs = level.dim(isl.dim_type.div)
         for c in level.get_constraints():
+            if divs and c.involves_dims(isl.dim_type.div, 0, divs):
+                exact = False     # a stride: its bound is dropped (an over-estimate)
+                continue
             coefs = c.get_coefficients_by_name()
             if dim not in coefs:
                 continue

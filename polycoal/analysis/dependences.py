@@ -100,6 +100,7 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
     if schedule is None:
         return []
     deps: list[Dependence] = []
+    by_name = {s.name: s for s in model.statements}
     arrays = sorted({a.array for _, a in model.accesses() if a.subscripts is not None})
     for array in arrays:
         reads = isl_helpers.union_of(isl_helpers.access_map(model, s, a)
@@ -122,6 +123,11 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
             for m in (maps.get_at(k) for k in range(maps.n_map())):
                 src = m.get_tuple_name(isl.dim_type.in_)
                 dst = m.get_tuple_name(isl.dim_type.out)
+                # only pairs of one thread: pairs of different threads are races
+                m = m.intersect(_pair_relation(model, by_name[src], by_name[dst],
+                                               _threads_equal(model)))
+                if m.is_empty():
+                    continue
                 if kind == "output" and src == dst and m.is_identity():
                     continue
                 deps.append(Dependence(kind, array, src, dst, m))

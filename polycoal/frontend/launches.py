@@ -40,7 +40,7 @@ class _Scope:
         if m:
             parts = [p for p in _split_commas(m.group(1)) if p.strip()]
             values = [self.scalar(p, before, depth + 1) for p in parts]
-            if any(v is None for v in values) or not 1 <= len(values) <= 3:
+            if not 1 <= len(values) <= 3:
                 return None
             return tuple(values + [1] * (3 - len(values)))   # type: ignore[return-value]
         name = expression.strip()
@@ -58,6 +58,8 @@ class _Scope:
         def resolve(name: str, member: str | None) -> Value | None:
             d = self.definition(name, before, depth + 1)
             if d is None:
+                return None
+            if member is None and any(v is None for v in d):
                 return None
             if member is None:
                 return d[0] if d[1:] == (1, 1) else None
@@ -77,6 +79,10 @@ class _Scope:
                 k -= 1
                 continue
             nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+            prev = tokens[k - 1].text if k else ""
+            if nxt in ("++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=",
+                       "^=") or prev in ("++", "--", "&"):
+                return None     # changed (a loop counter, say) or its address taken
             if nxt == "." and k + 3 < len(tokens) and tokens[k + 2].text in _AXES \
                     and tokens[k + 3].text == "=":
                 axis = _AXES.index(tokens[k + 2].text)
@@ -155,19 +161,21 @@ def _enclosing_function(tokens: list[Token], k: int) -> tuple[int, str | None]:
     return (stack[0] if stack else 0), None
 
 
-def _positive_ints(shape: Dim3 | None) -> tuple[int, int, int] | None:
+def _parts(shape: Dim3 | None) -> tuple[int | None, int | None, int | None]:
+    """Each component that is a known positive integer, else None."""
     if shape is None:
-        return None
+        return (None, None, None)
     out = []
     for v in shape:
         if isinstance(v, float):
-            if v != int(v):
-                return None
-            v = int(v)
-        if v < 1:
-            return None
-        out.append(v)
+            v = int(v) if v == int(v) else None
+        out.append(v if v is not None and v >= 1 else None)
     return tuple(out)   # type: ignore[return-value]
+
+
+def _positive_ints(shape: Dim3 | None) -> tuple[int, int, int] | None:
+    parts = _parts(shape)
+    return None if any(v is None for v in parts) else parts   # type: ignore[return-value]
 
 
 def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch]:
@@ -218,6 +226,7 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
             shared_bytes=config[2] if len(config) > 2 else None,
             stream=config[3] if len(config) > 3 else None, arguments=args,
             block_shape=_positive_ints(block), grid_shape=_positive_ints(grid),
+            block_parts=_parts(block), grid_parts=_parts(grid),
             constant_arguments=constants, function=function))
     return launches
 

@@ -149,7 +149,7 @@ def _origins(output: str, path: str) -> tuple[list[tuple[str, int]], list[bool]]
             current_file = m.group(2).encode().decode("unicode_escape")
             current_line = int(m.group(1))
             flags = raw[m.end():].split()
-            in_system = "3" in flags or current_file.startswith("<")
+            in_system = "3" in flags or current_file in ("<built-in>", "<command-line>")
             continue
         origins.append((current_file, current_line))
         system.append(in_system)

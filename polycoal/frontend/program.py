@@ -72,6 +72,8 @@ class Launch:
     block_shape: tuple[int, int, int] | None    # when a compile-time constant
     grid_shape: tuple[int, int, int] | None
     constant_arguments: dict[str, int | float] = field(default_factory=dict)
+    block_parts: tuple = (None, None, None)     # each component, when a constant
+    grid_parts: tuple = (None, None, None)
     function: str | None = None         # the host function holding the launch
 
 

@@ -69,14 +69,34 @@ def _split(flat: Poly, params: set[str], chain: list[tuple[str, ...]]
     return parts
 
 
-def _chain(monomials: set[tuple[str, ...]]) -> list[tuple[str, ...]] | None:
+def _chains(monomials: set[tuple[str, ...]]) -> list[list[tuple[str, ...]]]:
+    """Candidate chains 1 | n | n*m | ... through the given monomials.
+
+    A step that adds several sizes at once (a term whose middle index is a constant
+    0, as in x*ny*nz + z) is filled in every order; validity picks the right one.
+    """
+    from itertools import permutations
     ordered = sorted(monomials, key=len)
     if ordered[0] != ():
         ordered.insert(0, ())
-    for a, b in zip(ordered, ordered[1:]):
-        if len(b) != len(a) + 1 or any(b.count(v) < a.count(v) for v in set(a)):
-            return None
-    return ordered
+    chains: list[list[tuple[str, ...]]] = [[()]]
+    for b in ordered[1:]:
+        grown = []
+        for chain in chains:
+            a = chain[-1]
+            if not _divides(a, b):
+                continue
+            rest = list(b)
+            for v in a:
+                rest.remove(v)
+            for order in sorted(set(permutations(rest))):
+                steps, cur = [], list(a)
+                for v in order:
+                    cur = sorted(cur + [v])
+                    steps.append(tuple(cur))
+                grown.append(chain + steps)
+        chains = grown
+    return chains[:24]
 
 
 def _size_between(a: tuple[str, ...], b: tuple[str, ...]) -> Poly:
@@ -119,22 +139,34 @@ def assign_array_shapes(model: KernelModel) -> None:
             _non_affine(model, uses, "a subscript multiplies two loop or thread indices")
             continue
         monomials = set().union(*sizes_of)
-        if monomials - {()}:
-            chain = _chain(monomials)
-            splits = [_split(a.flat, params, chain) for _, a in uses] if chain else [None]
-            if chain is None or any(sp is None for sp in splits):
-                _non_affine(model, uses, "the linearised subscript has no consistent "
-                            "row sizes")
-                continue
-            sizes = tuple(_size_between(a, b) for a, b in zip(chain, chain[1:]))[::-1]
-            subs = [tuple(sp.get(m, Poly()) for m in reversed(chain)) for sp in splits]
-            if not _valid(model, uses, subs, sizes):
+        products = {v for _, a in uses for m in a.flat.terms
+                    if len(m) > 1 and all(x in params for x in m) for v in m}
+        if monomials - {()} or products:
+            found = None
+            candidates = [monomials] if monomials - {()} else []
+            candidates += [monomials | {(v,)} for v in sorted(products)]
+            chains = [c for ms in candidates for c in _chains(ms)]
+            for chain in chains:
+                splits = [_split(a.flat, params, chain) for _, a in uses]
+                if any(sp is None or not all(p.is_affine() for p in sp.values())
+                       for sp in splits):
+                    continue
+                sizes = tuple(_size_between(a, b) for a, b in zip(chain, chain[1:]))[::-1]
+                subs = [tuple(sp.get(m, Poly()) for m in reversed(chain)) for sp in splits]
+                if _valid(model, uses, subs, sizes):
+                    found = (sizes, subs)
+                    break
+            if found is None:
                 _non_affine(model, uses, "the linearised subscript cannot be delinearised "
                             "(an inner index may leave its row)")
                 continue
+            sizes, subs = found
             for (_, a), sub in zip(uses, subs):
                 a.subscripts = sub
             model.arrays[array] = (space, sizes)
+            continue
+        if any(not a.flat.is_affine() for _, a in uses):
+            _non_affine(model, uses, "a subscript multiplies parameters")
             continue
         shaped = _constant_rows(model, uses)
         if shaped is None:

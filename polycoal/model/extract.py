@@ -124,6 +124,8 @@ class _Extractor:
         self.private: dict[str, int] = {}   # thread-private scalar -> loop depth of its
         #                                       declaration (it is fresh in every iteration)
         self.returned: list[str] = []     # negated guards of earlier returns
+        self.cut_loops: set[Loop] = set()  # loops left early by break / continue
+        self.cut_everything = False
         self.allow_virtual = True         # read grid-stride loops as thread dimensions
         self.virtual_axes: set[str] = set()
         self.closed = False               # a grid-stride loop took the whole body
@@ -170,6 +172,10 @@ class _Extractor:
             return self._next(ctx)
         if isinstance(node, (c_ast.Break, c_ast.Continue, c_ast.Goto, c_ast.Switch, c_ast.Label)):
             what = type(node).__name__.lower()
+            # the loop's statements may run fewer times than its bounds say
+            self.cut_loops.update(ctx.loops[-1:] if ctx.loops else [])
+            if isinstance(node, c_ast.Goto) or not ctx.loops:
+                self.cut_everything = True
             self.outside_model(f"'{what}'", node, f"'{what}' makes control flow "
                                "data-dependent", _GEOMETRY_ONLY)
             if isinstance(node, (c_ast.Switch, c_ast.Label)):
@@ -579,8 +585,8 @@ def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[
     notes = []
     block, grid = {}, {}
     for k, a in enumerate(axes):
-        bs = {l.block_shape[k] if l.block_shape else None for l in launches}
-        gs = {l.grid_shape[k] if l.grid_shape else None for l in launches}
+        bs = {l.block_parts[k] for l in launches}
+        gs = {l.grid_parts[k] for l in launches}
         block[a] = Poly.const(bs.pop()) if len(bs) == 1 and None not in bs \
             else Poly.var(f"blockDim_{a}")
         grid[a] = Poly.const(gs.pop()) if len(gs) == 1 and None not in gs \
@@ -617,15 +623,17 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
             combined[split.axis] = False
         except _NotWholeBody:
             allow_virtual = False
+    for st in ex.statements:
+        if ex.cut_everything or any(loop in ex.cut_loops for loop in st.loops):
+            st.exact = False
     thread_dims: list[ThreadDim] = []
     context: list[str] = []
     parameters: set[str] = set(ex.scope.parameters)
     for a in reversed(axes_names):          # z, y, x: x innermost, as warps are formed
-        launched = not (block[a] == Poly.const(1) and grid[a] == Poly.const(1))
-        if a not in axes.used and (not launched or not block[a].is_constant()
-                                   and not grid[a].is_constant()):
-            continue
-        if a not in axes.used and not (block[a].is_constant() and grid[a].is_constant()):
+        # an axis the code never reads still multiplies the threads when the launch
+        # makes it wider than 1 (known from the block or the grid): keep it then
+        wide = any(p.is_constant() and p.constant() > 1 for p in (block[a], grid[a]))
+        if a not in axes.used and not wide:
             continue
         if a in ex.virtual_axes:
             thread_dims.append(ThreadDim(f"g{a}", a, "global", Poly.var(f"nthreads_{a}"),
@@ -646,8 +654,10 @@ def extract_model(kernel: Kernel, program: Program) -> KernelModel:
                 parameters |= acc.flat.variables - {d.name for d in thread_dims} \
                     - {f"c{k}" for k in range(8)}
     for p in sorted(parameters):
-        context.append(f"{p} >= 1" if not p.startswith(("blockDim", "gridDim", "nthreads"))
-                       else f"{p} >= 1")
+        # launch geometry is positive; int arguments (sizes, offsets such as a host
+        # loop's k) are taken to be non-negative, as kernels index arrays with them
+        context.append(f"{p} >= 1" if p.startswith(("blockDim", "gridDim", "nthreads"))
+                       else f"{p} >= 0")
     depth = max((len(s.loops) for s in ex.statements), default=0)
     model = KernelModel(kernel.name, kernel.location, thread_dims, depth, sorted(parameters),
                         context, ex.statements, outside=ex.outside, parameter_values=values)

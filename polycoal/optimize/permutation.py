@@ -5,7 +5,8 @@ c_R(o) = 1 for a unit stride, u_R(o) = 1 for another non-zero stride, z_R(o) = 1
 the axis is used at all. With a 3x3 boolean permutation matrix p (p[n][o] = 1 when
 original axis o becomes new axis n, rows and columns summing to 1), the cost of R is
 C_R = sum_o (c_R(o) + z_R(o) + N u_R(o)) p[x][o], N larger than the number of
-references; the ILP minimises the sum weighted by execution counts. Only the new x is
+references (2 * #references + 1 here, so that one non-unit stride outweighs every unit
+one); the ILP minimises the sum weighted by execution counts. Only the new x is
 priced; ties keep axes where they are. An axis one thread wide in the block cannot be
 x (a warp would not run along it). The hardware limits are constraints: an axis
 whose block extent exceeds 64 cannot become z, and one whose grid extent exceeds 65535
@@ -47,7 +48,7 @@ class Permutation:
 
 def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, int]],
                       grids: list[tuple[int, int, int]]) -> Permutation:
-    penalty = len(refs) + 1
+    penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
     cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
                    for r in refs) for k, o in enumerate(AXES)}
     prob = pulp.LpProblem("polycoal_permutation", pulp.LpMinimize)

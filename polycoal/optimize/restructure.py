@@ -32,6 +32,7 @@ import pulp
 from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.analysis.dependences import Dependence, varies_along
 from polycoal.model.kernel_model import KernelModel
+from polycoal.model.poly import Poly
 from polycoal.optimize import ilp
 
 AXES = ("x", "y", "z")
@@ -75,15 +76,16 @@ def reference_cost(r: ReferenceReport, dim: str, penalty: int) -> int:
 def solve_mapping(model: KernelModel, deps: list[Dependence],
                   refs: list[ReferenceReport]) -> Mapping:
     thread = [d.name for d in model.thread_dims]
+    one_wide = {d.name for d in model.thread_dims if d.extent == Poly.const(1)}
     # a loop counter is a candidate when it is a real loop of some statement (statements
     # outside it see a one-time loop at 0, which the dependences account for) and every
     # loop at that depth steps by one (a strided loop's instances are sparse in it)
     loops = [f"c{k}" for k in range(model.depth)
              if any(len(s.loops) > k for s in model.statements)
              and all(abs(s.loops[k].step) == 1 for s in model.statements if len(s.loops) > k)]
-    candidates = thread + loops
+    candidates = [d for d in thread if d not in one_wide] + loops
     parallel = tuple(d for d in candidates if not varies_along(model, deps, d))
-    penalty = len(refs) + 1
+    penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
     weights = {id(r): max(r.count.value or 1, 1) for r in refs}
     costs = {d: sum(reference_cost(r, d, penalty) * weights[id(r)] for r in refs)
              for d in candidates}
