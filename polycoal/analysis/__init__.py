@@ -105,15 +105,20 @@ def _loops(model: KernelModel, deps: list[Dependence]) -> list[LoopReport]:
         carried = carried_by(model, deps, loop, k)
         reduction = None
         if carried and all(d.source == d.sink for d in carried):
-            names = {d.source for d in carried}
-            arrays = {d.array for d in carried}
-            if len(names) == 1 and len(arrays) == 1:
-                s = by_name[next(iter(names))]
+            # every carried dependence is a statement updating one element across the
+            # loop (X op= e, X independent of the loop counter): a reduction per statement
+            targets = []
+            for name in sorted({d.source for d in carried}):
+                s = by_name[name]
+                arrays = {d.array for d in carried if d.source == name}
                 target = next((a for a in s.accesses if a.kind == "write"), None)
-                if s.update in ("+", "*", "min", "max") and target is not None and \
-                        target.array in arrays and target.subscripts is not None and \
-                        all(f"c{k}" not in p.variables for p in target.subscripts):
-                    reduction = f"{target.text} ({s.update})"
+                if not (s.update in ("+", "*", "min", "max") and target is not None and
+                        arrays == {target.array} and target.subscripts is not None and
+                        all(f"c{k}" not in p.variables for p in target.subscripts)):
+                    targets = []
+                    break
+                targets.append(f"{target.text} ({s.update})")
+            reduction = ", ".join(targets) or None
         reports.append(LoopReport(loop, k, not carried, reduction))
     return reports
 

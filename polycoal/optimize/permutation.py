@@ -51,8 +51,8 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, 
     penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
     cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
                    for r in refs) for k, o in enumerate(AXES)}
-    prob = pulp.LpProblem("polycoal_permutation", pulp.LpMinimize)
-    p = {(n, o): pulp.LpVariable(f"p_{n}_{o}", cat="Binary") for n in AXES for o in AXES}
+    prob = ilp.problem("polycoal_permutation")
+    p = {(n, o): ilp.binary(prob, f"p_{n}_{o}") for n in AXES for o in AXES}
     prob += (pulp.lpSum(cost[o] * 10 * p[("x", o)] for o in AXES)
              - pulp.lpSum(p[(a, a)] for a in AXES))
     for a in AXES:
@@ -66,5 +66,5 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, 
                     any(g[k] > GRID_LIMITS[j] for g in grids):
                 prob += p[(n, o)] == 0, f"limit_{n}_{o}"
     ilp.solve(prob)
-    source = {n: next(o for o in AXES if p[(n, o)].value() > 0.5) for n in AXES}
+    source = {n: next(o for o in AXES if ilp.is_set(p[(n, o)])) for n in AXES}
     return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob))

@@ -90,8 +90,8 @@ def solve_mapping(model: KernelModel, deps: list[Dependence],
     costs = {d: sum(reference_cost(r, d, penalty) * weights[id(r)] for r in refs)
              for d in candidates}
     old = original_axes(model)
-    prob = pulp.LpProblem("polycoal_restructure", pulp.LpMinimize)
-    p = {(a, d): pulp.LpVariable(f"p_{a}_{d}", cat="Binary") for a in AXES for d in parallel}
+    prob = ilp.problem("polycoal_restructure")
+    p = {(a, d): ilp.binary(prob, f"p_{a}_{d}") for a in AXES for d in parallel}
     if not parallel:
         return Mapping((), tuple(thread) + tuple(loops), costs, parallel,
                        notes=["no dimension is free of dependences"])
@@ -114,7 +114,7 @@ def solve_mapping(model: KernelModel, deps: list[Dependence],
     ilp.solve(prob)
     chosen = []
     for a in AXES:
-        pick = [d for d in parallel if p[(a, d)].value() > 0.5]
+        pick = [d for d in parallel if ilp.is_set(p[(a, d)])]
         if pick:
             chosen.append(pick[0])
     displaced = [d for d in thread if d not in chosen]

@@ -1,0 +1,282 @@
+"""The transformation: decisions, generated code, launch rewriting, both equivalence
+checks (isl translation validation and CPU execution), and `polycoal transform`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, POLYBENCH, polybench_programs
+from polycoal.cli import main
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.model.extract import extract_model
+from polycoal.optimize import ilp
+from polycoal.transform import TransformOptions, transform_program
+from polycoal.validate.cpu import validate_cpu, validate_kernel_cpu
+from polycoal.validate.translation import validate_translation
+
+CASES = FIXTURES / "transform_cases.cu"
+SMALL_CASES = ("ROWS=64", "COLS=32")
+_results: dict = {}
+
+
+def transformed(path: Path, defines=()):
+    key = (str(path), tuple(defines))
+    if key not in _results:
+        options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(defines)))
+        program = read_program(str(path), options.preprocessor)
+        _results[key] = (program, transform_program(program, options), options)
+    return _results[key]
+
+
+def decision(path: Path, kernel: str, defines=()):
+    _, result, _ = transformed(path, defines)
+    return next(d for d in result.decisions if d.kernel == kernel)
+
+
+def loop_name(d, dim: str) -> str:
+    """The C name of a model dimension: a loop's variable, or the thread dim itself."""
+    model = d.analysis.model
+    if dim.startswith("c"):
+        k = int(dim[1:])
+        return next(s.loops[k].source_name for s in model.statements if len(s.loops) > k)
+    return dim
+
+
+def test_the_solver_installs_from_pypi():
+    assert type(ilp.solver()).__name__ == "HiGHS"
+
+
+@pytest.mark.parametrize("program,kernel", [("covariance", "covar_kernel"),
+                                            ("correlation", "corr_kernel")])
+def test_covariance_and_correlation_get_j2_as_x(program, kernel):
+    d = decision(POLYBENCH / program / f"{program}.cu", kernel)
+    assert d.action == "restructured"
+    assert loop_name(d, d.mapping.axes[0]) == "j2"
+    assert d.mapping.axes[1] == "gx"                 # the old thread (j1) becomes y
+    assert [loop_name(d, s) for s in d.mapping.sequential] == ["i"]
+    assert "pc_x" in d.generated.text and "blockIdx.y" in d.generated.text
+
+
+@pytest.mark.parametrize("kernel,x,y", [("row_fill", "i", "gx"), ("wrong_axis", "gy", "gx"),
+                                        ("wrong_axis3", "gz", "gx")])
+def test_wrong_axis_kernels_are_restructured(kernel, x, y):
+    d = decision(CASES, kernel)
+    assert d.action == "restructured", d.reason
+    assert loop_name(d, d.mapping.axes[0]) == x
+    assert d.mapping.axes[1] == y
+
+
+@pytest.mark.parametrize("kernel", ["masked", "tiled"])
+def test_kernels_outside_the_model_get_their_axes_permuted(kernel):
+    d = decision(CASES, kernel)
+    assert d.action == "permuted", d.reason
+    assert d.permutation.source["x"] == "y" and d.permutation.source["y"] == "x"
+    program, result, _ = transformed(CASES)
+    assert "threadIdx.y" in result.text and "pc_grid0.y, pc_grid0.x, pc_grid0.z" in result.text
+
+
+def test_already_coalesced_kernel_keeps_its_geometry():
+    d = decision(CASES, "coalesced")
+    assert d.action == "unchanged" and "already coalesced" in d.reason
+
+
+@pytest.mark.parametrize("program", [p.parent.name for p in polybench_programs()])
+def test_polybench_decisions(program):
+    """Only covariance and correlation restructure; reductions and racy kernels are left
+    with the reason; every other program's text comes back byte-identical."""
+    path = POLYBENCH / program / f"{program}.cu"
+    prog, result, _ = transformed(path)
+    assert not [x for x in result.diagnostics if x.severity == "error"]
+    changed = {d.kernel for d in result.decisions if d.action != "unchanged"}
+    expected = {"covariance": {"covar_kernel"}, "correlation": {"corr_kernel"}}
+    assert changed == expected.get(program, set())
+    if not changed:
+        assert result.text == prog.text
+    for d in result.decisions:
+        if d.analysis and d.analysis.races:
+            assert "race" in d.reason
+    if program in ("bicg", "gesummv", "gemver"):
+        reductions = [d for d in result.decisions if "reduction" in d.reason]
+        assert reductions, [d.reason for d in result.decisions]
+
+
+def test_racy_kernels_are_left_byte_identical():
+    prog, result, _ = transformed(POLYBENCH / "atax" / "atax.cu")
+    assert all(d.action == "unchanged" and "race" in d.reason for d in result.decisions)
+    assert result.text == prog.text
+
+
+def test_only_kernel_and_launch_text_changes():
+    prog, result, _ = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    kernel = prog.kernel("covar_kernel")
+    (launch,) = prog.launches_of("covar_kernel")
+    before, after = prog.text, result.text
+    assert after.startswith(before[:kernel.span.start])
+    assert after.endswith(before[launch.span.end:])
+    middle = before[kernel.span.end:launch.span.start]
+    assert middle in after
+
+
+def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong_one():
+    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    d = next(d for d in result.decisions if d.kernel == "covar_kernel")
+    new_program = read_program(prog.path, options.preprocessor, text=result.text)
+    new_model = extract_model(new_program.kernel("covar_kernel"), new_program)
+    assert validate_translation(d.analysis.model, new_model, d.generated) == []
+    # off by one in the triangle guard: instances j2 == j1 are lost
+    broken_text = result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1)
+    assert broken_text != result.text
+    broken = read_program(prog.path, options.preprocessor, text=broken_text)
+    problems = validate_translation(d.analysis.model,
+                                    extract_model(broken.kernel("covar_kernel"), broken),
+                                    d.generated)
+    assert any("instances" in p for p in problems), problems
+    # a swapped subscript: same instances, different memory
+    swapped = result.text.replace("symmat[(2048 * pc_x + pc_y)] = ",
+                                  "symmat[(pc_x + 2048 * pc_y)] = ", 1)
+    assert swapped != result.text
+    wrong = read_program(prog.path, options.preprocessor, text=swapped)
+    problems = validate_translation(d.analysis.model,
+                                    extract_model(wrong.kernel("covar_kernel"), wrong),
+                                    d.generated)
+    assert any("same elements" in p for p in problems), problems
+
+
+def test_translation_validation_rejects_a_broken_order():
+    """Moving the symmetric copy before the accumulation breaks a flow dependence."""
+    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    d = next(d for d in result.decisions if d.kernel == "covar_kernel")
+    lines = result.text.split("\n")
+    start = next(k for k, l in enumerate(lines) if "polycoal: restructured" in l)
+    copy = next(k for k, l in enumerate(lines) if "symmat[(2048 * pc_x + pc_y)] =" in l)
+    zero = next(k for k, l in enumerate(lines) if k > start and "= 0.0f;" in l)
+    moved = lines[:zero + 1] + [lines[copy]] + lines[zero + 1:copy] + lines[copy + 1:]
+    wrong = read_program(prog.path, options.preprocessor, text="\n".join(moved))
+    model = extract_model(wrong.kernel("covar_kernel"), wrong)
+    d.generated.emitted[:] = ["S0", "S2", "S1"]
+    try:
+        problems = validate_translation(d.analysis.model, model, d.generated)
+    finally:
+        d.generated.emitted[:] = ["S0", "S1", "S2"]
+    assert any("dependence" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("path,defines", [
+    (POLYBENCH / "covariance" / "covariance.cu", ("M=40", "N=24")),
+    (POLYBENCH / "correlation" / "correlation.cu", ("M=33", "N=20")),
+    (CASES, SMALL_CASES),
+    (FIXTURES / "symbolic_linear.cu", ()),
+])
+def test_cpu_execution_matches(path, defines):
+    prog, result, options = transformed(path, defines)
+    verdicts = validate_cpu(prog, result, options, {}, seed=7)
+    assert verdicts and all(v.ok for v in verdicts), [(v.kernel, v.message) for v in verdicts]
+    checked = [v for v in verdicts if v.arrays]
+    assert checked, "no kernel was executed"
+    for v in checked:
+        assert all(a.elements > 0 and a.rel_l2 == 0.0 for a in v.arrays)
+
+
+def test_cpu_execution_detects_a_wrong_kernel():
+    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
+                                        ("M=40", "N=24"))
+    d = next(d for d in result.decisions if d.kernel == "covar_kernel")
+    wrong_text = result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1)
+    wrong = read_program(prog.path, options.preprocessor, text=wrong_text)
+    verdict = validate_kernel_cpu(prog, wrong, d, {}, seed=11)
+    assert not verdict.ok and "symmat" in verdict.message
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_transformed_programs_compile(tmp_path):
+    jobs = []
+    for path in [POLYBENCH / "covariance" / "covariance.cu",
+                 POLYBENCH / "correlation" / "correlation.cu", CASES,
+                 FIXTURES / "symbolic_linear.cu"]:
+        _, result, _ = transformed(path)
+        out = tmp_path / f"{path.parent.name}_{path.name}"
+        out.write_text(result.text)
+        jobs.append((out, path.parent))
+
+    def build(job):
+        out, include = job
+        return subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o",
+                               str(out) + ".o", f"-I{include}"], capture_output=True, text=True)
+    with ThreadPoolExecutor(2) as pool:
+        for (out, _), proc in zip(jobs, pool.map(build, jobs)):
+            assert proc.returncode == 0, (out.name, proc.stderr[-2000:])
+
+
+# --- the command line ---------------------------------------------------------------
+
+def test_transform_writes_output_and_leaves_input_alone(tmp_path, capsys):
+    src = tmp_path / "cov.cu"
+    shutil.copy(POLYBENCH / "covariance" / "covariance.cu", src)
+    shutil.copy(POLYBENCH / "covariance" / "covariance.cuh", tmp_path / "covariance.cuh")
+    (tmp_path.parent / "common").mkdir(exist_ok=True)
+    shutil.copy(POLYBENCH / "common" / "polybench_gpu.h", tmp_path.parent / "common")
+    before = src.read_bytes()
+    mtime = src.stat().st_mtime_ns
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(src), "-o", str(out)]) == 0
+    assert src.read_bytes() == before and src.stat().st_mtime_ns == mtime
+    assert "polycoal: restructured" in out.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cov.cu", "covariance.cuh", "out.cu"]
+    err = capsys.readouterr().err
+    assert "covar_kernel' restructured" in err
+
+
+def test_transform_to_stdout_and_block_override(capsys):
+    assert main(["transform", str(CASES), "--kernel", "wrong_axis", "--block", "64,4"]) == 0
+    out = capsys.readouterr().out
+    assert "block 64x4x1" in out and "dim3(64, 4, 1)" in out
+
+
+@pytest.mark.parametrize("argv,status,text", [
+    (["transform", "missing.cu"], 2, "no such file"),
+    (["transform", str(CASES), "--kernel", "nope"], 2, "kernels: row_fill"),
+])
+def test_transform_bad_input(argv, status, text, capsys):
+    assert main(argv) == status
+    assert text in capsys.readouterr().err
+
+
+def test_transform_rejects_an_impossible_block(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["transform", str(CASES), "--block", "64,32"])
+    assert e.value.code == 2
+    assert "at most 1024 threads" in capsys.readouterr().err
+
+
+def test_transform_dumps_and_json_report(capsys):
+    assert main(["transform", str(CASES), "--kernel", "row_fill", "-o", os.devnull,
+                 "--dump-model", "--dump-deps", "--dump-ilp", "--dump-schedule",
+                 "--report", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "domain" in err and "schedule" in err and "minimize" in err
+    assert "x <- c0" in err
+    report = json.loads(err[err.index("{\n"):])
+    (k,) = report["kernels"]
+    assert k["action"] == "restructured" and k["axes"] == {"x": "c0", "y": "gx"}
+
+
+def test_no_polyhedral_leaves_affine_kernels_to_the_permutation(capsys):
+    assert main(["transform", str(POLYBENCH / "covariance" / "covariance.cu"),
+                 "--no-polyhedral", "-o", os.devnull]) == 0
+    assert "covar_kernel' left unchanged" in capsys.readouterr().err
+
+
+def test_validate_cpu_command(capsys):
+    status = main(["validate", "--cpu", str(CASES), "-D", "ROWS=64", "-D", "COLS=32",
+                   "--seed", "3"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert out.count("PASS") == 6 and "outputs match" in out
