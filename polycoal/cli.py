@@ -52,8 +52,14 @@ def _parser() -> argparse.ArgumentParser:
                               "transformed kernels on the same random inputs and compare")
     validate.add_argument("input", help="a .cu file")
     _add_preprocessor_options(validate)
-    validate.add_argument("--cpu", action="store_true", required=True,
-                          help="run both kernels on the CPU (small sizes: use -D)")
+    where = validate.add_mutually_exclusive_group(required=True)
+    where.add_argument("--cpu", action="store_true",
+                       help="run both kernels on the CPU (small sizes: use -D)")
+    where.add_argument("--device", action="store_true",
+                       help="run and time both kernels on the GPU (needs pycuda)")
+    validate.add_argument("--repeat", type=int, default=10,
+                          help="timed launches per kernel with --device (median reported)")
+    validate.add_argument("--report", choices=("text", "json"), default="text")
     validate.add_argument("--kernel", help="validate only this kernel")
     validate.add_argument("--block", type=_block, help="as for transform")
     validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
@@ -160,6 +166,8 @@ def cmd_validate(args) -> int:
                                                    tuple(args.defines),
                                                    tuple(args.undefines)))
     result = transform_program(program, options)
+    if args.device:
+        return _validate_device(program, result, options, arguments, args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     print(f"polycoal validate --cpu {program.path} (seed {seed})")
     verdicts = validate_cpu(program, result, options, arguments, seed)
@@ -176,6 +184,27 @@ def cmd_validate(args) -> int:
             print(x, file=sys.stderr)
             failed = True
     return 1 if failed else 0
+
+
+def _validate_device(program, result, options, arguments, args) -> int:
+    from polycoal.validate.device import validate_device
+    verdicts = validate_device(program, result, options, arguments, args.repeat)
+    if args.report == "json":
+        print(json.dumps([{"kernel": v.kernel, "ok": v.ok, "message": v.message,
+                           "original_ms": v.original_ms, "transformed_ms": v.transformed_ms,
+                           "speedup": v.speedup, "bytes": v.bytes_moved, "arrays": v.arrays,
+                           "grid": list(v.grid), "block": list(v.block),
+                           "new_grid": list(v.new_grid), "new_block": list(v.new_block)}
+                          for v in verdicts], indent=2))
+    else:
+        print(f"polycoal validate --device {program.path}")
+        print(f"  {'kernel':24s} {'verdict':8s} {'original ms':>12s} {'new ms':>10s} "
+              f"{'speedup':>8s}  message")
+        for v in verdicts:
+            t = (f"{v.original_ms:12.4f} {v.transformed_ms:10.4f} {v.speedup:8.1f}x"
+                 if v.speedup else f"{'':12s} {'':10s} {'':8s} ")
+            print(f"  {v.kernel:24s} {'PASS' if v.ok else 'FAIL':8s} {t}  {v.message}")
+    return 0 if all(v.ok for v in verdicts) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

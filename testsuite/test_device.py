@@ -1,0 +1,75 @@
+"""GPU validation through pycuda. Marked `gpu`: these run on the lent H200 (pycuda from
+the device extra); without pycuda or a GPU they are skipped with the reason, and the
+command's own message is checked instead."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from conftest import FIXTURES, POLYBENCH
+from polycoal.cli import main
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.transform import TransformOptions, transform_program
+
+HAVE_PYCUDA = importlib.util.find_spec("pycuda") is not None
+
+
+def _gpu_available() -> bool:
+    if not HAVE_PYCUDA:
+        return False
+    try:
+        import pycuda.driver as driver
+        driver.init()
+        return driver.Device.count() > 0
+    except Exception:
+        return False
+
+
+GPU = _gpu_available()
+needs_gpu = pytest.mark.skipif(not GPU, reason="no pycuda or no CUDA device on this machine "
+                               "(the gpu tests run on the lent H200)")
+
+
+@pytest.mark.skipif(HAVE_PYCUDA, reason="pycuda is installed: the message path is moot")
+def test_device_without_pycuda_says_so(capsys):
+    assert main(["validate", "--device", str(POLYBENCH / "covariance" / "covariance.cu")]) == 2
+    assert "pycuda" in capsys.readouterr().err
+
+
+def _validate(path, defines=()):
+    from polycoal.validate.device import validate_device
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(defines)))
+    program = read_program(str(path), options.preprocessor)
+    result = transform_program(program, options)
+    return program, result, options, validate_device(program, result, options, {}, repeats=3)
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("path,defines", [
+    (POLYBENCH / "covariance" / "covariance.cu", ("M=256", "N=192")),
+    (POLYBENCH / "correlation" / "correlation.cu", ("M=200", "N=100")),
+    (FIXTURES / "transform_cases.cu", ()),
+    (FIXTURES / "symbolic_linear.cu", ()),
+])
+def test_transformed_kernels_match_on_the_gpu(path, defines):
+    _, result, _, verdicts = _validate(path, defines)
+    assert all(v.ok for v in verdicts), [(v.kernel, v.message) for v in verdicts]
+    timed = [v for v in verdicts if v.original_ms is not None]
+    assert timed and all(v.transformed_ms > 0 for v in timed)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_the_gpu_check_detects_a_wrong_kernel():
+    from polycoal.validate.device import validate_kernel_device
+    program, result, options, _ = _validate(POLYBENCH / "covariance" / "covariance.cu",
+                                            ("M=256", "N=192"))
+    d = next(d for d in result.decisions if d.kernel == "covar_kernel")
+    wrong = read_program(program.path, options.preprocessor,
+                         text=result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1))
+    verdict = validate_kernel_device(program, wrong, d, {}, repeats=1)
+    assert not verdict.ok and "symmat" in verdict.message
