@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Turn a bench.json of tools/bench_polybench.py into the GPU section of BENCHMARKS.md
+and a PNG chart of the speedups (matplotlib, when installed).
+
+    python tools/render_benchmarks.py docs/results/bench-h200.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+COPY_CEILING_GBS = 4234.0          # ../shared/ANCHORS.md: H200 device-to-device copy
+BEGIN, END = "<!-- gpu-results:begin -->", "<!-- gpu-results:end -->"
+
+
+def section(report: dict, chart: str | None) -> str:
+    lines = [BEGIN, "## PolyBench/GPU on the GPU: original against transformed", "",
+             f"- Date: {report['date']}. Device: {report['device']} ({report['arch']}), "
+             "CUDA 13.0, kernels built by nvcc through pycuda with -O3.",
+             f"- Command (on the device): `python {report['command']}`; this table: "
+             "`python tools/render_benchmarks.py docs/results/bench-h200.json`.",
+             "- Sizes: the standard PolyBench/GPU dataset of polybench_inputs/ (e.g. "
+             "covariance and correlation M = N = 2048, atax/bicg/mvt/gesummv 4096).",
+             "- Kernel times: median of 10 CUDA-event-timed launches after one warm-up, "
+             "fresh random inputs, several input sets rotated when they fit in L2. GB/s: "
+             "the arrays' footprint (each element read or written once) over the time, "
+             f"against the {COPY_CEILING_GBS:.0f} GB/s copy ceiling.", "",
+             "| program | kernel | original ms | transformed ms | speedup | GB/s (transformed) "
+             "| % of copy ceiling | new geometry | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for k in report["kernels"]:
+        if k.get("original_ms") is None:
+            continue
+        gbs = k["bytes"] / (k["transformed_ms"] * 1e-3) / 1e9
+        lines.append(
+            f"| {k['program']} | {k['kernel']} | {k['original_ms']:.3f} | "
+            f"{k['transformed_ms']:.3f} | {k['speedup']:.1f}x | {gbs:.0f} | "
+            f"{100 * gbs / COPY_CEILING_GBS:.1f}% | grid {tuple(k['new_grid'])} block "
+            f"{tuple(k['new_block'])} | {'PASS' if k['ok'] else 'FAIL'} |")
+    lines += ["", "Kernels left unchanged (their text is byte-identical, so their time is the "
+              "original's):", "", "| program | kernel | why |", "|---|---|---|"]
+    for k in report["kernels"]:
+        if k["action"] == "unchanged":
+            lines.append(f"| {k['program']} | {k['kernel']} | {k['reason']} |")
+    lines += ["", "Whole programs (each program's own CPU-vs-GPU comparison, and its "
+              "GPU time as it prints it, one run):", "",
+              "| program | transform s | original: mismatches, GPU s | transformed: "
+              "mismatches, GPU s |", "|---|---|---|---|"]
+    for p in report["programs"]:
+        o = p["original"]
+        t = p.get("transformed")
+        tt = f"{t['mismatches']}, {t['gpu_seconds']}" if t else "(byte-identical)"
+        lines.append(f"| {p['program']} | {p['transform_seconds']:.3f} | "
+                     f"{o.get('mismatches')}, {o.get('gpu_seconds')} | {tt} |")
+    if chart:
+        lines += ["", f"![speedups]({chart})"]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def draw(report: dict, path: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    timed = [k for k in report["kernels"] if k.get("speedup")]
+    labels = [f"{k['program']}\n{k['kernel']}" for k in timed]
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(timed) + 2), 3.5))
+    bars = ax.bar(labels, [k["speedup"] for k in timed], color="#3a7ab8")
+    ax.set_ylim(0, max(k["speedup"] for k in timed) * 1.15)
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_ylabel("speedup over the original")
+    ax.set_title(f"polycoal on {report['device']}, {report['date']}")
+    for b, k in zip(bars, timed):
+        ax.annotate(f"{k['speedup']:.0f}x", (b.get_x() + b.get_width() / 2, b.get_height()),
+                    ha="center", va="bottom")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main() -> int:
+    report = json.load(open(sys.argv[1]))
+    chart = "docs/results/speedups-h200.png"
+    ok = draw(report, os.path.join(ROOT, chart))
+    text = section(report, chart if ok else None)
+    bench = os.path.join(ROOT, "BENCHMARKS.md")
+    current = open(bench).read()
+    if BEGIN in current:
+        current = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n", text, current,
+                         flags=re.S)
+    else:
+        current = current.rstrip("\n") + "\n\n" + text
+    open(bench, "w").write(current)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
