@@ -82,7 +82,7 @@ def _block(text: str) -> tuple[int, int, int]:
     return x, y, z
 
 
-def _read(args) -> "Program":   # noqa: F821 - imported lazily below
+def _read(args):
     from polycoal.frontend import read_program
     from polycoal.frontend.preprocess import PreprocessorOptions
     options = PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),

@@ -147,15 +147,7 @@ def _enclosing_function(tokens: list[Token], k: int) -> tuple[int, str | None]:
                                             "mutable") or (j >= 0 and tokens[j].text == "->"):
             j -= 1
         if j >= 0 and tokens[j].text == ")":
-            depth = 0
-            while j >= 0:
-                if tokens[j].text == ")":
-                    depth += 1
-                elif tokens[j].text == "(":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j -= 1
+            j = matching(tokens, j)
             name = tokens[j - 1].text if j > 0 and tokens[j - 1].kind == "id" else None
             return brace, name
     return (stack[0] if stack else 0), None
@@ -188,16 +180,7 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
             continue
         name_index = k - 1
         if tokens[name_index].text == ">":          # k<T><<<...>>>
-            depth = 0
-            while name_index > 0:
-                if tokens[name_index].text == ">":
-                    depth += 1
-                elif tokens[name_index].text == "<":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                name_index -= 1
-            name_index -= 1
+            name_index = matching(tokens, name_index) - 1
         if name_index < 0 or tokens[name_index].kind != "id":
             continue
         close = next((j for j in range(k + 1, len(tokens)) if tokens[j].text == ">>>"), None)

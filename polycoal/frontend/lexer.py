@@ -84,21 +84,27 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}", ")": "(", "]": "[", "}": "{", ">": "<"}
+
+
 def matching(tokens: list[Token], index: int) -> int:
-    """Index of the bracket closing the one at `index` (`(`, `[` or `{`)."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opening = tokens[index].text
-    closing = pairs[opening]
+    """Index of the bracket matching the one at `index`: forward from an opening
+    bracket, backward from a closing one (or from the `>` of a template list)."""
+    here = tokens[index].text
+    other = _PAIRS[here]
+    step = 1 if here in "([{" else -1
     depth = 0
-    for k in range(index, len(tokens)):
+    k = index
+    while 0 <= k < len(tokens):
         t = tokens[k].text
-        if t == opening:
+        if t == here:
             depth += 1
-        elif t == closing:
+        elif t == other:
             depth -= 1
             if depth == 0:
                 return k
-    raise ValueError(f"unbalanced {opening!r} at line {tokens[index].line}")
+        k += step
+    raise ValueError(f"unbalanced {here!r} at line {tokens[index].line}")
 
 
 def split_top_level(tokens: list[Token], sep: str = ",") -> list[list[Token]]:

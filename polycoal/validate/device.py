@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import statistics
 from dataclasses import dataclass, field
 
 from polycoal.diagnostics import InputError
-from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Program
 from polycoal.transform import KernelDecision, TransformOptions, TransformResult
-from polycoal.validate.cpu import _C_TYPES, _footprint, _rename_kernel
+from polycoal.validate.experiment import NotRunnable, prepare, run_changed
 
 L2_BYTES = 64 << 20
 _NUMPY = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
@@ -69,30 +67,8 @@ def load_pycuda():
     return driver, SourceModule
 
 
-def _new_geometry(d: KernelDecision, grid, block, values: dict[str, int]):
-    if d.action == "permuted":
-        src = d.permutation.source
-        return (tuple(grid["xyz".index(src[n])] for n in "xyz"),
-                tuple(block["xyz".index(src[n])] for n in "xyz"))
-    g = d.generated
-    launch_values = dict(values)
-    for k, a in enumerate("xyz"):
-        launch_values[f"gridDim_{a}"] = grid[k]
-        launch_values[f"blockDim_{a}"] = block[k]
-        launch_values[f"nthreads_{a}"] = grid[k] * block[k]
-    new_grid = []
-    limits = {"x": 2147483647, "y": 65535, "z": 65535}
-    for r in g.ranges:
-        lo = evaluate(r.host_lo, lambda n, m: launch_values.get(n))
-        hi = evaluate(r.host_hi, lambda n, m: launch_values.get(n))
-        if lo is None or hi is None:
-            raise InputError(f"cannot evaluate the range of axis {r.axis} ({r.host_lo}.."
-                             f"{r.host_hi})")
-        extent = int(hi) - int(lo) + 1
-        b = g.block["xyz".index(r.axis)]
-        new_grid.append(max(1, min(-(-extent // b), limits[r.axis])))
-    new_grid += [1] * (3 - len(new_grid))
-    return tuple(new_grid), tuple(g.block)
+def _dtype(np, ctype: str):
+    return np.dtype(_NUMPY.get(ctype, "int32"))
 
 
 def validate_kernel_device(program: Program, new_program: Program, d: KernelDecision,
@@ -100,78 +76,40 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
                            tolerance: float = 1e-5) -> DeviceVerdict:
     import numpy as np
     driver, SourceModule = load_pycuda()
-    kernel = program.kernel(d.kernel)
-    model = d.analysis.model
-    launch = program.launches_of(kernel.name)[0]
-    if launch.block_shape is None or launch.grid_shape is None:
-        return DeviceVerdict(kernel.name, False, "the launch has no compile-time geometry: "
-                             "give the sizes with -D")
-    values = {**{k: int(v) for k, v in launch.constant_arguments.items()
-                 if isinstance(v, (int, float))}, **arguments}
-    pointer_types = [p.type for p in kernel.parameters if p.is_pointer]
-    if any(t not in _NUMPY for t in pointer_types):
-        return DeviceVerdict(kernel.name, False, "an array of a type the runner lacks")
-    for p in kernel.parameters:
-        if not p.is_pointer and p.type not in ("float", "double") and p.name not in values:
-            values[p.name] = 1
-    new_grid, new_block = _new_geometry(d, launch.grid_shape, launch.block_shape, values)
-    decls = [g.expanded for g in program.globals.values() if g.expanded]
-    decls += [f.expanded for f in program.device_functions.values() if f.expanded]
-    source = "\n".join(decls + [
-        'extern "C" ' + _rename_kernel(kernel.expanded, kernel.name, "pc_original"),
-        'extern "C" ' + _rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name,
-                                       "pc_transformed")])
+    try:
+        e = prepare(program, new_program, d, arguments)
+    except NotRunnable as error:
+        return DeviceVerdict(d.kernel, False, str(error))
+    source = "\n".join(e.declarations + ['extern "C" ' + e.original,
+                                          'extern "C" ' + e.transformed])
+    rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
+    total_bytes = sum(_dtype(np, a.type).itemsize * a.size for a in e.arrays)
+    # input sets to rotate so that repeated launches do not run from the L2 cache
+    sets = 1 if total_bytes >= 2 * L2_BYTES else \
+        max(1, min(4, math.ceil(2 * L2_BYTES / max(total_bytes, 1))))
+    scalars = {}
+    for p in e.kernel.parameters:
+        if not p.is_pointer:
+            dt = _dtype(np, p.type)
+            scalars[p.name] = dt.type(e.values[p.name]) if p.name in e.values else \
+                dt.type(rng.uniform(0.5, 1.5))
+
+    def fresh():
+        out = {}
+        for a in e.arrays:
+            dt = _dtype(np, a.type)
+            out[a.name] = ((rng.standard_normal(a.size) + 0.5).astype(dt) if dt.kind == "f"
+                           else rng.integers(1, 100, a.size).astype(dt))
+        return out
+
     device = driver.Device(0)
     context = device.make_context()
     try:
         major, minor = device.compute_capability()
         module = SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}",
                               options=["-O3"])
-        original = module.get_function("pc_original")
-        transformed = module.get_function("pc_transformed")
-        rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
-        arrays = []
-        for p in kernel.parameters:
-            if p.is_pointer:
-                size = _footprint(model, p.name, values)
-                arrays.append((p.name, np.dtype(_NUMPY[p.type]), size))
-        total_bytes = sum(dt.itemsize * n for _, dt, n in arrays)
-        sets = max(1, min(4, math.ceil(2 * L2_BYTES / max(total_bytes, 1)))) \
-            if total_bytes < 2 * L2_BYTES else 1
-
-        def fresh():
-            host = {}
-            for name, dt, n in arrays:
-                if dt.kind == "f":
-                    host[name] = (rng.standard_normal(n) + 0.5).astype(dt)
-                else:
-                    host[name] = rng.integers(1, 100, n).astype(dt)
-            return host
-
-        def scalars():
-            out = {}
-            for p in kernel.parameters:
-                if not p.is_pointer:
-                    dt = np.dtype(_NUMPY.get(p.type, "int32"))
-                    out[p.name] = dt.type(values[p.name]) if p.name in values else \
-                        dt.type(rng.uniform(0.5, 1.5))
-            return out
-        scalar = scalars()
-
-        def args_for(buffers, hidden=()):
-            out = []
-            for p in kernel.parameters:
-                out.append(buffers[p.name] if p.is_pointer else scalar[p.name])
-            return out + [np.int64(h) for h in hidden]
-        hidden = []
-        if d.action == "restructured":
-            g = launch.grid_shape
-            b = launch.block_shape
-            lv = {}
-            for k, a in enumerate("xyz"):
-                lv.update({f"gridDim_{a}": g[k], f"blockDim_{a}": b[k],
-                           f"nthreads_{a}": g[k] * b[k]})
-            hidden = [lv[h] for h in d.generated.hidden]
+        original = module.get_function(e.original_name)
+        transformed = module.get_function(e.transformed_name)
 
         def upload(host):
             bufs = {}
@@ -180,73 +118,67 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
                 driver.memcpy_htod(bufs[name], arr)
             return bufs
 
-        def run(fn, bufs, grid, block, extra=()):
-            fn(*args_for(bufs, extra), grid=tuple(int(v) for v in grid),
-               block=tuple(int(v) for v in block))
-
-        # correctness on fresh inputs
-        host = fresh()
-        bufs_o, bufs_n = upload(host), upload(host)
-        run(original, bufs_o, launch.grid_shape, launch.block_shape)
-        run(transformed, bufs_n, new_grid, new_block, hidden)
-        driver.Context.synchronize()
-        results, ok = [], True
-        for name, dt, n in arrays:
-            a = np.empty(n, dt)
-            b = np.empty(n, dt)
-            driver.memcpy_dtoh(a, bufs_o[name])
-            driver.memcpy_dtoh(b, bufs_n[name])
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            nan = bool(np.isnan(a64).any() or np.isnan(b64).any())
-            ref = float(np.linalg.norm(a64)) or 1.0
-            rel = float(np.linalg.norm(a64 - b64)) / ref if not nan else float("nan")
-            good = not nan and rel <= tolerance
-            ok = ok and good
-            results.append({"array": name, "elements": n, "rel_l2": rel, "ok": good})
-        for bufs in (bufs_o, bufs_n):
+        def free(bufs):
             for buf in bufs.values():
                 buf.free()
 
-        # timing, on rotated input sets
+        def launch(fn, bufs, grid, block, extra=()):
+            args = [bufs[p.name] if p.is_pointer else scalars[p.name]
+                    for p in e.kernel.parameters] + [np.int64(h) for h in extra]
+            fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
+
+        host = fresh()
+        bufs_o, bufs_n = upload(host), upload(host)
+        launch(original, bufs_o, e.grid, e.block)
+        launch(transformed, bufs_n, e.new_grid, e.new_block, e.hidden)
+        driver.Context.synchronize()
+        results, ok = [], True
+        for a in e.arrays:
+            dt = _dtype(np, a.type)
+            x, y = np.empty(a.size, dt), np.empty(a.size, dt)
+            driver.memcpy_dtoh(x, bufs_o[a.name])
+            driver.memcpy_dtoh(y, bufs_n[a.name])
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            nan = bool(np.isnan(x64).any() or np.isnan(y64).any())
+            ref = float(np.linalg.norm(x64)) or 1.0
+            rel = float("nan") if nan else float(np.linalg.norm(x64 - y64)) / ref
+            good = not nan and rel <= tolerance
+            ok = ok and good
+            results.append({"array": a.name, "elements": a.size, "rel_l2": rel, "ok": good})
+        free(bufs_o)
+        free(bufs_n)
+
         def timed(fn, grid, block, extra=()):
             pool = [upload(fresh()) for _ in range(sets)]
-            run(fn, pool[0], grid, block, extra)            # warm-up
+            launch(fn, pool[0], grid, block, extra)          # warm-up
             driver.Context.synchronize()
             times = []
             for k in range(repeats):
                 start, end = driver.Event(), driver.Event()
                 start.record()
-                run(fn, pool[k % sets], grid, block, extra)
+                launch(fn, pool[k % sets], grid, block, extra)
                 end.record()
                 end.synchronize()
                 times.append(start.time_till(end))
             for bufs in pool:
-                for buf in bufs.values():
-                    buf.free()
+                free(bufs)
             return statistics.median(times)
-        t_orig = timed(original, launch.grid_shape, launch.block_shape)
-        t_new = timed(transformed, new_grid, new_block, hidden)
+        t_original = timed(original, e.grid, e.block)
+        t_transformed = timed(transformed, e.new_grid, e.new_block, e.hidden)
     finally:
         context.pop()
         context.detach()
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
         r["array"] for r in results if not r["ok"])
-    return DeviceVerdict(kernel.name, ok, message, t_orig, t_new, total_bytes, results,
-                         launch.grid_shape, launch.block_shape, new_grid, new_block)
+    return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, total_bytes,
+                         results, e.grid, e.block, e.new_grid, e.new_block)
 
 
 def validate_device(program: Program, result: TransformResult, options: TransformOptions,
                     arguments: dict[str, int], repeats: int = 10) -> list[DeviceVerdict]:
-    from polycoal.frontend import read_program
-    changed = [d for d in result.decisions if d.action != "unchanged"]
-    if changed:
+    if any(d.action != "unchanged" for d in result.decisions):
         load_pycuda()
-    new_program = read_program(program.path, options.preprocessor, text=result.text) \
-        if changed else None
-    out = []
-    for d in result.decisions:
-        if d.action == "unchanged":
-            out.append(DeviceVerdict(d.kernel, True, f"unchanged ({d.reason})"))
-        else:
-            out.append(validate_kernel_device(program, new_program, d, arguments, repeats))
-    return out
+    return run_changed(
+        program, result, options,
+        lambda p, new, d: validate_kernel_device(p, new, d, arguments, repeats),
+        lambda d: DeviceVerdict(d.kernel, True, f"unchanged ({d.reason})"))

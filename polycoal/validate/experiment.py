@@ -1,0 +1,178 @@
+"""What running original and transformed kernels side by side needs, on any executor.
+
+An `Experiment` fixes, for one changed kernel: the values of its int arguments (from the
+launch site and --arg; arguments the model never reads get 1, as any value serves both
+kernels alike), the arrays with their element types and footprints, the original launch
+geometry and the new one (computed from the same range expressions the rewritten launch
+uses), the extra arguments carrying the original geometry, and the two kernels' source
+texts (preprocessed, renamed apart). The CPU and GPU executors only run it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polycoal.frontend.cexpr import evaluate
+from polycoal.frontend.program import Kernel, Launch, Program
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import KernelModel
+from polycoal.transform import KernelDecision
+
+SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
+                "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
+                "uint64_t"}
+GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
+
+
+class NotRunnable(Exception):
+    """The experiment cannot be set up; the message says what to give."""
+
+
+@dataclass
+class Array:
+    name: str
+    type: str
+    size: int
+
+
+@dataclass
+class Experiment:
+    kernel: Kernel
+    model: KernelModel
+    launch: Launch
+    values: dict[str, int]                # int arguments
+    arrays: list[Array]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    new_grid: tuple[int, int, int]
+    new_block: tuple[int, int, int]
+    hidden: list[int]                     # values of the extra arguments of the new kernel
+    declarations: list[str]               # __device__ functions and variables
+    original: str                         # kernel texts, renamed to the names below
+    transformed: str
+    original_name: str
+    transformed_name: str
+    synchronising: bool
+
+
+def rename_kernel(text: str, name: str, new: str) -> str:
+    return re.sub(rf"\b{re.escape(name)}\b", new, text, count=1)
+
+
+def footprint(model: KernelModel, array: str, values: dict[str, int]) -> int:
+    """1 + the largest element index any access of `array` touches."""
+    fixed = " and ".join(f"{p} = {v}" for p, v in values.items() if p in model.parameters)
+    top = 0
+    for s, a in model.accesses():
+        if a.array != array or a.flat is None:
+            continue
+        flat = a.flat.substitute({p: v for p, v in values.items()})
+        if not flat.is_affine():
+            raise NotRunnable(f"access {a.text}: its size depends on unknown parameters "
+                              f"{sorted(flat.variables - set(model.dims))}")
+        dom = isl_helpers.domain(model, s)
+        if fixed:
+            dom = dom.intersect_params(isl.Set(f"[{', '.join(model.parameters)}] -> "
+                                               f"{{ : {fixed} }}"))
+        if dom.is_empty():
+            continue
+        image = isl.Map(f"[{', '.join(model.parameters)}] -> {{ {s.name}[{', '.join(model.dims)}]"
+                        f" -> [{flat.to_c('*')}] }}").intersect_domain(dom).range()
+        high = image.lexmax().sample_point()
+        low = image.lexmin().sample_point()
+        if int(low.get_coordinate_val(isl.dim_type.set, 0).to_python()) < 0:
+            raise NotRunnable(f"access {a.text} reaches a negative index")
+        top = max(top, int(high.get_coordinate_val(isl.dim_type.set, 0).to_python()) + 1)
+    return max(top, 1)
+
+
+def launch_values(grid, block) -> dict[str, int]:
+    """The model's launch parameters for a launch of this grid and block."""
+    out = {}
+    for k, a in enumerate("xyz"):
+        out.update({f"gridDim_{a}": grid[k], f"blockDim_{a}": block[k],
+                    f"nthreads_{a}": grid[k] * block[k]})
+    return out
+
+
+def new_geometry(d: KernelDecision, grid, block, values: dict[str, int]):
+    """(grid, block) of the transformed kernel for a launch of the original."""
+    if d.action == "permuted":
+        src = d.permutation.source
+        return (tuple(grid["xyz".index(src[n])] for n in "xyz"),
+                tuple(block["xyz".index(src[n])] for n in "xyz"))
+    g = d.generated
+    known = {**values, **launch_values(grid, block)}
+    new_grid = []
+    for r in g.ranges:
+        lo = evaluate(r.host_lo, lambda n, m: known.get(n))
+        hi = evaluate(r.host_hi, lambda n, m: known.get(n))
+        if lo is None or hi is None:
+            raise NotRunnable(f"the range of axis {r.axis} ({r.host_lo} .. {r.host_hi}) "
+                              "needs values for its arguments: give --arg NAME=VALUE")
+        extent = int(hi) - int(lo) + 1
+        b = g.block["xyz".index(r.axis)]
+        new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
+    new_grid += [1] * (3 - len(new_grid))
+    return tuple(new_grid), tuple(g.block)
+
+
+def prepare(program: Program, new_program: Program, d: KernelDecision,
+            arguments: dict[str, int]) -> Experiment:
+    kernel = program.kernel(d.kernel)
+    model = d.analysis.model
+    launch = program.launches_of(kernel.name)[0]
+    if launch.block_shape is None or launch.grid_shape is None:
+        raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
+                          "geometry: give the sizes with -D")
+    values = {k: int(v) for k, v in launch.constant_arguments.items()
+              if isinstance(v, (int, float))}
+    values.update(arguments)
+    used = {v for st in model.statements for c in st.constraints
+            for v in re.findall(r"[A-Za-z_]\w*", c)}
+    used |= {v for _, a in model.accesses() if a.flat is not None for v in a.flat.variables}
+    ints = [p for p in kernel.parameters if not p.is_pointer and p.type in SCALAR_TYPES
+            and p.type not in ("float", "double")]
+    for p in ints:
+        if p.name not in values and p.name not in used:
+            values[p.name] = 1
+    missing = [p.name for p in ints if p.name not in values]
+    if missing:
+        raise NotRunnable(f"no value for int argument(s) {', '.join(missing)}: "
+                          "give --arg NAME=VALUE")
+    arrays = []
+    for p in kernel.parameters:
+        if p.is_pointer:
+            if p.type not in SCALAR_TYPES:
+                raise NotRunnable(f"array '{p.name}' of type {p.type} is not supported")
+            arrays.append(Array(p.name, p.type, footprint(model, p.name, values)))
+        elif p.type not in SCALAR_TYPES:
+            raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
+    grid, block = launch.grid_shape, launch.block_shape
+    new_grid, new_block = new_geometry(d, grid, block, values)
+    hidden = []
+    if d.action == "restructured":
+        lv = launch_values(grid, block)
+        hidden = [lv[h] for h in d.generated.hidden]
+    declarations = [g.expanded for g in program.globals.values() if g.expanded]
+    declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
+    names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
+    return Experiment(
+        kernel, model, launch, values, arrays, grid, block, new_grid, new_block, hidden,
+        declarations, rename_kernel(kernel.expanded, kernel.name, names[0]),
+        rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name, names[1]),
+        names[0], names[1], any(o.construct == "__syncthreads" for o in model.outside))
+
+
+def run_changed(program: Program, result, options, run, unchanged):
+    """run(program, new_program, decision) for every changed kernel, unchanged(decision)
+    for the others, in the program's order."""
+    from polycoal.frontend import read_program
+    changed = [d for d in result.decisions if d.action != "unchanged"]
+    new_program = read_program(program.path, options.preprocessor, text=result.text) \
+        if changed else None
+    return [run(program, new_program, d) if d.action != "unchanged" else unchanged(d)
+            for d in result.decisions]
