@@ -15,6 +15,7 @@ import re
 
 from polycoal.frontend.lexer import matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch
+from polycoal.templates import render_template
 
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 _SIMPLE = re.compile(r"^\s*(?:[A-Za-z_]\w*|\d+[uUlL]*)\s*$")
@@ -40,57 +41,51 @@ def _substitute(expr: str, values: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), expr)
 
 
+def _indent(original: str, launch: Launch) -> str:
+    line_start = original.rfind("\n", 0, launch.span.start) + 1
+    return re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
+
+
 def rewrite_launch(original: str, launch: Launch, kernel: Kernel, ranges, block,
                    hidden: list[str], note: str) -> str:
-    """The replacement text of the launch statement."""
+    """The replacement text of the launch statement (templates/launch.cu.j2)."""
     name, config, args = launch_parts(original, launch)
-    line_start = original.rfind("\n", 0, launch.span.start) + 1
-    indent = re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
-    inner = indent + "  "
-    lines = [f"{{ /* polycoal: {note}; was {name}<<<{', '.join(config)}>>> */"]
-    unused = [c for c in config[:2] if _SIMPLE.match(c) and not c.strip()[0].isdigit()]
-    if unused:   # the original geometry variables are no longer read: keep nvcc quiet
-        lines.append(inner + " ".join(f"(void){c.strip()};" for c in unused))
+    unused = [c.strip() for c in config[:2] if _SIMPLE.match(c) and not c.strip()[0].isdigit()]
     values: dict[str, str] = {}
-    int_params = [p for p in kernel.parameters if not p.is_pointer]
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
     used_text = " ".join(r.host_lo + " " + r.host_hi for r in ranges)
-    launch_args = list(args)
-    for p in int_params:
-        if not re.search(rf"\b{re.escape(p.name)}\b", used_text):
+    launch_args, temporaries = list(args), []
+    for p in kernel.parameters:
+        if p.is_pointer or not re.search(rf"\b{re.escape(p.name)}\b", used_text):
             continue
         k = position[p.name]
         if k >= len(args):
             continue
         if _SIMPLE.match(args[k]):
             values[p.name] = f"({args[k].strip()})"
-        else:
-            tmp = f"pc_arg{k}"
-            lines.append(f"{inner}const auto {tmp} = ({args[k]});")
-            values[p.name] = tmp
-            launch_args[k] = tmp
-    if hidden or re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text):
-        lines.append(f"{inner}const dim3 pc_grid0({config[0]}), pc_block0({config[1]});")
+        else:          # evaluate an argument with a call or side effect once
+            temporaries.append({"name": f"pc_arg{k}", "value": args[k]})
+            values[p.name] = launch_args[k] = f"pc_arg{k}"
+    original_geometry = bool(hidden) or bool(
+        re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text))
+    if original_geometry:
         for a in "xyz":
             for prefix in ("", "pc_"):
                 values[f"{prefix}gridDim_{a}"] = f"pc_grid0.{a}"
                 values[f"{prefix}blockDim_{a}"] = f"pc_block0.{a}"
                 values[f"{prefix}nthreads_{a}"] = f"((long long)pc_grid0.{a} * pc_block0.{a})"
-    grid = []
+    extents, grid = [], []
     for r in ranges:
-        lo = _substitute(r.host_lo, values)
-        hi = _substitute(r.host_hi, values)
-        ext = f"pc_extent_{r.axis}"
-        b = block["xyz".index(r.axis)]
-        lines.append(f"{inner}const long long {ext} = (long long)({hi}) - (long long)({lo}) + 1;")
+        extents.append({"axis": r.axis, "lo": _substitute(r.host_lo, values),
+                        "hi": _substitute(r.host_hi, values)})
+        ext, b = f"pc_extent_{r.axis}", block["xyz".index(r.axis)]
         blocks = f"({ext} + {b - 1}) / {b}"
         grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
                     f"{blocks} : {GRID_LIMITS[r.axis]})")
-    while len(grid) < 3:
-        grid.append("1")
-    extra = [values[h] if h in values else h for h in hidden]
-    rest = "".join(f", {c}" for c in config[2:])
-    lines.append(f"{inner}{name}<<<dim3({', '.join(grid)}), dim3({', '.join(map(str, block))})"
-                 f"{rest}>>>({', '.join(launch_args + extra)});")
-    lines.append(f"{indent}}}")
-    return "\n".join(lines)
+    grid += ["1"] * (3 - len(grid))
+    indent = _indent(original, launch)
+    return render_template(
+        "launch.cu.j2", note=note, name=name, config=config, unused=unused,
+        temporaries=temporaries, original_geometry=original_geometry, extents=extents,
+        grid=grid, block=list(block), args=launch_args + [values.get(h, h) for h in hidden],
+        indent=indent, inner=indent + "  ")

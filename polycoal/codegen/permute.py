@@ -8,9 +8,8 @@ its block mates. Nothing else in the text changes.
 
 from __future__ import annotations
 
-import re
-
-from polycoal.codegen.launch import launch_parts
+from polycoal.codegen.launch import _indent, launch_parts
+from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Launch
@@ -53,14 +52,12 @@ def permute_kernel(original: str, kernel: Kernel, perm: Permutation) -> str:
 
 
 def permute_launch(original: str, launch: Launch, perm: Permutation) -> str:
+    """The launch with grid and block permuted like the kernel's axes."""
     name, config, args = launch_parts(original, launch)
-    line_start = original.rfind("\n", 0, launch.span.start) + 1
-    indent = re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
-    g = ", ".join(f"pc_grid0.{perm.source[n]}" for n in "xyz")
-    b = ", ".join(f"pc_block0.{perm.source[n]}" for n in "xyz")
-    rest = "".join(f", {c}" for c in config[2:])
-    return (f"{{ /* polycoal: thread axes permuted ({perm.describe()}); was "
-            f"{name}<<<{', '.join(config)}>>> */\n"
-            f"{indent}  const dim3 pc_grid0({config[0]}), pc_block0({config[1]});\n"
-            f"{indent}  {name}<<<dim3({g}), dim3({b}){rest}>>>({', '.join(args)});\n"
-            f"{indent}}}")
+    indent = _indent(original, launch)
+    return render_template(
+        "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})", name=name,
+        config=config, unused=[], temporaries=[], original_geometry=True, extents=[],
+        grid=[f"pc_grid0.{perm.source[n]}" for n in "xyz"],
+        block=[f"pc_block0.{perm.source[n]}" for n in "xyz"], args=args,
+        indent=indent, inner=indent + "  ")
