@@ -280,3 +280,13 @@ def test_validate_cpu_command(capsys):
     out = capsys.readouterr().out
     assert status == 0
     assert out.count("PASS") == 6 and "outputs match" in out
+
+
+def test_atomic_kernel_is_permuted_and_runs_on_the_cpu():
+    path = FIXTURES / "atomics.cu"
+    d = decision(path, "column_histogram", ("ROWS=64", "COLS=32"))
+    assert d.action == "permuted" and d.permutation.source["x"] == "y"
+    prog, result, options = transformed(path, ("ROWS=64", "COLS=32"))
+    (verdict,) = validate_cpu(prog, result, options, {}, seed=5)
+    assert verdict.ok, verdict.message
+    assert {a.name for a in verdict.arrays} == {"hist", "A"}

@@ -38,6 +38,7 @@ class Race:
     second: tuple[Statement, Access]
     kind: str            # "write/write" | "read/write"
     thread_dims: tuple[str, ...]     # dims along which the racing threads differ
+    when: isl.Set | None = None      # parameter values for which it races, if not all
 
 
 def _pair_relation(model: KernelModel, s1: Statement, s2: Statement, text: str) -> isl.Map:
@@ -89,8 +90,12 @@ def detect_races(model: KernelModel) -> list[Race]:
             seen.add(key)
             dims = tuple(d for d in isl_helpers.thread_names(model)
                          if not same.intersect(_threads_differ(model, s1, s2, [d])).is_empty())
+            when = conflict.params().gist(isl_helpers.context(model))
+            if when.is_equal(isl.Set.universe(when.get_space())):
+                when = None
             races.append(Race(w.array, (s1, w), (s2, a),
-                              "write/write" if a.kind == "write" else "read/write", dims))
+                              "write/write" if a.kind == "write" else "read/write", dims,
+                              when))
     return races
 
 

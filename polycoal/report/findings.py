@@ -36,6 +36,13 @@ def _race_diagnostics(ka: KernelAnalysis) -> list[Diagnostic]:
                    + ", ".join(sorted({dim_axes[d].axis for d in unused}))
                    + ", but the launch has more than one thread along it: every thread's "
                    "work is done by several threads at once.")
+        if all(r.when is not None for r in races):
+            when = races[0].when
+            for r in races[1:]:
+                when = when.union(r.when)
+            text = str(when.coalesce()).split(":", 1)[-1].strip(" }")
+            why += (f" This happens only when {text} (for example when a bound is larger "
+                    "than the row length it indexes).")
         out.append(Diagnostic(
             "error", "race",
             f"race between threads in kernel '{ka.kernel.name}' on '{array}' "
