@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
                            "geometry (default 256 / 32,8 / 32,4,2 by the number of axes)")
     transform.add_argument("--no-polyhedral", action="store_true",
                            help="do not restructure affine kernels")
+    transform.add_argument("--assume-no-alias", action="store_true",
+                           help="take distinct pointer arguments to be distinct arrays even "
+                           "without evidence (restrict, distinct cudaMalloc allocations)")
     transform.add_argument("--report", choices=("text", "json"), default="text",
                            help="format of the report printed on standard error")
     for what in ("model", "deps", "ilp", "schedule"):
@@ -62,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--report", choices=("text", "json"), default="text")
     validate.add_argument("--kernel", help="validate only this kernel")
     validate.add_argument("--block", type=_block, help="as for transform")
+    validate.add_argument("--assume-no-alias", action="store_true", help="as for transform")
     validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                           help="value of an int kernel argument")
     validate.add_argument("--seed", type=int, default=None,
@@ -82,11 +86,15 @@ def _block(text: str) -> tuple[int, int, int]:
     return x, y, z
 
 
+def _preprocessor_options(args):
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    return PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
+                               tuple(args.undefines))
+
+
 def _read(args):
     from polycoal.frontend import read_program
-    from polycoal.frontend.preprocess import PreprocessorOptions
-    options = PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
-                                  tuple(args.undefines))
+    options = _preprocessor_options(args)
     if args.input == "-":
         return read_program("<stdin>.cu", options, text=sys.stdin.read())
     return read_program(args.input, options)
@@ -118,14 +126,13 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_transform(args) -> int:
-    from polycoal.frontend.preprocess import PreprocessorOptions
     from polycoal.report import dumps, json_report
     from polycoal.transform import TransformOptions, transform_program
     program = _read(args)
-    options = TransformOptions(args.kernel, args.block, not args.no_polyhedral,
-                               PreprocessorOptions(tuple(args.include_dirs),
-                                                   tuple(args.defines),
-                                                   tuple(args.undefines)))
+    options = TransformOptions(kernel=args.kernel, block=args.block,
+                               polyhedral=not args.no_polyhedral,
+                               assume_no_alias=args.assume_no_alias,
+                               preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)
     for d in result.decisions:
         for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
@@ -150,7 +157,6 @@ def cmd_transform(args) -> int:
 
 def cmd_validate(args) -> int:
     import random
-    from polycoal.frontend.preprocess import PreprocessorOptions
     from polycoal.transform import TransformOptions, transform_program
     from polycoal.validate.cpu import validate_cpu
     arguments = {}
@@ -161,10 +167,9 @@ def cmd_validate(args) -> int:
         except ValueError:
             raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
     program = _read(args)
-    options = TransformOptions(args.kernel, args.block, True,
-                               PreprocessorOptions(tuple(args.include_dirs),
-                                                   tuple(args.defines),
-                                                   tuple(args.undefines)))
+    options = TransformOptions(kernel=args.kernel, block=args.block,
+                               assume_no_alias=args.assume_no_alias,
+                               preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)
     if args.device:
         return _validate_device(program, result, options, arguments, args)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
+from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.codegen.kernel import GeneratedKernel, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.diagnostics import Diagnostic, InputError
@@ -34,6 +35,7 @@ class TransformOptions:
     kernel: str | None = None
     block: tuple[int, int, int] | None = None
     polyhedral: bool = True
+    assume_no_alias: bool = False
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
 
@@ -44,6 +46,7 @@ class KernelDecision:
     reason: str
     mapping: Mapping | None = None
     permutation: Permutation | None = None
+    alias_evidence: str = ""
     generated: GeneratedKernel | None = None
     analysis: KernelAnalysis | None = None
 
@@ -101,6 +104,12 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         d.reason = (f"the kernel is referenced outside its launches (line "
                     f"{min(others)}), where a new geometry could not be applied")
         return d
+    distinct, evidence = distinct_arrays(program, kernel, model)
+    if not distinct and not options.assume_no_alias:
+        d.reason = (f"its pointer arguments may alias ({evidence}); mark them __restrict__ "
+                    "or pass --assume-no-alias")
+        return d
+    d.alias_evidence = evidence if distinct else "assumed (--assume-no-alias)"
     if not model.is_affine or not options.polyhedral:
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"
@@ -250,8 +259,15 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         kernel = program.kernel(d.kernel)
         if d.action in ("restructured", "permuted"):
             diagnostics.append(Diagnostic("note", d.action,
-                                          f"kernel '{d.kernel}' {d.action}: {d.reason}",
+                                          f"kernel '{d.kernel}' {d.action}: {d.reason} "
+                                          f"(pointer arguments distinct: {d.alias_evidence})",
                                           kernel.location, d.kernel))
+            if d.alias_evidence.startswith("assumed"):
+                diagnostics.append(Diagnostic(
+                    "warning", "assumed-no-alias",
+                    f"kernel '{d.kernel}': its pointer arguments were assumed not to alias "
+                    "(--assume-no-alias); the transformation is wrong if they do",
+                    kernel.location, d.kernel))
         elif not any(x.kernel == d.kernel and x.code == "validation-failed"
                      for x in diagnostics):
             diagnostics.append(Diagnostic("note", "unchanged",

@@ -290,3 +290,28 @@ def test_atomic_kernel_is_permuted_and_runs_on_the_cpu():
     (verdict,) = validate_cpu(prog, result, options, {}, seed=5)
     assert verdict.ok, verdict.message
     assert {a.name for a in verdict.arrays} == {"hist", "A"}
+
+
+ALIASED = """\
+#define R 128
+#define C 64
+__global__ void transpose_copy(float *out, const float *in)
+{
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  int c = blockIdx.y * blockDim.y + threadIdx.y;
+  if (r < R && c < C) out[r * C + c] = in[r * C + c];
+}
+void run(float *p, float *q) { transpose_copy<<<dim3(R / 16, C / 16), dim3(16, 16)>>>(p, q); }
+"""
+
+
+def test_possibly_aliasing_arguments_block_the_transformation(tmp_path, capsys):
+    src = tmp_path / "alias.cu"
+    src.write_text(ALIASED)
+    assert main(["transform", str(src), "-o", str(tmp_path / "out.cu")]) == 0
+    assert (tmp_path / "out.cu").read_text() == ALIASED
+    assert "may alias" in capsys.readouterr().err
+    assert main(["transform", str(src), "-o", str(tmp_path / "out.cu"),
+                 "--assume-no-alias"]) == 0
+    assert "polycoal: restructured" in (tmp_path / "out.cu").read_text()
+    assert "transpose_copy' restructured" in capsys.readouterr().err

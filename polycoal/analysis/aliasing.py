@@ -1,0 +1,58 @@
+"""May two pointer arguments of a kernel point into the same memory?
+
+The model treats every pointer argument as its own array; dependences, races and every
+transformation rest on that. It holds when there is evidence: every pointer argument is
+`__restrict__`; or the kernel has at most one pointer argument that is written; or
+every launch passes pointer arguments that are distinct variables, each allocated by
+its own cudaMalloc in the program. Otherwise polycoal does not transform the kernel,
+unless told to assume it (--assume-no-alias), which is then reported.
+"""
+
+from __future__ import annotations
+
+import re
+
+from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.program import Kernel, Program
+from polycoal.model.kernel_model import KernelModel
+
+_ALLOCATION = re.compile(
+    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*)?&\s*(\w+)")
+
+
+def allocated_names(program: Program) -> set[str]:
+    text = " ".join(t.text for t in tokenize(program.text))
+    return set(_ALLOCATION.findall(text))
+
+
+def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
+                    ) -> tuple[bool, str]:
+    """(True, evidence) when the pointer arguments cannot alias, else (False, why not)."""
+    pointers = [p for p in kernel.parameters if p.is_pointer]
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    if len([p for p in pointers if p.name in written]) == 0 or len(pointers) <= 1:
+        return True, "at most one pointer argument"
+    if all(p.is_restrict for p in pointers):
+        return True, "every pointer argument is __restrict__"
+    if len([p for p in pointers if p.name in written]) == 1 and \
+            all(p.is_restrict or p.is_const for p in pointers if p.name not in written) and \
+            all(p.is_restrict for p in pointers if p.name in written):
+        return True, "the written pointer is __restrict__"
+    allocated = allocated_names(program)
+    positions = [k for k, p in enumerate(kernel.parameters) if p.is_pointer]
+    launches = program.launches_of(kernel.name)
+    if not launches:
+        return False, "no launch shows what the pointer arguments are"
+    for launch in launches:
+        args = [launch.arguments[k].strip() if k < len(launch.arguments) else ""
+                for k in positions]
+        if not all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in args):
+            return False, (f"the launch at line {launch.location.line} passes pointer "
+                           "expressions, not plain variables")
+        if len(set(args)) != len(args):
+            return False, f"the launch at line {launch.location.line} passes one pointer twice"
+        missing = [a for a in args if a not in allocated]
+        if missing:
+            return False, (f"'{missing[0]}' (launch at line {launch.location.line}) is not "
+                           "allocated by cudaMalloc in this file")
+    return True, "every launch passes distinct cudaMalloc allocations"
