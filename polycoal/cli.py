@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
                            "geometry (default 256 / 32,8 / 32,4,2 by the number of axes)")
     transform.add_argument("--no-polyhedral", action="store_true",
                            help="do not restructure affine kernels")
+    transform.add_argument("--no-promotion", action="store_true",
+                           help="keep accumulators in global memory (no register promotion)")
     transform.add_argument("--assume-no-alias", action="store_true",
                            help="take distinct pointer arguments to be distinct arrays even "
                            "without evidence (restrict, distinct cudaMalloc allocations)")
@@ -131,6 +133,7 @@ def cmd_transform(args) -> int:
     program = _read(args)
     options = TransformOptions(kernel=args.kernel, block=args.block,
                                polyhedral=not args.no_polyhedral,
+                               promote=not args.no_promotion,
                                assume_no_alias=args.assume_no_alias,
                                preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)

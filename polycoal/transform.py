@@ -36,6 +36,7 @@ class TransformOptions:
     block: tuple[int, int, int] | None = None
     polyhedral: bool = True
     assume_no_alias: bool = False
+    promote: bool = True             # register promotion of accumulators in new kernels
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
 
@@ -254,6 +255,16 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
     diagnostics = []
     if any(d.action == "restructured" for d in decisions):
         diagnostics = _validate(program, text, decisions, options)
+        if options.promote:
+            # the validated kernels, with their accumulators promoted to registers: a
+            # local rewrite that is legal by itself (one element, loop-invariant, no other
+            # access to its array in the loop, arrays distinct) and keeps the order of the
+            # additions, so results are identical; both executors run this final text
+            for d in decisions:
+                if d.action == "restructured":
+                    kernel = program.kernel(d.kernel)
+                    d.generated = generate_kernel(program.text, kernel, d.analysis.model,
+                                                  d.mapping, d.generated.block, promote=True)
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)

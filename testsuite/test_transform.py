@@ -27,10 +27,11 @@ SMALL_CASES = ("ROWS=64", "COLS=32")
 _results: dict = {}
 
 
-def transformed(path: Path, defines=()):
-    key = (str(path), tuple(defines))
+def transformed(path: Path, defines=(), promote=True):
+    key = (str(path), tuple(defines), promote)
     if key not in _results:
-        options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(defines)))
+        options = TransformOptions(promote=promote,
+                                   preprocessor=PreprocessorOptions(defines=tuple(defines)))
         program = read_program(str(path), options.preprocessor)
         _results[key] = (program, transform_program(program, options), options)
     return _results[key]
@@ -126,7 +127,8 @@ def test_only_kernel_and_launch_text_changes():
 
 
 def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong_one():
-    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
+                                        promote=False)
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")
     new_program = read_program(prog.path, options.preprocessor, text=result.text)
     new_model = extract_model(new_program.kernel("covar_kernel"), new_program)
@@ -152,7 +154,8 @@ def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong
 
 def test_translation_validation_rejects_a_broken_order():
     """Moving the symmetric copy before the accumulation breaks a flow dependence."""
-    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
+                                        promote=False)
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")
     lines = result.text.split("\n")
     start = next(k for k, l in enumerate(lines) if "polycoal: restructured" in l)
@@ -315,3 +318,15 @@ def test_possibly_aliasing_arguments_block_the_transformation(tmp_path, capsys):
                  "--assume-no-alias"]) == 0
     assert "polycoal: restructured" in (tmp_path / "out.cu").read_text()
     assert "transpose_copy' restructured" in capsys.readouterr().err
+
+
+def test_accumulators_are_promoted_to_registers():
+    """covar's symmat[j1][j2] += ... over i becomes a register accumulator (loaded once,
+    stored once); with --no-promotion it stays in global memory."""
+    _, result, _ = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    kernel = result.text[result.text.index("void covar_kernel"):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    assert "float pc_acc = symmat[" in kernel and "pc_acc += data[" in kernel
+    assert "= pc_acc;" in kernel
+    _, plain, _ = transformed(POLYBENCH / "covariance" / "covariance.cu", promote=False)
+    assert "pc_acc" not in plain.text

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from polycoal.codegen.isl_c import expr_to_c
-from polycoal.codegen.statements import render_statement
+from polycoal.codegen.statements import render_accumulation, render_statement
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
@@ -174,7 +174,8 @@ def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list
 
 
 def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
-                    block: tuple[int, int, int] | None = None) -> GeneratedKernel:
+                    block: tuple[int, int, int] | None = None,
+                    promote: bool = False) -> GeneratedKernel:
     taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
     thread_vars = {a: _fresh(f"pc_{a}", taken) for a in AXES[:len(mapping.axes)]}
     prefix = _fresh("pc_i", taken)
@@ -223,7 +224,33 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         used.update(v for a in args for v in params if v in a)
         return text + ";"
 
-    body = _render_ast(root, user)
+    def promotion(body: isl.AstNode, iterator: str):
+        """Register promotion (scalar replacement) of a loop that only accumulates into
+        one element, X[f] op= e with f free of the loop's iterator and no other access to
+        X in the loop: the element is loaded once before the loop, accumulated in a
+        register (in the same order, so the result is identical) and stored after it."""
+        while body.get_type() == isl.ast_node_type.block and \
+                body.block_get_children().n_ast_node() == 1:
+            body = body.block_get_children().get_at(0)
+        if not promote or body.get_type() != isl.ast_node_type.user:
+            return None
+        expr = body.user_get_expr()
+        st = by_name[expr.get_op_arg(0).get_id().name]
+        target = next((a for a in st.accesses if a.kind == "write"), None)
+        if target is None or target.space != "global" or \
+                sum(1 for a in st.accesses if a.array == target.array) != 2:
+            return None
+        args = [expr_to_c(expr.get_op_arg(k + 1), device=True)
+                for k in range(expr.get_op_n_arg() - 1)]
+        rendered = render_accumulation(model, kernel, st, dict(zip(dims, args)))
+        if rendered is None or re.search(rf"\b{re.escape(iterator)}\b", rendered[0]):
+            return None
+        emitted.append(st.name)
+        ref, op, value = rendered
+        return (f"{target.element_type} pc_acc = {ref};", f"pc_acc {op}= {value};",
+                f"{ref} = pc_acc;")
+
+    body = _render_ast(root, user, promotion)
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
@@ -253,14 +280,15 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                            axis_dims={a: d for d, a in axis_of.items()})
 
 
-def _render_ast(node: isl.AstNode, user) -> list[str]:
-    """C lines of an isl AST (loops, ifs, blocks, statements), indented by two."""
+def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None) -> list[str]:
+    """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
+    `promotion(body, iterator)` may turn a loop into (before, statement, after)."""
     t = node.get_type()
     if t == isl.ast_node_type.block:
         children = node.block_get_children()
         out = []
         for k in range(children.n_ast_node()):
-            out += _render_ast(children.get_at(k), user)
+            out += _render_ast(children.get_at(k), user, promotion)
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
@@ -268,15 +296,22 @@ def _render_ast(node: isl.AstNode, user) -> list[str]:
         cond = expr_to_c(node.for_get_cond(), device=True)
         inc = expr_to_c(node.for_get_inc())
         head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
-        return [head] + ["  " + l for l in _render_ast(node.for_get_body(), user)] + ["}"]
+        promoted = promotion(node.for_get_body(), it)
+        if promoted:
+            before, statement, after = promoted
+            return ["{", "  " + before, "  " + head, "    " + statement, "  }",
+                    "  " + after, "}"]
+        body = _render_ast(node.for_get_body(), user, promotion)
+        return [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:
         out = [f"if ({expr_to_c(node.if_get_cond(), device=True)}) {{"]
-        out += ["  " + l for l in _render_ast(node.if_get_then_node(), user)]
+        out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion)]
         if node.if_has_else_node():
-            out += ["} else {"] + ["  " + l for l in _render_ast(node.if_get_else_node(), user)]
+            out += ["} else {"] + ["  " + l for l in
+                                   _render_ast(node.if_get_else_node(), user, promotion)]
         return out + ["}"]
     if t == isl.ast_node_type.user:
         return [user(node.user_get_expr())]
     if t == isl.ast_node_type.mark:
-        return _render_ast(node.mark_get_node(), user)
+        return _render_ast(node.mark_get_node(), user, promotion)
     raise ValueError(f"unexpected isl AST node {t}")

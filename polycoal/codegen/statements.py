@@ -65,3 +65,22 @@ def render_statement(model: KernelModel, kernel: Kernel, s: Statement,
     r = _Renderer(scope, names)
     text = r.visit(s.node)
     return text, r.used
+
+
+def render_accumulation(model: KernelModel, kernel: Kernel, s: Statement,
+                        names: dict[str, str]) -> tuple[str, str, str] | None:
+    """For an update `X[f] op= e` (or `X[f] = X[f] op e`): (X[f], op, e) rendered, else None."""
+    node = s.node
+    params = {p.name for p in kernel.parameters if not p.is_pointer}
+    r = _Renderer(Scope(model.axes, dict(s.bindings), params), names)
+    if isinstance(node, c_ast.Assignment) and node.op in ("+=", "*=") and \
+            isinstance(node.lvalue, c_ast.ArrayRef):
+        return r.visit(node.lvalue), node.op[0], r.visit(node.rvalue)
+    if isinstance(node, c_ast.Assignment) and node.op == "=" and \
+            isinstance(node.lvalue, c_ast.ArrayRef) and isinstance(node.rvalue, c_ast.BinaryOp) \
+            and node.rvalue.op in ("+", "*"):
+        target = c_generator.CGenerator().visit(node.lvalue)
+        left = c_generator.CGenerator().visit(node.rvalue.left)
+        if left == target:
+            return r.visit(node.lvalue), node.rvalue.op, r.visit(node.rvalue.right)
+    return None
