@@ -25,6 +25,7 @@ from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.optimize.permutation import Permutation, solve_permutation
+from polycoal.optimize.reduction import row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.translation import validate_translation
 from polycoal.model.extract import extract_model
@@ -36,6 +37,7 @@ class TransformOptions:
     block: tuple[int, int, int] | None = None
     polyhedral: bool = True
     assume_no_alias: bool = False
+    reductions: bool = True          # restructure row reductions (one warp per row)
     promote: bool = True             # register promotion of accumulators in new kernels
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
@@ -128,14 +130,35 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         reductions = [l for l in analysis.loops if l.reduction]
         d.reason = "already coalesced: no permutation lowers the cost"
         if reductions:
+            why_not = row_reduction_obstacle(model, analysis) if options.reductions else \
+                "reduction restructuring disabled (--no-reductions)"
+            if why_not is None:
+                return _plan_row_reduction(program, kernel, d, options)
             d.reason += (f"; loop '{reductions[0].loop.source_name}' carries a reduction "
-                         "(left for reduction restructuring)")
+                         f"({why_not})")
         return d
     block = options.block or default_block(len(mapping.axes))
     d.generated = generate_kernel(program.text, kernel, model, mapping, block)
     d.action = "restructured"
     d.reason = "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
+    return d
+
+
+def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
+                        options: TransformOptions) -> KernelDecision:
+    """One warp per row: the reduction loop split over the lanes (see codegen.kernel)."""
+    model = d.analysis.model
+    loop = next(l for l in d.analysis.loops if l.reduction)
+    d.mapping = Mapping((model.thread_dims[-1].name,), (loop.loop.counter,), d.mapping.costs,
+                        d.mapping.parallel, d.mapping.ilp)
+    d.generated = generate_kernel(program.text, kernel, model, d.mapping,
+                                  options.block or (256, 1, 1),
+                                  warp_reduction=loop.loop.counter)
+    d.action = "reduced"
+    d.reason = (f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): one "
+                "warp per row, the lanes split the loop (coalesced) and add up with a shuffle "
+                "tree; floating-point additions are reassociated")
     return d
 
 
@@ -198,17 +221,19 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
             for launch in program.launches_of(d.kernel):
                 out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
-        if d.action != "restructured":
+        if d.action not in ("restructured", "reduced"):
             continue
         kernel = program.kernel(d.kernel)
         out.append((kernel.span, d.generated.text))
-        note = "restructured geometry: " + ", ".join(
+        note = ("one warp per row: " if d.action == "reduced" else
+                "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
         for launch in program.launches_of(d.kernel):
             out.append((launch.span, rewrite_launch(program.text, launch, kernel,
                                                     d.generated.ranges, d.generated.block,
-                                                    d.generated.hidden, note)))
+                                                    d.generated.hidden, note,
+                                                    d.generated.per_block)))
     return out
 
 
@@ -268,7 +293,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action in ("restructured", "permuted"):
+        if d.action in ("restructured", "permuted", "reduced"):
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",

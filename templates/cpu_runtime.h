@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -45,8 +46,39 @@ static const int warpSize = 32;
 static std::barrier<>* pc_block_barrier = nullptr;
 static std::mutex pc_atomic_mutex;
 
+// A warp of std::threads: a barrier of its own and 32 slots for shuffles.
+struct pc_warp {
+  explicit pc_warp(std::ptrdiff_t n) : barrier(n) {}
+  std::barrier<> barrier;
+  alignas(16) unsigned char slots[32][16];
+};
+static thread_local pc_warp* pc_my_warp = nullptr;
+static thread_local unsigned pc_my_lane = 0;
+
 inline void __syncthreads() { if (pc_block_barrier) pc_block_barrier->arrive_and_wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) {}
+inline void __syncwarp(unsigned = 0xffffffffu) { if (pc_my_warp) pc_my_warp->barrier.arrive_and_wait(); }
+
+template <typename T> T pc_shuffle(T v, int source) {
+  pc_warp* w = pc_my_warp;
+  std::memcpy(w->slots[pc_my_lane], &v, sizeof(T));
+  w->barrier.arrive_and_wait();
+  T out = v;
+  if (source >= 0 && source < 32) std::memcpy(&out, w->slots[source], sizeof(T));
+  w->barrier.arrive_and_wait();
+  return out;
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, int delta, int = 32) {
+  return pc_shuffle(v, (int)pc_my_lane + delta);
+}
+template <typename T> T __shfl_up_sync(unsigned, T v, int delta, int = 32) {
+  return pc_shuffle(v, (int)pc_my_lane - delta);
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int = 32) {
+  return pc_shuffle(v, (int)(pc_my_lane ^ (unsigned)mask));
+}
+template <typename T> T __shfl_sync(unsigned, T v, int lane, int = 32) {
+  return pc_shuffle(v, lane);
+}
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 
@@ -98,12 +130,20 @@ inline void pc_launch(dim3 grid, dim3 block, bool synchronising, const std::func
         unsigned n = block.x * block.y * block.z;
         std::barrier<> barrier((std::ptrdiff_t)n);
         pc_block_barrier = &barrier;
+        std::vector<std::unique_ptr<pc_warp>> warps;
+        for (unsigned w = 0; w < (n + 31) / 32; ++w)
+          warps.emplace_back(new pc_warp((std::ptrdiff_t)std::min(32u, n - 32 * w)));
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < n; ++t)
-          threads.emplace_back([=] {
+          threads.emplace_back([=, &warps] {
             blockIdx = {bx, by, bz};
             threadIdx = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            pc_my_warp = warps[t / 32].get();
+            pc_my_lane = t % 32;
             body();
+            // a finished thread no longer holds the others back
+            pc_block_barrier->arrive_and_drop();
+            pc_my_warp->barrier.arrive_and_drop();
           });
         for (auto& th : threads) th.join();
         pc_block_barrier = nullptr;

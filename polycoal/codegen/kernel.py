@@ -59,6 +59,7 @@ class GeneratedKernel:
     emitted: list[str] = field(default_factory=list)      # original statement per emitted one
     schedules: dict[str, list[str]] = field(default_factory=dict)   # sequential schedule
     axis_dims: dict[str, str] = field(default_factory=dict)          # axis -> model dim
+    per_block: tuple[int, int, int] = (1, 1, 1)   # values of each axis one block covers
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -175,7 +176,13 @@ def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list
 
 def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
                     block: tuple[int, int, int] | None = None,
-                    promote: bool = False) -> GeneratedKernel:
+                    promote: bool = False, warp_reduction: str | None = None
+                    ) -> GeneratedKernel:
+    """The new kernel's text. With `warp_reduction` (a loop dim carrying only
+    reductions), the single thread axis is run by whole warps instead of threads: the
+    lanes of a warp split that loop (coalesced), each accumulates in a register, a
+    shuffle tree adds the 32 partial results, and lane 0 updates memory and runs the
+    statements outside the loop (core paper section 4, the warp-cooperative form)."""
     taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
     thread_vars = {a: _fresh(f"pc_{a}", taken) for a in AXES[:len(mapping.axes)]}
     prefix = _fresh("pc_i", taken)
@@ -213,16 +220,60 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     used: set[str] = set()
 
     emitted: list[str] = []
+    in_reduction: list[tuple[str, str, str, str]] = []   # (statement, target, op, value)
+    state = {"inside": False}
 
     def user(expr: isl.AstExpr) -> str:
         name = expr.get_op_arg(0).get_id().name
         emitted.append(name)
         args = [expr_to_c(expr.get_op_arg(k + 1), device=True)
                 for k in range(expr.get_op_n_arg() - 1)]
+        used.update(v for a in args for v in params if v in a)
+        if warp_reduction and state["inside"]:
+            target, op, value = render_accumulation(model, kernel, by_name[name],
+                                                    dict(zip(dims, args)))
+            k = len(in_reduction)
+            in_reduction.append((name, target, op, value))
+            return f"pc_acc{k} {op}= {value};"
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
-        used.update(v for a in args for v in params if v in a)
+        if warp_reduction:
+            return f"if (pc_lane == 0) {{ {text}; }}"
         return text + ";"
+
+    reduction_iterators = set()
+    if warp_reduction:
+        for st in model.statements:
+            if warp_reduction in schedules[st.name]:
+                reduction_iterators.add(f"{prefix}{schedules[st.name].index(warp_reduction)}")
+
+    def warp_loop(node: isl.AstNode, iterator: str):
+        """The reduction loop, split over the lanes of a warp."""
+        if iterator not in reduction_iterators:
+            return None
+        first = len(in_reduction)
+        state["inside"] = True
+        body = _render_ast(node.for_get_body(), user)
+        state["inside"] = False
+        mine = in_reduction[first:]
+        init = expr_to_c(node.for_get_init(), device=True)
+        cond = expr_to_c(node.for_get_cond(), device=True)
+        lines = ["{"]
+        for k, (name, target, op, _) in enumerate(mine, first):
+            element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
+            lines.append(f"  {element} pc_acc{k} = {'0' if op == '+' else '1'};")
+        lines.append(f"  for (int {iterator} = ({init}) + pc_lane; {cond}; {iterator} += 32) {{")
+        lines += ["    " + l for l in body] + ["  }"]
+        lines.append("  for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {")
+        for k, (_, _, op, _) in enumerate(mine, first):
+            lines.append(f"    pc_acc{k} {op}= __shfl_down_sync(0xffffffffu, pc_acc{k}, "
+                         "pc_offset);")
+        lines.append("  }")
+        lines.append("  if (pc_lane == 0) {")
+        for k, (_, target, op, _) in enumerate(mine, first):
+            lines.append(f"    {target} {op}= pc_acc{k};")
+        lines += ["  }", "}"]
+        return lines
 
     def promotion(body: isl.AstNode, iterator: str):
         """Register promotion (scalar replacement) of a loop that only accumulates into
@@ -250,7 +301,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         return (f"{target.element_type} pc_acc = {ref};", f"pc_acc {op}= {value};",
                 f"{ref} = pc_acc;")
 
-    body = _render_ast(root, user, promotion)
+    body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None)
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
@@ -274,24 +325,33 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         new_axes=[(a, _describe_dim(model, d)) for d, a in axis_of.items()],
         sequential=[_describe_dim(model, d) for d in mapping.sequential],
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
-        body=body)
+        body=body, warp=bool(warp_reduction),
+        reduction=_describe_dim(model, warp_reduction) if warp_reduction else "")
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
-                           axis_dims={a: d for d, a in axis_of.items()})
+                           axis_dims={a: d for d, a in axis_of.items()},
+                           per_block=(block[0] // 32, block[1], block[2]) if warp_reduction
+                           else tuple(block))
 
 
-def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None) -> list[str]:
+def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
+                special=None) -> list[str]:
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
-    `promotion(body, iterator)` may turn a loop into (before, statement, after)."""
+    `promotion(body, iterator)` may turn a loop into (before, statement, after);
+    `special(node, iterator)` may render a loop entirely (lines) or decline (None)."""
     t = node.get_type()
     if t == isl.ast_node_type.block:
         children = node.block_get_children()
         out = []
         for k in range(children.n_ast_node()):
-            out += _render_ast(children.get_at(k), user, promotion)
+            out += _render_ast(children.get_at(k), user, promotion, special)
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
+        if special is not None:
+            lines = special(node, it)
+            if lines is not None:
+                return lines
         init = expr_to_c(node.for_get_init(), device=True)
         cond = expr_to_c(node.for_get_cond(), device=True)
         inc = expr_to_c(node.for_get_inc())
@@ -301,17 +361,19 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None) 
             before, statement, after = promoted
             return ["{", "  " + before, "  " + head, "    " + statement, "  }",
                     "  " + after, "}"]
-        body = _render_ast(node.for_get_body(), user, promotion)
+        body = _render_ast(node.for_get_body(), user, promotion, special)
         return [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:
         out = [f"if ({expr_to_c(node.if_get_cond(), device=True)}) {{"]
-        out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion)]
+        out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion,
+                                              special)]
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in
-                                   _render_ast(node.if_get_else_node(), user, promotion)]
+                                   _render_ast(node.if_get_else_node(), user, promotion,
+                                               special)]
         return out + ["}"]
     if t == isl.ast_node_type.user:
         return [user(node.user_get_expr())]
     if t == isl.ast_node_type.mark:
-        return _render_ast(node.mark_get_node(), user, promotion)
+        return _render_ast(node.mark_get_node(), user, promotion, special)
     raise ValueError(f"unexpected isl AST node {t}")

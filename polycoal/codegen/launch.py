@@ -47,7 +47,7 @@ def _indent(original: str, launch: Launch) -> str:
 
 
 def rewrite_launch(original: str, launch: Launch, kernel: Kernel, ranges, block,
-                   hidden: list[str], note: str) -> str:
+                   hidden: list[str], note: str, per_block=None) -> str:
     """The replacement text of the launch statement (templates/launch.cu.j2)."""
     name, config, args = launch_parts(original, launch)
     unused = [c.strip() for c in config[:2] if _SIMPLE.match(c) and not c.strip()[0].isdigit()]
@@ -78,7 +78,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, ranges, block,
     for r in ranges:
         extents.append({"axis": r.axis, "lo": _substitute(r.host_lo, values),
                         "hi": _substitute(r.host_hi, values)})
-        ext, b = f"pc_extent_{r.axis}", block["xyz".index(r.axis)]
+        ext, b = f"pc_extent_{r.axis}", (per_block or block)["xyz".index(r.axis)]
         blocks = f"({ext} + {b - 1}) / {b}"
         grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
                     f"{blocks} : {GRID_LIMITS[r.axis]})")

@@ -79,8 +79,9 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
         original=e.original, transformed=e.transformed, original_name=e.original_name,
         transformed_name=e.transformed_name, seed=seed, scalars=scalars, arrays=e.arrays,
         grid=list(e.grid), block=list(e.block), new_grid=list(e.new_grid),
-        new_block=list(e.new_block), sync=e.synchronising, original_args=args,
-        new_args=new_args, tolerance="1e-5")
+        new_block=list(e.new_block), sync=e.synchronising,
+        new_sync=e.transformed_synchronising, original_args=args,
+        new_args=new_args, tolerance=f"{e.tolerance:.3e}")
     return _compile_and_run(d.kernel, source)
 
 

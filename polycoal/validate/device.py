@@ -142,7 +142,7 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
             nan = bool(np.isnan(x64).any() or np.isnan(y64).any())
             ref = float(np.linalg.norm(x64)) or 1.0
             rel = float("nan") if nan else float(np.linalg.norm(x64 - y64)) / ref
-            good = not nan and rel <= tolerance
+            good = not nan and rel <= max(tolerance, e.tolerance)
             ok = ok and good
             results.append({"array": a.name, "elements": a.size, "rel_l2": rel, "ok": good})
         free(bufs_o)

@@ -55,7 +55,9 @@ class Experiment:
     transformed: str
     original_name: str
     transformed_name: str
-    synchronising: bool
+    synchronising: bool                   # the original needs its threads run together
+    transformed_synchronising: bool       # the transformed one (warp shuffles)
+    tolerance: float = 1e-5               # relative L2 error allowed
 
 
 def rename_kernel(text: str, name: str, new: str) -> str:
@@ -114,10 +116,28 @@ def new_geometry(d: KernelDecision, grid, block, values: dict[str, int]):
             raise NotRunnable(f"the range of axis {r.axis} ({r.host_lo} .. {r.host_hi}) "
                               "needs values for its arguments: give --arg NAME=VALUE")
         extent = int(hi) - int(lo) + 1
-        b = g.block["xyz".index(r.axis)]
+        b = g.per_block["xyz".index(r.axis)]
         new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
     new_grid += [1] * (3 - len(new_grid))
     return tuple(new_grid), tuple(g.block)
+
+
+def reassociation_tolerance(model: KernelModel, values: dict[str, int]) -> float:
+    """Relative error a reassociated float32 sum of length L may show: the rounding
+    errors of the two orders are random walks of about sqrt(L) unit roundoffs each, so
+    8 * 2^-24 * sqrt(L) leaves a wide margin while still catching a wrong or missing
+    term (which moves the result by about 1/L, far more for the lengths used)."""
+    from polycoal.analysis.counting import count_statement
+    rows = 1
+    for t in model.thread_dims:
+        v = t.extent.substitute(values)
+        rows *= int(v.constant()) if v.is_constant() else 1
+    longest = 1
+    for s in model.statements:
+        if s.loops:
+            c = count_statement(model, s).value or 1
+            longest = max(longest, c // max(rows, 1))
+    return 8 * 2.0 ** -24 * longest ** 0.5
 
 
 def prepare(program: Program, new_program: Program, d: KernelDecision,
@@ -160,11 +180,16 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
     declarations = [g.expanded for g in program.globals.values() if g.expanded]
     declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
     names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
+    tolerance = 1e-5
+    if d.action == "reduced":
+        tolerance = max(tolerance, reassociation_tolerance(model, values))
     return Experiment(
         kernel, model, launch, values, arrays, grid, block, new_grid, new_block, hidden,
         declarations, rename_kernel(kernel.expanded, kernel.name, names[0]),
         rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name, names[1]),
-        names[0], names[1], any(o.construct == "__syncthreads" for o in model.outside))
+        names[0], names[1], any(o.construct == "__syncthreads" for o in model.outside),
+        d.action == "reduced" or any(o.construct == "__syncthreads" for o in model.outside),
+        tolerance)
 
 
 def run_changed(program: Program, result, options, run, unchanged):
