@@ -231,9 +231,8 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             _axis_descriptions(d.analysis.model, d.mapping))
         for launch in program.launches_of(d.kernel):
             out.append((launch.span, rewrite_launch(program.text, launch, kernel,
-                                                    d.generated.ranges, d.generated.block,
-                                                    d.generated.hidden, note,
-                                                    d.generated.per_block)))
+                                                    d.generated.stages, d.generated.hidden,
+                                                    note)))
     return out
 
 

@@ -60,6 +60,25 @@ class GeneratedKernel:
     schedules: dict[str, list[str]] = field(default_factory=dict)   # sequential schedule
     axis_dims: dict[str, str] = field(default_factory=dict)          # axis -> model dim
     per_block: tuple[int, int, int] = (1, 1, 1)   # values of each axis one block covers
+    extra_stages: list["Stage"] = field(default_factory=list)   # (see stages)
+    first_stages: list["Stage"] = field(default_factory=list)
+
+    @property
+    def stages(self) -> list["Stage"]:
+        """The launches that replace one launch of the original, in order."""
+        main = Stage(self.name, self.ranges, self.block, self.per_block)
+        return self.first_stages + [main] + self.extra_stages
+
+
+@dataclass
+class Stage:
+    """One launch: the kernel, the ranges its grid covers and how many of each one block
+    covers (a block covers `per_block` values of each axis)."""
+
+    kernel: str
+    ranges: list[AxisRange]
+    block: tuple[int, int, int]
+    per_block: tuple[int, int, int]
 
 
 def _fresh(base: str, taken: set[str]) -> str:

@@ -46,14 +46,16 @@ def _indent(original: str, launch: Launch) -> str:
     return re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
 
 
-def rewrite_launch(original: str, launch: Launch, kernel: Kernel, ranges, block,
-                   hidden: list[str], note: str, per_block=None) -> str:
-    """The replacement text of the launch statement (templates/launch.cu.j2)."""
+def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden: list[str],
+                   note: str) -> str:
+    """The replacement text of the launch statement (templates/launch.cu.j2): one launch
+    per stage, in order, on the original's stream, each with its grid computed on the
+    host from this launch's values."""
     name, config, args = launch_parts(original, launch)
     unused = [c.strip() for c in config[:2] if _SIMPLE.match(c) and not c.strip()[0].isdigit()]
     values: dict[str, str] = {}
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
-    used_text = " ".join(r.host_lo + " " + r.host_hi for r in ranges)
+    used_text = " ".join(r.host_lo + " " + r.host_hi for st in stages for r in st.ranges)
     launch_args, temporaries = list(args), []
     for p in kernel.parameters:
         if p.is_pointer or not re.search(rf"\b{re.escape(p.name)}\b", used_text):
@@ -74,18 +76,26 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, ranges, block,
                 values[f"{prefix}gridDim_{a}"] = f"pc_grid0.{a}"
                 values[f"{prefix}blockDim_{a}"] = f"pc_block0.{a}"
                 values[f"{prefix}nthreads_{a}"] = f"((long long)pc_grid0.{a} * pc_block0.{a})"
-    extents, grid = [], []
-    for r in ranges:
-        extents.append({"axis": r.axis, "lo": _substitute(r.host_lo, values),
-                        "hi": _substitute(r.host_hi, values)})
-        ext, b = f"pc_extent_{r.axis}", (per_block or block)["xyz".index(r.axis)]
-        blocks = f"({ext} + {b - 1}) / {b}"
-        grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
-                    f"{blocks} : {GRID_LIMITS[r.axis]})")
-    grid += ["1"] * (3 - len(grid))
+    extents, launches, seen = [], [], {}
+    for st in stages:
+        grid = []
+        for r in st.ranges:
+            lo, hi = _substitute(r.host_lo, values), _substitute(r.host_hi, values)
+            if (lo, hi) not in seen:
+                seen[(lo, hi)] = f"pc_extent_{len(seen)}" if len(stages) > 1 \
+                    else f"pc_extent_{r.axis}"
+                extents.append({"name": seen[(lo, hi)], "lo": lo, "hi": hi})
+            ext, b = seen[(lo, hi)], st.per_block["xyz".index(r.axis)]
+            blocks = f"({ext} + {b - 1}) / {b}"
+            grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
+                        f"{blocks} : {GRID_LIMITS[r.axis]})")
+        grid += ["1"] * (3 - len(grid))
+        launches.append({"name": st.kernel, "grid": grid, "block": list(st.block)})
     indent = _indent(original, launch)
+    main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
     return render_template(
         "launch.cu.j2", note=note, name=name, config=config, unused=unused,
         temporaries=temporaries, original_geometry=original_geometry, extents=extents,
-        grid=grid, block=list(block), args=launch_args + [values.get(h, h) for h in hidden],
-        indent=indent, inner=indent + "  ")
+        launches=launches, main=main, stream=config[3] if len(config) > 3 else None,
+        args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
+        inner=indent + "  ")

@@ -58,6 +58,6 @@ def permute_launch(original: str, launch: Launch, perm: Permutation) -> str:
     return render_template(
         "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})", name=name,
         config=config, unused=[], temporaries=[], original_geometry=True, extents=[],
-        grid=[f"pc_grid0.{perm.source[n]}" for n in "xyz"],
-        block=[f"pc_block0.{perm.source[n]}" for n in "xyz"], args=args,
-        indent=indent, inner=indent + "  ")
+        launches=[{"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
+                   "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}],
+        main=0, stream=None, args=args, indent=indent, inner=indent + "  ")

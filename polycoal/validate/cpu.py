@@ -74,14 +74,15 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
             scalars.append({"name": p.name, "type": p.type})
             args.append(f"pc_s_{p.name}")
     new_args = [a.replace("pc_o_", "pc_n_") for a in args] + [f"{h}LL" for h in e.hidden]
+    sync_permuted = e.synchronising and d.action == "permuted"
+    launches = [{"name": st.kernel, "grid": list(st.grid), "block": list(st.block),
+                 "sync": st.synchronising or sync_permuted} for st in e.stages]
     source = render_template(
         "cpu_harness.cpp.j2", name=e.kernel.name, declarations=e.declarations,
         original=e.original, transformed=e.transformed, original_name=e.original_name,
-        transformed_name=e.transformed_name, seed=seed, scalars=scalars, arrays=e.arrays,
-        grid=list(e.grid), block=list(e.block), new_grid=list(e.new_grid),
-        new_block=list(e.new_block), sync=e.synchronising,
-        new_sync=e.transformed_synchronising, original_args=args,
-        new_args=new_args, tolerance=f"{e.tolerance:.3e}")
+        seed=seed, scalars=scalars, arrays=e.arrays, grid=list(e.grid),
+        block=list(e.block), sync=e.synchronising, launches=launches,
+        original_args=args, new_args=new_args, tolerance=f"{e.tolerance:.3e}")
     return _compile_and_run(d.kernel, source)
 
 

@@ -80,8 +80,7 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         e = prepare(program, new_program, d, arguments)
     except NotRunnable as error:
         return DeviceVerdict(d.kernel, False, str(error))
-    source = "\n".join(e.declarations + ['extern "C" ' + e.original,
-                                          'extern "C" ' + e.transformed])
+    source = "\n".join(e.declarations + ['extern "C" {', e.original, e.transformed, "}"])
     rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
     total_bytes = sum(_dtype(np, a.type).itemsize * a.size for a in e.arrays)
     # input sets to rotate so that repeated launches do not run from the L2 cache
@@ -109,7 +108,11 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         module = SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}",
                               options=["-O3"])
         original = module.get_function(e.original_name)
-        transformed = module.get_function(e.transformed_name)
+        stages = [(module.get_function(st.kernel), st.grid, st.block) for st in e.stages]
+
+        def transformed(*args, grid=None, block=None):
+            for fn, g, b in stages:
+                fn(*args, grid=g, block=b)
 
         def upload(host):
             bufs = {}
@@ -125,12 +128,15 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         def launch(fn, bufs, grid, block, extra=()):
             args = [bufs[p.name] if p.is_pointer else scalars[p.name]
                     for p in e.kernel.parameters] + [np.int64(h) for h in extra]
-            fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
+            if grid is None:
+                fn(*args)
+            else:
+                fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
 
         host = fresh()
         bufs_o, bufs_n = upload(host), upload(host)
         launch(original, bufs_o, e.grid, e.block)
-        launch(transformed, bufs_n, e.new_grid, e.new_block, e.hidden)
+        launch(transformed, bufs_n, None, None, e.hidden)
         driver.Context.synchronize()
         results, ok = [], True
         for a in e.arrays:
@@ -164,14 +170,17 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
                 free(bufs)
             return statistics.median(times)
         t_original = timed(original, e.grid, e.block)
-        t_transformed = timed(transformed, e.new_grid, e.new_block, e.hidden)
+        t_transformed = timed(transformed, None, None, e.hidden)
     finally:
         context.pop()
         context.detach()
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
         r["array"] for r in results if not r["ok"])
     return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, total_bytes,
-                         results, e.grid, e.block, e.new_grid, e.new_block)
+                         results, e.grid, e.block, e.stages[-1].grid if len(e.stages) == 1
+                         else tuple(st.grid for st in e.stages),
+                         e.stages[-1].block if len(e.stages) == 1
+                         else tuple(st.block for st in e.stages))
 
 
 def validate_device(program: Program, result: TransformResult, options: TransformOptions,

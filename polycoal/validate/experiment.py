@@ -47,8 +47,7 @@ class Experiment:
     arrays: list[Array]
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    new_grid: tuple[int, int, int]
-    new_block: tuple[int, int, int]
+    stages: list[StageRun]                # the transformed program's launches, in order
     hidden: list[int]                     # values of the extra arguments of the new kernel
     declarations: list[str]               # __device__ functions and variables
     original: str                         # kernel texts, renamed to the names below
@@ -56,7 +55,6 @@ class Experiment:
     original_name: str
     transformed_name: str
     synchronising: bool                   # the original needs its threads run together
-    transformed_synchronising: bool       # the transformed one (warp shuffles)
     tolerance: float = 1e-5               # relative L2 error allowed
 
 
@@ -100,26 +98,38 @@ def launch_values(grid, block) -> dict[str, int]:
     return out
 
 
-def new_geometry(d: KernelDecision, grid, block, values: dict[str, int]):
-    """(grid, block) of the transformed kernel for a launch of the original."""
+@dataclass
+class StageRun:
+    kernel: str                           # name in the experiment's source
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    synchronising: bool
+
+
+def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
+                 renamed: dict[str, str]) -> list[StageRun]:
+    """The launches that replace one original launch of this grid and block."""
     if d.action == "permuted":
         src = d.permutation.source
-        return (tuple(grid["xyz".index(src[n])] for n in "xyz"),
-                tuple(block["xyz".index(src[n])] for n in "xyz"))
-    g = d.generated
+        return [StageRun(renamed[d.kernel], tuple(grid["xyz".index(src[n])] for n in "xyz"),
+                         tuple(block["xyz".index(src[n])] for n in "xyz"), False)]
     known = {**values, **launch_values(grid, block)}
-    new_grid = []
-    for r in g.ranges:
-        lo = evaluate(r.host_lo, lambda n, m: known.get(n))
-        hi = evaluate(r.host_hi, lambda n, m: known.get(n))
-        if lo is None or hi is None:
-            raise NotRunnable(f"the range of axis {r.axis} ({r.host_lo} .. {r.host_hi}) "
-                              "needs values for its arguments: give --arg NAME=VALUE")
-        extent = int(hi) - int(lo) + 1
-        b = g.per_block["xyz".index(r.axis)]
-        new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
-    new_grid += [1] * (3 - len(new_grid))
-    return tuple(new_grid), tuple(g.block)
+    runs = []
+    for st in d.generated.stages:
+        new_grid = []
+        for r in st.ranges:
+            lo = evaluate(r.host_lo, lambda n, m: known.get(n))
+            hi = evaluate(r.host_hi, lambda n, m: known.get(n))
+            if lo is None or hi is None:
+                raise NotRunnable(f"the range of axis {r.axis} ({r.host_lo} .. {r.host_hi}) "
+                                  "needs values for its arguments: give --arg NAME=VALUE")
+            extent = int(hi) - int(lo) + 1
+            b = st.per_block["xyz".index(r.axis)]
+            new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
+        new_grid += [1] * (3 - len(new_grid))
+        runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
+                             tuple(st.block), d.action in ("reduced", "split")))
+    return runs
 
 
 def reassociation_tolerance(model: KernelModel, values: dict[str, int]) -> float:
@@ -172,23 +182,26 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
     grid, block = launch.grid_shape, launch.block_shape
-    new_grid, new_block = new_geometry(d, grid, block, values)
+    names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
+    stages = new_launches(d, grid, block, values, {kernel.name: names[1]})
     hidden = []
-    if d.action == "restructured":
+    if d.action != "permuted":
         lv = launch_values(grid, block)
         hidden = [lv[h] for h in d.generated.hidden]
     declarations = [g.expanded for g in program.globals.values() if g.expanded]
     declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
-    names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
+    transformed = [rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name,
+                                 names[1])]
+    if d.action != "permuted":
+        transformed = [new_program.kernel(st.kernel).expanded if st.kernel != kernel.name
+                       else transformed[0] for st in d.generated.stages]
     tolerance = 1e-5
-    if d.action == "reduced":
+    if d.action in ("reduced", "split"):
         tolerance = max(tolerance, reassociation_tolerance(model, values))
     return Experiment(
-        kernel, model, launch, values, arrays, grid, block, new_grid, new_block, hidden,
-        declarations, rename_kernel(kernel.expanded, kernel.name, names[0]),
-        rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name, names[1]),
+        kernel, model, launch, values, arrays, grid, block, stages, hidden, declarations,
+        rename_kernel(kernel.expanded, kernel.name, names[0]), "\n\n".join(transformed),
         names[0], names[1], any(o.construct == "__syncthreads" for o in model.outside),
-        d.action == "reduced" or any(o.construct == "__syncthreads" for o in model.outside),
         tolerance)
 
 
