@@ -25,7 +25,8 @@ from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.optimize.permutation import Permutation, solve_permutation
-from polycoal.optimize.reduction import row_reduction_obstacle
+from polycoal.codegen.column import generate_column_split
+from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.translation import validate_translation
 from polycoal.model.extract import extract_model
@@ -134,6 +135,11 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
                 "reduction restructuring disabled (--no-reductions)"
             if why_not is None:
                 return _plan_row_reduction(program, kernel, d, options)
+            if options.reductions and "coalesced along the threads" in why_not:
+                why_not = column_reduction_obstacle(model, analysis) or \
+                    _short_loop(model, reductions[0].loop.counter)
+                if why_not is None:
+                    return _plan_column_split(program, kernel, d)
             d.reason += (f"; loop '{reductions[0].loop.source_name}' carries a reduction "
                          f"({why_not})")
         return d
@@ -142,6 +148,34 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     d.action = "restructured"
     d.reason = "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
+    return d
+
+
+def _short_loop(model, counter: str) -> str | None:
+    """Splitting a loop of fewer than 1024 iterations does not pay for its launches."""
+    from dataclasses import replace
+    from polycoal.codegen.kernel import thread_range
+    from polycoal.frontend.cexpr import evaluate
+    inside = replace(model, statements=[s for s in model.statements if s.loops])
+    r = thread_range(inside, counter, "y")
+    lo = evaluate(r.host_lo, lambda n, m: model.parameter_values.get(n))
+    hi = evaluate(r.host_hi, lambda n, m: model.parameter_values.get(n))
+    if lo is not None and hi is not None and hi - lo + 1 < 1024:
+        return f"its loop runs {int(hi - lo + 1)} times: too short to split"
+    return None
+
+
+def _plan_column_split(program: Program, kernel: Kernel, d: KernelDecision) -> KernelDecision:
+    model = d.analysis.model
+    loop = next(l for l in d.analysis.loops if l.reduction)
+    d.mapping = Mapping((model.thread_dims[0].name, loop.loop.counter), (), d.mapping.costs,
+                        d.mapping.parallel, d.mapping.ilp)
+    d.generated = generate_column_split(program.text, kernel, model, loop.loop.counter)
+    d.action = "split"
+    d.reason = (f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
+                "split over more threads: 32 columns x 512 rows per block, register sums, "
+                "a shared-memory combine and atomicAdd; floating-point additions are "
+                "reassociated")
     return d
 
 
@@ -221,12 +255,12 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
             for launch in program.launches_of(d.kernel):
                 out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
-        if d.action not in ("restructured", "reduced"):
+        if d.action not in ("restructured", "reduced", "split"):
             continue
         kernel = program.kernel(d.kernel)
         out.append((kernel.span, d.generated.text))
-        note = ("one warp per row: " if d.action == "reduced" else
-                "restructured geometry: ") + ", ".join(
+        note = {"reduced": "one warp per row: ", "split": "column reduction split: "}.get(
+            d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
         for launch in program.launches_of(d.kernel):
@@ -292,7 +326,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action in ("restructured", "permuted", "reduced"):
+        if d.action in ("restructured", "permuted", "reduced", "split"):
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",

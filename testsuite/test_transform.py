@@ -27,10 +27,10 @@ SMALL_CASES = ("ROWS=64", "COLS=32")
 _results: dict = {}
 
 
-def transformed(path: Path, defines=(), promote=True):
-    key = (str(path), tuple(defines), promote)
+def transformed(path: Path, defines=(), promote=True, kernel=None):
+    key = (str(path), tuple(defines), promote, kernel)
     if key not in _results:
-        options = TransformOptions(promote=promote,
+        options = TransformOptions(kernel=kernel, promote=promote,
                                    preprocessor=PreprocessorOptions(defines=tuple(defines)))
         program = read_program(str(path), options.preprocessor)
         _results[key] = (program, transform_program(program, options), options)
@@ -98,18 +98,18 @@ def test_polybench_decisions(program):
     prog, result, _ = transformed(path)
     assert not [x for x in result.diagnostics if x.severity == "error"]
     changed = {d.kernel: d.action for d in result.decisions if d.action != "unchanged"}
-    expected = {"covariance": {"covar_kernel": "restructured"},
-                "correlation": {"corr_kernel": "restructured"},
-                "bicg": {"bicg_kernel2": "reduced"}, "gesummv": {"gesummv_kernel": "reduced"},
-                "gemver": {"gemver_kernel3": "reduced"}}
+    expected = {"covariance": {"covar_kernel": "restructured", "mean_kernel": "split"},
+                "correlation": {"corr_kernel": "restructured", "mean_kernel": "split"},
+                "bicg": {"bicg_kernel1": "split", "bicg_kernel2": "reduced"},
+                "gesummv": {"gesummv_kernel": "reduced"},
+                "gemver": {"gemver_kernel2": "split", "gemver_kernel3": "reduced"},
+                "gramschmidt": {"gramschmidt_kernel1": "split"}}
     assert changed == expected.get(program, {})
     if not changed:
         assert result.text == prog.text
     for d in result.decisions:
         if d.analysis and d.analysis.races:
             assert "race" in d.reason
-    if program in ("bicg", "gemver"):       # their column reductions stay, with the reason
-        assert any("coalesced along the threads" in d.reason for d in result.decisions)
 
 
 def test_racy_kernels_are_left_byte_identical():
@@ -119,7 +119,8 @@ def test_racy_kernels_are_left_byte_identical():
 
 
 def test_only_kernel_and_launch_text_changes():
-    prog, result, _ = transformed(POLYBENCH / "covariance" / "covariance.cu")
+    prog, result, _ = transformed(POLYBENCH / "covariance" / "covariance.cu",
+                                  kernel="covar_kernel")
     kernel = prog.kernel("covar_kernel")
     (launch,) = prog.launches_of("covar_kernel")
     before, after = prog.text, result.text
@@ -131,7 +132,7 @@ def test_only_kernel_and_launch_text_changes():
 
 def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong_one():
     prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
-                                        promote=False)
+                                        promote=False, kernel="covar_kernel")
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")
     new_program = read_program(prog.path, options.preprocessor, text=result.text)
     new_model = extract_model(new_program.kernel("covar_kernel"), new_program)
@@ -158,7 +159,7 @@ def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong
 def test_translation_validation_rejects_a_broken_order():
     """Moving the symmetric copy before the accumulation breaks a flow dependence."""
     prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
-                                        promote=False)
+                                        promote=False, kernel="covar_kernel")
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")
     lines = result.text.split("\n")
     start = next(k for k, l in enumerate(lines) if "polycoal: restructured" in l)
@@ -176,10 +177,10 @@ def test_translation_validation_rejects_a_broken_order():
 
 
 @pytest.mark.parametrize("path,defines", [
-    (POLYBENCH / "bicg" / "bicg.cu", ("NX=96", "NY=80")),
+    (POLYBENCH / "bicg" / "bicg.cu", ("NX=1100", "NY=40")),
     (POLYBENCH / "gesummv" / "gesummv.cu", ("N=100",)),
-    (POLYBENCH / "gemver" / "gemver.cu", ("N=70",)),
-    (POLYBENCH / "covariance" / "covariance.cu", ("M=40", "N=24")),
+    (POLYBENCH / "gemver" / "gemver.cu", ("N=1030",)),
+    (POLYBENCH / "covariance" / "covariance.cu", ("M=40", "N=1100")),
     (POLYBENCH / "correlation" / "correlation.cu", ("M=33", "N=20")),
     (CASES, SMALL_CASES),
     (FIXTURES / "symbolic_linear.cu", ()),
@@ -194,7 +195,7 @@ def test_cpu_execution_matches(path, defines):
         d = next(d for d in result.decisions if d.kernel == v.kernel)
         # the same operations in the same order give identical results; a reassociated
         # reduction differs by rounding only
-        limit = 0.0 if d.action != "reduced" else 1e-5
+        limit = 0.0 if d.action not in ("reduced", "split") else 1e-5
         assert all(a.elements > 0 and a.rel_l2 <= limit for a in v.arrays)
 
 
@@ -338,7 +339,8 @@ def test_accumulators_are_promoted_to_registers():
     kernel = kernel[:kernel.index("\n}\n")]
     assert "float pc_acc = symmat[" in kernel and "pc_acc += data[" in kernel
     assert "= pc_acc;" in kernel
-    _, plain, _ = transformed(POLYBENCH / "covariance" / "covariance.cu", promote=False)
+    _, plain, _ = transformed(POLYBENCH / "covariance" / "covariance.cu", promote=False,
+                              kernel="covar_kernel")
     assert "pc_acc" not in plain.text
 
 
@@ -349,6 +351,23 @@ def test_row_reduction_kernel_shape():
     assert "__shfl_down_sync" in text and "+= 32" in text and "pc_lane == 0" in text
     prog, result, _ = transformed(POLYBENCH / "gesummv" / "gesummv.cu")
     assert "(pc_extent_x + 7) / 8" in result.text          # 8 rows (warps) per block
+
+
+def test_column_reduction_split_shape_and_launches():
+    d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1")
+    assert d.action == "split" and "atomicAdd" in d.reason
+    assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1__pc_before",
+                                                        "bicg_kernel1"]
+    prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
+    launch = result.text[result.text.index("polycoal: column reduction split:"):]
+    launch = launch[:launch.index("\n  }")]
+    assert launch.index("bicg_kernel1__pc_before<<<") < launch.index("  bicg_kernel1<<<")
+    assert "dim3(32, 8, 1)" in launch and "+ 511) / 512" in launch
+
+
+def test_short_column_reductions_are_not_split():
+    d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1", ("NX=96", "NY=80"))
+    assert d.action == "unchanged" and "too short to split" in d.reason
 
 
 def test_cpu_check_catches_a_wrong_reduction():

@@ -19,8 +19,9 @@ from __future__ import annotations
 from polycoal.model.kernel_model import KernelModel
 
 
-def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
-    """None when the warp-per-row form applies, else why not."""
+def _one_reduction_loop(model: KernelModel, analysis):
+    """(loop counter, statements in the loop, arrays the kernel writes) for one thread
+    dimension around a single loop that carries only reductions, else why not."""
     if len(model.thread_dims) != 1 or model.thread_dims[0].kind != "global":
         return "more than one thread dimension"
     if model.depth != 1:
@@ -28,9 +29,17 @@ def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
     loops = [l for l in analysis.loops if l.reduction]
     if len(loops) != 1 or len(analysis.loops) != 1:
         return "the loop carries more than reductions"
-    counter = loops[0].loop.counter
     inside = [s for s in model.statements if s.loops]
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    return loops[0].loop.counter, inside, written
+
+
+def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
+    """None when the warp-per-row form applies, else why not."""
+    shape = _one_reduction_loop(model, analysis)
+    if isinstance(shape, str):
+        return shape
+    counter, inside, written = shape
     targets = set()
     for s in inside:
         target = next((a for a in s.accesses if a.kind == "write"), None)
@@ -67,4 +76,47 @@ def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
         return "its loads are already coalesced along the threads"
     if along_loop == 0:
         return "its loads are not contiguous along the loop either"
+    return None
+
+
+def column_reduction_obstacle(model: KernelModel, analysis) -> str | None:
+    """None when a coalesced column reduction can be split over more threads (a 2-D
+    geometry, partial sums, atomicAdd), else why not: the update must be a sum (atomicAdd
+    adds), of float, double or int elements, over a rectangle of (column, row) the same
+    for every statement in the loop, with rows independent of the column."""
+    import islpy as isl
+
+    from polycoal.model import isl_helpers
+    shape = _one_reduction_loop(model, analysis)
+    if isinstance(shape, str):
+        return shape
+    counter, inside, written = shape
+    targets = set()
+    for s in inside:
+        target = next((a for a in s.accesses if a.kind == "write"), None)
+        if s.update != "+" or target is None or target.subscripts is None or \
+                any(counter in p.variables for p in target.subscripts) or \
+                target.element_type not in ("float", "double", "int", "unsigned") or \
+                target.space != "global" or not s.exact:
+            return f"statement at line {s.location.line} is not a sum into one element"
+        if sum(1 for a in s.accesses if a.array == target.array) != 2:
+            return f"statement at line {s.location.line} reads its accumulator's array"
+        targets.add(target.array)
+    for s in inside:
+        for a in s.accesses:
+            if a.kind == "read" and a.array in written and a.array not in targets:
+                return f"the loop reads '{a.array}', which the kernel writes"
+    domains = [isl_helpers.domain(model, s) for s in inside]
+    first = domains[0]
+    for dom in domains:
+        if not dom.reset_tuple_id().is_equal(first.reset_tuple_id()):
+            return "the statements in the loop run over different ranges"
+    rows = first.project_out(isl.dim_type.set, 0, 1)
+    cols = first.project_out(isl.dim_type.set, 1, 1)
+    if not cols.reset_tuple_id().flat_product(rows.reset_tuple_id()).is_equal(
+            first.reset_tuple_id()):
+        return "the rows a column sums depend on the column"
+    if any(v.startswith(("nthreads_", "gridDim_", "blockDim_")) for v in model.parameters
+           if v in str(first)):
+        return "its range depends on the launch geometry"
     return None
