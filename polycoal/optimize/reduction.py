@@ -19,9 +19,11 @@ from __future__ import annotations
 from polycoal.model.kernel_model import KernelModel
 
 
-def _one_reduction_loop(model: KernelModel, analysis):
-    """(loop counter, statements in the loop, arrays the kernel writes) for one thread
-    dimension around a single loop that carries only reductions, else why not."""
+def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]):
+    """(loop counter, statements in the loop, arrays the kernel writes, accumulator
+    arrays) for one thread dimension around a single loop that carries only reductions,
+    each statement an update X[f] op= e (op in `operators`) of one element, f free of the
+    counter, X accessed nowhere else in it; else why not."""
     if len(model.thread_dims) != 1 or model.thread_dims[0].kind != "global":
         return "more than one thread dimension"
     if model.depth != 1:
@@ -29,37 +31,32 @@ def _one_reduction_loop(model: KernelModel, analysis):
     loops = [l for l in analysis.loops if l.reduction]
     if len(loops) != 1 or len(analysis.loops) != 1:
         return "the loop carries more than reductions"
+    counter = loops[0].loop.counter
     inside = [s for s in model.statements if s.loops]
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
-    return loops[0].loop.counter, inside, written
+    targets = set()
+    for s in inside:
+        target = next((a for a in s.accesses if a.kind == "write"), None)
+        if s.update not in operators or target is None or target.subscripts is None or \
+                any(counter in p.variables for p in target.subscripts) or not s.exact:
+            return f"statement at line {s.location.line} is not an update of one element"
+        if sum(1 for a in s.accesses if a.array == target.array) != 2:
+            return f"statement at line {s.location.line} reads its accumulator's array"
+        targets.add(target.array)
+    for s in inside:
+        own = next(a for a in s.accesses if a.kind == "write").array
+        for a in s.accesses:
+            if a.kind == "read" and a.array in written and a.array != own:
+                return f"the loop reads '{a.array}', which the kernel writes"
+    return counter, inside, written, targets
 
 
 def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
     """None when the warp-per-row form applies, else why not."""
-    shape = _one_reduction_loop(model, analysis)
+    shape = _one_reduction_loop(model, analysis, ("+", "*"))
     if isinstance(shape, str):
         return shape
-    counter, inside, written = shape
-    targets = set()
-    for s in inside:
-        target = next((a for a in s.accesses if a.kind == "write"), None)
-        if s.update not in ("+", "*") or target is None or target.subscripts is None or \
-                any(counter in p.variables for p in target.subscripts):
-            return f"statement at line {s.location.line} is not an update of one element"
-        if sum(1 for a in s.accesses if a.array == target.array) != 2:
-            return f"statement at line {s.location.line} reads its accumulator's array"
-        if not s.exact:
-            return "a data-dependent condition in the loop"
-        targets.add(target.array)
-    for s in inside:
-        for a in s.accesses:
-            if a.kind == "read" and a.array in written and a.array not in targets:
-                return f"the loop reads '{a.array}', which the kernel writes"
-            if a.kind == "read" and a.array in targets and \
-                    not any(a.array == t and a.subscripts == next(
-                        x for x in s.accesses if x.kind == "write").subscripts
-                        for t in targets):
-                return f"the loop reads another element of '{a.array}'"
+    counter, inside, written, targets = shape
     thread = model.thread_dims[0].name
     along_loop = along_threads = 0
     for s in inside:
@@ -87,25 +84,15 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> str | None:
     import islpy as isl
 
     from polycoal.model import isl_helpers
-    shape = _one_reduction_loop(model, analysis)
+    shape = _one_reduction_loop(model, analysis, ("+",))
     if isinstance(shape, str):
         return shape
-    counter, inside, written = shape
-    targets = set()
+    counter, inside, written, targets = shape
     for s in inside:
-        target = next((a for a in s.accesses if a.kind == "write"), None)
-        if s.update != "+" or target is None or target.subscripts is None or \
-                any(counter in p.variables for p in target.subscripts) or \
-                target.element_type not in ("float", "double", "int", "unsigned") or \
-                target.space != "global" or not s.exact:
-            return f"statement at line {s.location.line} is not a sum into one element"
-        if sum(1 for a in s.accesses if a.array == target.array) != 2:
-            return f"statement at line {s.location.line} reads its accumulator's array"
-        targets.add(target.array)
-    for s in inside:
-        for a in s.accesses:
-            if a.kind == "read" and a.array in written and a.array not in targets:
-                return f"the loop reads '{a.array}', which the kernel writes"
+        target = next(a for a in s.accesses if a.kind == "write")
+        if target.element_type not in ("float", "double", "int", "unsigned") or \
+                target.space != "global":
+            return f"atomicAdd cannot update '{target.text}'"
     domains = [isl_helpers.domain(model, s) for s in inside]
     first = domains[0]
     for dom in domains:
