@@ -43,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
                            "geometry (default 256 / 32,8 / 32,4,2 by the number of axes)")
     transform.add_argument("--no-polyhedral", action="store_true",
                            help="do not restructure affine kernels")
+    transform.add_argument("--collapse-redundant-threads", action="store_true",
+                           help="for a kernel whose only races are between copies of each "
+                           "thread along an axis it never reads, run one copy")
+    transform.add_argument("--no-reductions", action="store_true",
+                           help="leave reduction loops as they are")
     transform.add_argument("--no-promotion", action="store_true",
                            help="keep accumulators in global memory (no register promotion)")
     transform.add_argument("--assume-no-alias", action="store_true",
@@ -68,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--kernel", help="validate only this kernel")
     validate.add_argument("--block", type=_block, help="as for transform")
     validate.add_argument("--assume-no-alias", action="store_true", help="as for transform")
+    validate.add_argument("--collapse-redundant-threads", action="store_true",
+                          help="as for transform")
     validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                           help="value of an int kernel argument")
     validate.add_argument("--seed", type=int, default=None,
@@ -134,6 +141,8 @@ def cmd_transform(args) -> int:
     options = TransformOptions(kernel=args.kernel, block=args.block,
                                polyhedral=not args.no_polyhedral,
                                promote=not args.no_promotion,
+                               reductions=not args.no_reductions,
+                               collapse_redundant=args.collapse_redundant_threads,
                                assume_no_alias=args.assume_no_alias,
                                preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)
@@ -172,6 +181,7 @@ def cmd_validate(args) -> int:
     program = _read(args)
     options = TransformOptions(kernel=args.kernel, block=args.block,
                                assume_no_alias=args.assume_no_alias,
+                               collapse_redundant=args.collapse_redundant_threads,
                                preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)
     if args.device:

@@ -38,6 +38,7 @@ class TransformOptions:
     block: tuple[int, int, int] | None = None
     polyhedral: bool = True
     assume_no_alias: bool = False
+    collapse_redundant: bool = False  # run one copy of threads racing along unread axes
     reductions: bool = True          # restructure row reductions (one warp per row)
     promote: bool = True             # register promotion of accumulators in new kernels
     preprocessor: PreprocessorOptions = PreprocessorOptions()
@@ -51,6 +52,7 @@ class KernelDecision:
     mapping: Mapping | None = None
     permutation: Permutation | None = None
     alias_evidence: str = ""
+    collapsed: frozenset = frozenset()   # axes whose redundant copies were collapsed
     generated: GeneratedKernel | None = None
     analysis: KernelAnalysis | None = None
 
@@ -92,7 +94,19 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     d = KernelDecision(name, "unchanged", "", analysis=analysis)
     if analysis.races:
         d.reason = "threads race in the original kernel (see the race diagnostics)"
-        return d
+        redundant = redundant_axes(analysis)
+        if not redundant:
+            return d
+        if not options.collapse_redundant:
+            d.reason += (f"; they are copies along axis {', '.join(sorted(redundant))}, which "
+                         "the kernel never reads: --collapse-redundant-threads runs one copy")
+            return d
+        collapsed = analyze_kernel(kernel, program, frozenset(redundant))
+        if collapsed.races:
+            return d
+        analysis = d.analysis = collapsed
+        model = analysis.model
+        d.collapsed = frozenset(redundant)
     if kernel.span is None:
         d.reason = "the definition is not in the input file's text (a macro or a header)"
         return d
@@ -149,6 +163,20 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     d.reason = "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
     return d
+
+
+def redundant_axes(analysis: KernelAnalysis) -> set[str]:
+    """Axes along which every race runs, when the kernel never reads them: the threads
+    along such an axis are copies doing the same work (PolyBench/GPU's ATAX and MVT, a
+    1-D kernel launched with a 32x8 block)."""
+    model = analysis.model
+    axis_of = {t.name: t.axis for t in model.thread_dims}
+    axes = {axis_of[d] for r in analysis.races for d in r.thread_dims}
+    if not axes or axes & set(model.used_axes):
+        return set()
+    if any(not r.thread_dims for r in analysis.races):
+        return set()
+    return axes
 
 
 def _short_loop(model, counter: str) -> str | None:
@@ -331,6 +359,13 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",
                                           kernel.location, d.kernel))
+            if d.collapsed:
+                diagnostics.append(Diagnostic(
+                    "warning", "collapsed-copies",
+                    f"kernel '{d.kernel}': its threads along axis "
+                    f"{', '.join(sorted(d.collapsed))} (never read by the kernel) raced as "
+                    "copies of each other; the transformed kernel runs one copy "
+                    "(--collapse-redundant-threads)", kernel.location, d.kernel))
             if d.alias_evidence.startswith("assumed"):
                 diagnostics.append(Diagnostic(
                     "warning", "assumed-no-alias",

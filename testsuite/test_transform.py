@@ -377,3 +377,28 @@ def test_cpu_check_catches_a_wrong_reduction():
                          text=result.text.replace("pc_offset > 0", "pc_offset > 1", 1))
     verdict = validate_kernel_cpu(prog, wrong, d, {}, seed=2)
     assert not verdict.ok and "q" in verdict.message
+
+
+@pytest.mark.parametrize("program,kernel,action", [
+    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "split"),
+    ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "split")])
+def test_redundant_copies_collapse_only_on_request(program, kernel, action):
+    path = POLYBENCH / program / f"{program}.cu"
+    plain = decision(path, kernel)
+    assert plain.action == "unchanged" and "--collapse-redundant-threads" in plain.reason
+    options = TransformOptions(collapse_redundant=True)
+    prog = read_program(str(path))
+    result = transform_program(prog, options)
+    d = next(x for x in result.decisions if x.kernel == kernel)
+    assert d.action == action and d.collapsed == {"y"}
+    assert any(x.code == "collapsed-copies" and x.kernel == kernel for x in result.diagnostics)
+
+
+def test_collapsed_kernels_match_one_copy_on_the_cpu():
+    defines = ("NX=1100", "NY=1030")
+    options = TransformOptions(collapse_redundant=True,
+                               preprocessor=PreprocessorOptions(defines=defines))
+    prog = read_program(str(POLYBENCH / "atax" / "atax.cu"), options.preprocessor)
+    result = transform_program(prog, options)
+    verdicts = validate_cpu(prog, result, options, {}, seed=9)
+    assert [v.ok for v in verdicts] == [True, True], [v.message for v in verdicts]

@@ -63,6 +63,8 @@ def main() -> int:
     ap.add_argument("--programs", default="")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--no-programs", action="store_true")
+    ap.add_argument("--collapse-redundant-threads", action="store_true",
+                    help="pass --collapse-redundant-threads (ATAX and MVT race otherwise)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     driver, _ = load_pycuda()
@@ -82,10 +84,11 @@ def main() -> int:
         path = os.path.join(ROOT, "polybench_inputs", name, f"{name}.cu")
         program = read_program(path)
         start = time.perf_counter()
-        result = transform_program(program, TransformOptions())
+        options = TransformOptions(collapse_redundant=args.collapse_redundant_threads)
+        result = transform_program(program, options)
         transform_seconds = time.perf_counter() - start
         changed = [d for d in result.decisions if d.action != "unchanged"]
-        for v in validate_device(program, result, TransformOptions(), {}, args.repeat):
+        for v in validate_device(program, result, options, {}, args.repeat):
             d = next(x for x in result.decisions if x.kernel == v.kernel)
             entry = {"program": name, "kernel": v.kernel, "action": d.action, "ok": v.ok,
                      "message": v.message, "reason": d.reason}

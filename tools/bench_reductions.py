@@ -6,8 +6,10 @@ against the originals and against cuBLAS sgemv (through CuPy), at several sizes.
 
 For each size, each program is transformed with its size macros set (-D), the changed
 kernel validated and timed against its original (polycoal.validate.device), and cuBLAS
-timed on the same shapes (A @ x for each matrix the kernel reads), median of CUDA-event
-timed calls after a warm-up. Writes DIR/reductions.json.
+timed on the same shapes (A @ x, or A.T @ x for column reductions, for each matrix the
+kernel reads), median of CUDA-event timed calls after a warm-up. ATAX's and MVT's kernels
+are transformed with --collapse-redundant-threads (their 32x8 launch runs 8 racing
+copies of each thread). Writes DIR/reductions.json.
 """
 
 from __future__ import annotations
@@ -27,19 +29,27 @@ from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.transform import TransformOptions, transform_program  # noqa: E402
 from polycoal.validate.device import load_pycuda, validate_device  # noqa: E402
 
-CASES = [  # program, kernel, size macros, matrices the kernel streams
-    ("bicg", "bicg_kernel2", ("NX", "NY"), 1),
-    ("gesummv", "gesummv_kernel", ("N",), 2),
-    ("gemver", "gemver_kernel3", ("N",), 1),
+CASES = [  # program, kernel, size macros, matrices the kernel streams, transposed
+    ("atax", "atax_kernel1", ("NX", "NY"), 1, False),
+    ("atax", "atax_kernel2", ("NX", "NY"), 1, True),
+    ("bicg", "bicg_kernel1", ("NX", "NY"), 1, True),
+    ("bicg", "bicg_kernel2", ("NX", "NY"), 1, False),
+    ("mvt", "mvt_kernel1", ("N",), 1, False),
+    ("mvt", "mvt_kernel2", ("N",), 1, True),
+    ("gesummv", "gesummv_kernel", ("N",), 2, False),
+    ("gemver", "gemver_kernel2", ("N",), 1, True),
+    ("gemver", "gemver_kernel3", ("N",), 1, False),
 ]
 
 
-def cublas_ms(n: int, matrices: int, repeat: int) -> float | None:
+def cublas_ms(n: int, matrices: int, repeat: int, transposed: bool) -> float | None:
     try:
         import cupy
     except ImportError:
         return None
     mats = [cupy.random.standard_normal((n, n), dtype=cupy.float32) for _ in range(matrices)]
+    if transposed:       # a column reduction: A.T @ x, the same sgemv transposed
+        mats = [m.T for m in mats]
     x = cupy.random.standard_normal(n, dtype=cupy.float32)
     for m in mats:
         m @ x
@@ -68,8 +78,9 @@ def main() -> int:
     report = {"date": datetime.date.today().isoformat(),
               "device": driver.Device(0).name(), "command": " ".join(sys.argv), "rows": []}
     for n in [int(v) for v in args.sizes.split(",")]:
-        for program, kernel, macros, matrices in CASES:
-            options = TransformOptions(kernel=kernel, preprocessor=PreprocessorOptions(
+        for program, kernel, macros, matrices, transposed in CASES:
+            options = TransformOptions(kernel=kernel, collapse_redundant=True,
+                                       preprocessor=PreprocessorOptions(
                 defines=tuple(f"{m}={n}" for m in macros)))
             path = os.path.join(ROOT, "polybench_inputs", program, f"{program}.cu")
             prog = read_program(path, options.preprocessor)
@@ -79,7 +90,8 @@ def main() -> int:
                    "message": v.message, "original_ms": v.original_ms,
                    "transformed_ms": v.transformed_ms, "speedup": v.speedup,
                    "bytes": v.bytes_moved, "arrays": v.arrays,
-                   "cublas_ms": cublas_ms(n, matrices, args.repeat)}
+                   "action": next(d.action for d in result.decisions if d.kernel == kernel),
+                   "cublas_ms": cublas_ms(n, matrices, args.repeat, transposed)}
             report["rows"].append(row)
             print(json.dumps(row), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -70,11 +70,15 @@ def analyze_program(program: Program, kernel_name: str | None = None) -> Program
     return ProgramAnalysis(program, [analyze_kernel(k, program) for k in kernels])
 
 
-def analyze_kernel(kernel: Kernel, program: Program) -> KernelAnalysis:
+def analyze_kernel(kernel: Kernel, program: Program,
+                   collapse: frozenset[str] = frozenset()) -> KernelAnalysis:
+    """The analysis of one kernel; `collapse` names thread axes to model one thread wide
+    (the copies along an axis the kernel never reads, see transform's
+    --collapse-redundant-threads)."""
     result = KernelAnalysis(kernel, None)
     if kernel.ast is None:
         return result
-    model = extract_model(kernel, program)
+    model = extract_model(kernel, program, collapse)
     result.model = model
     result.diagnostics += model.notes
     counts: dict[str, Count] = {s.name: count_statement(model, s) for s in model.statements}

@@ -603,11 +603,14 @@ def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[
     return block, grid, values, notes
 
 
-def extract_model(kernel: Kernel, program: Program) -> KernelModel:
+def extract_model(kernel: Kernel, program: Program,
+                  collapse: frozenset[str] = frozenset()) -> KernelModel:
     """The polyhedral model of `kernel` (which must have been parsed)."""
     assert kernel.ast is not None, "extract_model needs a parsed kernel"
     axes_names = cuda_dialect().axes
     block, grid, values, notes = _launch_extents(program, kernel)
+    for a in collapse:          # run as if launched one thread wide along these axes
+        block[a] = grid[a] = Poly.const(1)
     combined = {a: True for a in axes_names}
     allow_virtual = True
     while True:

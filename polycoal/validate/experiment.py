@@ -182,6 +182,10 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
     grid, block = launch.grid_shape, launch.block_shape
+    if d.collapsed:      # the original's meaning without its racing copies: one of each
+        keep = ["xyz"[k] not in d.collapsed for k in range(3)]
+        grid = tuple(g if k else 1 for g, k in zip(grid, keep))
+        block = tuple(b if k else 1 for b, k in zip(block, keep))
     names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
     stages = new_launches(d, grid, block, values, {kernel.name: names[1]})
     hidden = []
