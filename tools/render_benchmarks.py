@@ -35,8 +35,11 @@ def reduction_section(report: dict) -> str:
         gbs = r["bytes"] / (r["transformed_ms"] * 1e-3) / 1e9
         err = max(a["rel_l2"] for a in r["arrays"])
         cublas = r.get("cublas_ms")
-        versus = f"{cublas / r['transformed_ms']:.2f}x faster" if cublas else "n/a"
-        lines.append(f"| {r['n']} | {r['program']} {r['kernel']} | {r['original_ms']:.3f} | "
+        ratio = cublas / r["transformed_ms"] if cublas else None
+        versus = "n/a" if ratio is None else (f"{ratio:.2f}x faster" if ratio >= 1 else
+                                               f"{1 / ratio:.2f}x slower")
+        lines.append(f"| {r['n']} | {r['program']} {r['kernel']} ({r.get('action', '')}) | "
+                     f"{r['original_ms']:.3f} | "
                      f"{r['transformed_ms']:.4f} | {r['speedup']:.1f}x | {gbs:.0f} | "
                      f"{100 * gbs / COPY_CEILING_GBS:.1f}% | "
                      f"{cublas:.4f} | {versus} | {err:.1e} |" if cublas else
@@ -76,6 +79,11 @@ def section(report: dict, chart: str | None) -> str:
             f"{k['transformed_ms']:.3f} | {k['speedup']:.1f}x | {gbs:.0f} | "
             f"{100 * gbs / COPY_CEILING_GBS:.1f}% | grid {tuple(k['new_grid'])} block "
             f"{tuple(k['new_block'])} | {'PASS' if k['ok'] else 'FAIL'} |")
+    failed = [k for k in report["kernels"] if not k["ok"]]
+    if failed:
+        lines += ["", "Changed kernels this run could not check or time on the device:", ""]
+        lines += [f"- {k['program']} {k['kernel']} ({k['action']}): {k['message']}"
+                  for k in failed]
     lines += ["", "Kernels left unchanged (their text is byte-identical, so their time is the "
               "original's):", "", "| program | kernel | why |", "|---|---|---|"]
     for k in report["kernels"]:
