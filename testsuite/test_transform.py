@@ -402,3 +402,12 @@ def test_collapsed_kernels_match_one_copy_on_the_cpu():
     result = transform_program(prog, options)
     verdicts = validate_cpu(prog, result, options, {}, seed=9)
     assert [v.ok for v in verdicts] == [True, True], [v.message for v in verdicts]
+
+
+def test_array_parameters_with_declared_rows():
+    d = decision(FIXTURES / "array_params.cu", "mat2d")
+    assert d.action == "restructured" and d.mapping.axes[0] == "gy"
+    a = next(a for _, a in d.analysis.model.accesses() if a.array == "A")
+    assert a.subscripts is not None and len(a.subscripts) == 2
+    prog, result, _ = transformed(FIXTURES / "array_params.cu")
+    assert "B[(pc_y)][(pc_x)]" in result.text

@@ -501,7 +501,7 @@ class _Extractor:
 
     def _array_info(self, name: str) -> tuple[str | None, str, list[Poly] | None]:
         if name in self.pointer_params:
-            return "global", self.pointer_params[name].type, None
+            return "global", self.pointer_params[name].type, self._parameter_dims(name)
         if name in self.vars.arrays:
             decl_dims = self.vars.arrays[name]
             dims = []
@@ -518,6 +518,27 @@ class _Extractor:
             g = self.program.globals[name]
             return g.space, g.type, None
         return None, "?", None
+
+    def _parameter_dims(self, name: str) -> list[Poly] | None:
+        """Row sizes of an array parameter `float A[][N]`, `float A[M][N]` or
+        `float (*A)[N]`: A[i][j] is element i*N + j, so [1, N]. None for a plain pointer."""
+        decl = self.kernel.ast.decl.type
+        params = decl.args.params if isinstance(decl, c_ast.FuncDecl) and decl.args else []
+        for p in params:
+            if getattr(p, "name", None) != name:
+                continue
+            ty = p.type.type if isinstance(p.type, (c_ast.PtrDecl, c_ast.ArrayDecl)) else None
+            sizes = []
+            while isinstance(ty, c_ast.ArrayDecl) and ty.dim is not None:
+                sizes.append(ty.dim)
+                ty = ty.type
+            if not sizes:
+                return None
+            try:
+                return [Poly.const(1)] + [self.scope.to_poly(d) for d in sizes]
+            except NonAffine:
+                return None
+        return None
 
     def _is_shared(self, name: str) -> bool:
         class Finder(c_ast.NodeVisitor):
