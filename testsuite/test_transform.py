@@ -411,3 +411,16 @@ def test_array_parameters_with_declared_rows():
     assert a.subscripts is not None and len(a.subscripts) == 2
     prog, result, _ = transformed(FIXTURES / "array_params.cu")
     assert "B[(pc_y)][(pc_x)]" in result.text
+
+
+def test_foreign_styles():
+    prog, result, _ = transformed(FIXTURES / "foreign_styles.cu")
+    reasons = {d.kernel: d.reason for d in result.decisions}
+    assert "referenced outside its launches" in reasons["stride_loop"]
+    assert "template" in reasons["tpl"]
+    colmajor = next(d for d in result.decisions if d.kernel == "colmajor")
+    a = next(a for _, a in colmajor.analysis.model.accesses() if a.array == "A")
+    assert a.subscripts is not None and len(a.subscripts) == 3     # A[c][r][k]
+    # k has 4 values: it cannot fill a warp, so it never becomes x
+    assert colmajor.action == "unchanged"
+    assert result.text == prog.text

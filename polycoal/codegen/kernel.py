@@ -28,7 +28,7 @@ from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
-from polycoal.model.poly import Poly
+
 from polycoal.optimize.restructure import AXES, Mapping
 from polycoal.templates import render_template
 
@@ -116,44 +116,6 @@ def _signature(original: str, kernel: Kernel) -> str:
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
-def _hull_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
-    """Affine lower and upper bounds of `dim` over all instances, in the parameters.
-
-    The union of the statements' domains, projected on `dim`, is over-approximated by
-    its simple hull; each constraint a*dim + e >= 0 with a = +-1 is a bound. Bounds may
-    be loose: the generated code guards every statement exactly anyway.
-    """
-    pos = model.dims.index(dim)
-    n = len(model.dims)
-    union = None
-    for st in model.statements:
-        dom = isl_helpers.domain(model, st)
-        proj = dom.project_out(isl.dim_type.set, pos + 1, n - pos - 1) \
-            .project_out(isl.dim_type.set, 0, pos).reset_tuple_id()
-        union = proj if union is None else union.union(proj)
-    hull = union.simple_hull()
-    lowers, uppers = [], []
-    for c in hull.get_constraints():
-        a = int(c.get_coefficient_val(isl.dim_type.set, 0).to_python())
-        if abs(a) != 1:
-            continue
-        e = Poly.const(int(c.get_constant_val().to_python()))
-        for k in range(hull.dim(isl.dim_type.param)):
-            v = int(c.get_coefficient_val(isl.dim_type.param, k).to_python())
-            if v:
-                e = e + Poly.var(hull.get_dim_name(isl.dim_type.param, k)) * v
-        bound = e * (-a)              # a*d + e >= 0  ->  d >= -e (a = 1) or d <= e (a = -1)
-        if c.is_equality():
-            lowers.append(bound)
-            uppers.append(bound)
-        elif a > 0:
-            lowers.append(bound)
-        else:
-            uppers.append(bound)
-    lowers.sort(key=lambda b: (not b.is_constant(), str(b)))
-    return lowers, sorted(uppers, key=str)
-
-
 def _nested(op: str, items: list[str], device: bool) -> str:
     out = items[0]
     for item in items[1:]:
@@ -166,7 +128,7 @@ def _nested(op: str, items: list[str], device: bool) -> str:
 
 
 def thread_range(model: KernelModel, dim: str, axis: str) -> AxisRange:
-    lowers, uppers = _hull_bounds(model, dim)
+    lowers, uppers = isl_helpers.dim_bounds(model, dim)
     if not lowers or not uppers:
         raise ValueError(f"the range of {dim} is unbounded")
     lo = lowers[0].to_c("*")

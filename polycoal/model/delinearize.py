@@ -157,6 +157,8 @@ def assign_array_shapes(model: KernelModel) -> None:
                     found = (sizes, subs)
                     break
             if found is None:
+                found = _coefficient_chain(model, uses, params)
+            if found is None:
                 _non_affine(model, uses, "the linearised subscript cannot be delinearised "
                             "(an inner index may leave its row)")
                 continue
@@ -208,6 +210,72 @@ def _constant_rows(model: KernelModel, uses: list[tuple[Statement, Access]]
     if not _valid(model, uses, subs, (Poly.const(int(row)),)):
         return None
     return int(row), subs
+
+
+def _divide(a: Poly, b: Poly) -> Poly | None:
+    """a / b for single-term polynomials (an integer times parameters), when exact."""
+    (ma, ca), = a.terms.items()
+    (mb, cb), = b.terms.items()
+    rest = list(ma)
+    for v in mb:
+        if v not in rest:
+            return None
+        rest.remove(v)
+    q = ca / cb
+    return Poly({tuple(rest): q}) if q.denominator == 1 else None
+
+
+def _coefficient_chain(model: KernelModel, uses: list[tuple[Statement, Access]],
+                       params: set[str]):
+    """Delinearise by the coefficients of the dimensions: A[(c * rows + r) * 4 + k] has
+    coefficients 4*rows, 4, 1 for c, r, k; sorted, each divides the next, so the sizes are
+    rows and 4 and the access is A[c][r][k]. Every coefficient must be one term (an
+    integer times parameters); terms without a dimension go to the largest size dividing
+    them. As for the other forms, isl must prove every inner index inside its size."""
+    coefficients: set[Poly] = set()
+    for _, a in uses:
+        for v in a.flat.variables - params:
+            c = a.flat.coefficient(v)
+            if len(c.terms) != 1 or (c.variables - params) or c.degree > 1 and \
+                    len(c.variables) > 1:
+                return None
+            (m, k), = c.terms.items()
+            coefficients.add(Poly({m: abs(k)}))
+    chain = sorted(coefficients, key=lambda c: (c.degree, abs(next(iter(c.terms.values())))))
+    if not chain or chain[0] != Poly.const(1):
+        chain.insert(0, Poly.const(1))
+    sizes = []
+    for a, b in zip(chain, chain[1:]):
+        ratio = _divide(b, a)
+        if ratio is None or ratio == Poly.const(1) or not ratio.is_affine():
+            return None
+        sizes.append(ratio)
+    subs = []
+    for _, a in uses:
+        parts = [Poly() for _ in chain]
+        for m, c in a.flat.terms.items():
+            dims = [v for v in m if v not in params]
+            if dims:
+                k = next((k for k, s in enumerate(chain)
+                          if _divide(Poly({tuple(x for x in m if x in params): abs(c)}), s)
+                          and Poly({tuple(x for x in m if x in params): abs(c)}) == s), None)
+                if k is None:
+                    return None
+                parts[k] = parts[k] + Poly.var(dims[0]) * (1 if c > 0 else -1)
+                continue
+            for k in reversed(range(len(chain))):
+                q = _divide(Poly({m: abs(c)}), chain[k]) if m or k == 0 or \
+                    chain[k].is_constant() else None
+                if q is not None:
+                    parts[k] = parts[k] + q * (1 if c > 0 else -1)
+                    break
+            else:
+                return None
+        subs.append(tuple(reversed(parts)))
+    sizes_outer_first = tuple(reversed(sizes))
+    if not _valid(model, uses, subs, sizes_outer_first):
+        return None
+    return sizes_outer_first, subs
 
 
 def _non_affine(model: KernelModel, uses: list[tuple[Statement, Access]], why: str) -> None:

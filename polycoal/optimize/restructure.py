@@ -31,6 +31,7 @@ import pulp
 
 from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.analysis.dependences import Dependence, varies_along
+from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 from polycoal.model.poly import Poly
 from polycoal.optimize import ilp
@@ -62,6 +63,18 @@ def original_axes(model: KernelModel) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _known_extent(model: KernelModel, dim: str) -> float:
+    """Number of values of `dim` when the launch's parameter values fix it, else inf."""
+    lowers, uppers = isl_helpers.dim_bounds(model, dim)
+    values = model.parameter_values
+    try:
+        lo = max(b.value(values) for b in lowers)
+        hi = min(b.value(values) for b in uppers)
+    except ValueError:
+        return float("inf")
+    return float(hi - lo + 1) if lowers and uppers else float("inf")
+
+
 def reference_cost(r: ReferenceReport, dim: str, penalty: int) -> int:
     """C_R for `dim` as the new x (c + z + N*u), from R's stride along `dim`."""
     if r.access.flat is None:
@@ -85,6 +98,7 @@ def solve_mapping(model: KernelModel, deps: list[Dependence],
              and all(abs(s.loops[k].step) == 1 for s in model.statements if len(s.loops) > k)]
     candidates = [d for d in thread if d not in one_wide] + loops
     parallel = tuple(d for d in candidates if not varies_along(model, deps, d))
+    narrow = {d for d in parallel if _known_extent(model, d) < 32}
     penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
     weights = {id(r): max(r.count.value or 1, 1) for r in refs}
     costs = {d: sum(reference_cost(r, d, penalty) * weights[id(r)] for r in refs)
@@ -106,6 +120,10 @@ def solve_mapping(model: KernelModel, deps: list[Dependence],
     prob += (pulp.lpSum(costs[d] * big * p[("x", d)] for d in parallel)
              - pulp.lpSum(bonus[k] * v for k, v in p.items()))
     prob += pulp.lpSum(p[("x", d)] for d in parallel) == 1, "one_x"
+    if len(narrow) < len(parallel):
+        # fewer than 32 values cannot fill a warp's lanes: such a dim is never x
+        for d in sorted(narrow):
+            prob += p[("x", d)] == 0, f"narrow_{d}"
     prob += pulp.lpSum(p[("y", d)] for d in parallel) <= 1, "at_most_one_y"
     prob += pulp.lpSum(p[("z", d)] for d in parallel) <= \
         pulp.lpSum(p[("y", d)] for d in parallel), "z_needs_y"
