@@ -46,8 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     transform.add_argument("--collapse-redundant-threads", action="store_true",
                            help="for a kernel whose only races are between copies of each "
                            "thread along an axis it never reads, run one copy")
-    transform.add_argument("--no-reductions", action="store_true",
-                           help="leave reduction loops as they are")
+    transform.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
+                           default="auto", help="how to restructure reductions: auto (one "
+                           "warp per row for rows, a split for starved columns), warp, tiles "
+                           "(the core paper's partial sums), split, or none")
     transform.add_argument("--no-promotion", action="store_true",
                            help="keep accumulators in global memory (no register promotion)")
     transform.add_argument("--assume-no-alias", action="store_true",
@@ -73,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--kernel", help="validate only this kernel")
     validate.add_argument("--block", type=_block, help="as for transform")
     validate.add_argument("--assume-no-alias", action="store_true", help="as for transform")
+    validate.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
+                          default="auto", help="as for transform")
     validate.add_argument("--collapse-redundant-threads", action="store_true",
                           help="as for transform")
     validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
@@ -141,7 +145,7 @@ def cmd_transform(args) -> int:
     options = TransformOptions(kernel=args.kernel, block=args.block,
                                polyhedral=not args.no_polyhedral,
                                promote=not args.no_promotion,
-                               reductions=not args.no_reductions,
+                               reduction=args.reduction,
                                collapse_redundant=args.collapse_redundant_threads,
                                assume_no_alias=args.assume_no_alias,
                                preprocessor=_preprocessor_options(args))
@@ -182,6 +186,7 @@ def cmd_validate(args) -> int:
     options = TransformOptions(kernel=args.kernel, block=args.block,
                                assume_no_alias=args.assume_no_alias,
                                collapse_redundant=args.collapse_redundant_threads,
+                               reduction=args.reduction,
                                preprocessor=_preprocessor_options(args))
     result = transform_program(program, options)
     if args.device:

@@ -25,7 +25,7 @@ from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.optimize.permutation import Permutation, solve_permutation
-from polycoal.codegen.column import generate_column_split
+from polycoal.codegen.column import generate_column_split, generate_tiled_reduction
 from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.translation import validate_translation
@@ -39,7 +39,8 @@ class TransformOptions:
     polyhedral: bool = True
     assume_no_alias: bool = False
     collapse_redundant: bool = False  # run one copy of threads racing along unread axes
-    reductions: bool = True          # restructure row reductions (one warp per row)
+    reduction: str = "auto"          # auto (warp rows, split columns) | warp | tiles | split
+    #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
@@ -145,15 +146,9 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         reductions = [l for l in analysis.loops if l.reduction]
         d.reason = "already coalesced: no permutation lowers the cost"
         if reductions:
-            why_not = row_reduction_obstacle(model, analysis) if options.reductions else \
-                "reduction restructuring disabled (--no-reductions)"
+            why_not = _plan_reduction(program, kernel, d, options, reductions[0])
             if why_not is None:
-                return _plan_row_reduction(program, kernel, d, options)
-            if options.reductions and "coalesced along the threads" in why_not:
-                why_not = column_reduction_obstacle(model, analysis) or \
-                    _short_loop(model, reductions[0].loop.counter)
-                if why_not is None:
-                    return _plan_column_split(program, kernel, d)
+                return d
             d.reason += (f"; loop '{reductions[0].loop.source_name}' carries a reduction "
                          f"({why_not})")
         return d
@@ -177,6 +172,39 @@ def redundant_axes(analysis: KernelAnalysis) -> set[str]:
     if any(not r.thread_dims for r in analysis.races):
         return set()
     return axes
+
+
+def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
+                    options: TransformOptions, loop) -> str | None:
+    """Restructure a reduction as options.reduction says (auto: one warp per row for an
+    uncoalesced row reduction, a split for a coalesced but starved column reduction);
+    None when done, else why not."""
+    model, analysis = d.analysis.model, d.analysis
+    if options.reduction == "none":
+        return "reduction restructuring disabled (--reduction none)"
+    row = row_reduction_obstacle(model, analysis)
+    if options.reduction in ("auto", "warp") and row is None:
+        _plan_row_reduction(program, kernel, d, options)
+        return None
+    shape = column_reduction_obstacle(model, analysis)
+    if options.reduction == "tiles":
+        if row is not None or shape is not None:
+            return row or shape
+        d.generated = generate_tiled_reduction(program.text, kernel, model, loop.loop.counter)
+        d.mapping = Mapping((loop.loop.counter, model.thread_dims[0].name), (),
+                            d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
+        d.action = "tiled"
+        d.reason = (f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): the "
+                    "core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
+                    "floating-point additions are reassociated")
+        return None
+    if options.reduction in ("auto", "split") and row is not None and \
+            "coalesced along the threads" in row:
+        why = shape or _short_loop(model, loop.loop.counter)
+        if why is None:
+            _plan_column_split(program, kernel, d)
+        return why
+    return row
 
 
 def _short_loop(model, counter: str) -> str | None:
@@ -283,11 +311,12 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
             for launch in program.launches_of(d.kernel):
                 out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
-        if d.action not in ("restructured", "reduced", "split"):
+        if d.action not in ("restructured", "reduced", "split", "tiled"):
             continue
         kernel = program.kernel(d.kernel)
         out.append((kernel.span, d.generated.text))
-        note = {"reduced": "one warp per row: ", "split": "column reduction split: "}.get(
+        note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
+                "tiled": "row reduction in tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
@@ -354,7 +383,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action in ("restructured", "permuted", "reduced", "split"):
+        if d.action in ("restructured", "permuted", "reduced", "split", "tiled"):
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",

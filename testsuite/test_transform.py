@@ -424,3 +424,17 @@ def test_foreign_styles():
     # k has 4 values: it cannot fill a warp, so it never becomes x
     assert colmajor.action == "unchanged"
     assert result.text == prog.text
+
+
+@pytest.mark.parametrize("choice,action", [("tiles", "tiled"), ("warp", "reduced"),
+                                           ("none", "unchanged")])
+def test_reduction_form_is_selectable(choice, action):
+    options = TransformOptions(reduction=choice,
+                               preprocessor=PreprocessorOptions(defines=("N=70",)))
+    prog = read_program(str(POLYBENCH / "gesummv" / "gesummv.cu"), options.preprocessor)
+    result = transform_program(prog, options)
+    (d,) = result.decisions
+    assert d.action == action, d.reason
+    if action != "unchanged":
+        (verdict,) = validate_cpu(prog, result, options, {}, seed=3)
+        assert verdict.ok, verdict.message
