@@ -19,6 +19,37 @@ def _add_preprocessor_options(p: argparse.ArgumentParser) -> None:
                    help="undefine a macro")
 
 
+def _add_transform_options(p: argparse.ArgumentParser) -> None:
+    """The choices of `transform`, which `validate` applies before it runs both kernels."""
+    p.add_argument("--kernel", help="only this kernel")
+    p.add_argument("--block", type=_block, help="block shape x,y[,z] for the new geometry "
+                   "(default 256 / 32,8 / 32,4,2 by the number of axes)")
+    p.add_argument("--no-polyhedral", action="store_true",
+                   help="do not restructure affine kernels")
+    p.add_argument("--collapse-redundant-threads", action="store_true",
+                   help="for a kernel whose only races are between copies of each thread "
+                   "along an axis it never reads, run one copy")
+    p.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
+                   default="auto", help="how to restructure reductions: auto (one warp per "
+                   "row for rows, a split for starved columns), warp, tiles (the core "
+                   "paper's partial sums), split, or none")
+    p.add_argument("--no-promotion", action="store_true",
+                   help="keep accumulators in global memory (no register promotion)")
+    p.add_argument("--assume-no-alias", action="store_true",
+                   help="take distinct pointer arguments to be distinct arrays even without "
+                   "evidence (restrict, distinct cudaMalloc allocations)")
+
+
+def _transform_options(args):
+    from polycoal.transform import TransformOptions
+    return TransformOptions(kernel=args.kernel, block=args.block,
+                            polyhedral=not args.no_polyhedral, promote=not args.no_promotion,
+                            reduction=args.reduction,
+                            collapse_redundant=args.collapse_redundant_threads,
+                            assume_no_alias=args.assume_no_alias,
+                            preprocessor=_preprocessor_options(args))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="polycoal",
@@ -38,23 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     transform.add_argument("-o", "--output", default="-",
                            help="where to write the program (default: standard output)")
     _add_preprocessor_options(transform)
-    transform.add_argument("--kernel", help="transform only this kernel")
-    transform.add_argument("--block", type=_block, help="block shape x,y[,z] for the new "
-                           "geometry (default 256 / 32,8 / 32,4,2 by the number of axes)")
-    transform.add_argument("--no-polyhedral", action="store_true",
-                           help="do not restructure affine kernels")
-    transform.add_argument("--collapse-redundant-threads", action="store_true",
-                           help="for a kernel whose only races are between copies of each "
-                           "thread along an axis it never reads, run one copy")
-    transform.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
-                           default="auto", help="how to restructure reductions: auto (one "
-                           "warp per row for rows, a split for starved columns), warp, tiles "
-                           "(the core paper's partial sums), split, or none")
-    transform.add_argument("--no-promotion", action="store_true",
-                           help="keep accumulators in global memory (no register promotion)")
-    transform.add_argument("--assume-no-alias", action="store_true",
-                           help="take distinct pointer arguments to be distinct arrays even "
-                           "without evidence (restrict, distinct cudaMalloc allocations)")
+    _add_transform_options(transform)
     transform.add_argument("--report", choices=("text", "json"), default="text",
                            help="format of the report printed on standard error")
     for what in ("model", "deps", "ilp", "schedule"):
@@ -72,13 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--repeat", type=int, default=10,
                           help="timed launches per kernel with --device (median reported)")
     validate.add_argument("--report", choices=("text", "json"), default="text")
-    validate.add_argument("--kernel", help="validate only this kernel")
-    validate.add_argument("--block", type=_block, help="as for transform")
-    validate.add_argument("--assume-no-alias", action="store_true", help="as for transform")
-    validate.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
-                          default="auto", help="as for transform")
-    validate.add_argument("--collapse-redundant-threads", action="store_true",
-                          help="as for transform")
+    _add_transform_options(validate)
     validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                           help="value of an int kernel argument")
     validate.add_argument("--seed", type=int, default=None,
@@ -140,15 +149,9 @@ def cmd_analyze(args) -> int:
 
 def cmd_transform(args) -> int:
     from polycoal.report import dumps, json_report
-    from polycoal.transform import TransformOptions, transform_program
+    from polycoal.transform import transform_program
     program = _read(args)
-    options = TransformOptions(kernel=args.kernel, block=args.block,
-                               polyhedral=not args.no_polyhedral,
-                               promote=not args.no_promotion,
-                               reduction=args.reduction,
-                               collapse_redundant=args.collapse_redundant_threads,
-                               assume_no_alias=args.assume_no_alias,
-                               preprocessor=_preprocessor_options(args))
+    options = _transform_options(args)
     result = transform_program(program, options)
     for d in result.decisions:
         for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
@@ -173,7 +176,7 @@ def cmd_transform(args) -> int:
 
 def cmd_validate(args) -> int:
     import random
-    from polycoal.transform import TransformOptions, transform_program
+    from polycoal.transform import transform_program
     from polycoal.validate.cpu import validate_cpu
     arguments = {}
     for item in args.arg:
@@ -183,11 +186,7 @@ def cmd_validate(args) -> int:
         except ValueError:
             raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
     program = _read(args)
-    options = TransformOptions(kernel=args.kernel, block=args.block,
-                               assume_no_alias=args.assume_no_alias,
-                               collapse_redundant=args.collapse_redundant_threads,
-                               reduction=args.reduction,
-                               preprocessor=_preprocessor_options(args))
+    options = _transform_options(args)
     result = transform_program(program, options)
     if args.device:
         return _validate_device(program, result, options, arguments, args)

@@ -57,42 +57,42 @@ def _accumulators(model: KernelModel, kernel: Kernel, names: dict[str, str]) -> 
     return out
 
 
+def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str,
+                 template: str, thread_axis: str, loop_axis: str, block, per_block,
+                 **values) -> GeneratedKernel:
+    """A reduction kernel that adds partial sums with atomicAdd (`template`), between the
+    kernels of the statements before and after the loop. The thread dim spans the
+    columns (`cols_*`) and the loop the rows (`rows_*`) for a column split, the other
+    way round for tiles; `thread_axis` and `loop_axis` say which is x."""
+    thread = model.thread_dims[0].name
+    inside = replace(model, statements=[s for s in model.statements if s.loops])
+    over_threads = thread_range(model, thread, thread_axis)
+    over_loop = thread_range(inside, counter, loop_axis)
+    cols, rows = (over_threads, over_loop) if thread_axis == "x" else (over_loop, over_threads)
+    text = render_template(
+        template, signature=_signature(original, kernel),
+        column=_describe_dim(model, thread), loop=_describe_dim(model, counter),
+        accumulators=_accumulators(model, kernel, {thread: "pc_x", counter: "pc_i"}),
+        cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi, **values)
+    first, extra, before, after = _before_after(original, kernel, model, thread, counter)
+    return GeneratedKernel(kernel.name, "\n\n".join(before + [text] + after),
+                           [cols, rows], block, [], {"x": "pc_x", "y": "pc_i"}, "pc_i",
+                           axis_dims={thread_axis: thread, loop_axis: counter},
+                           per_block=per_block, extra_stages=extra, first_stages=first)
+
+
 def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
                           counter: str) -> GeneratedKernel:
-    column = model.thread_dims[0].name
-    inside = replace(model, statements=[s for s in model.statements if s.loops])
-    cols = thread_range(model, column, "x")
-    rows = thread_range(inside, counter, "y")
-    text = render_template(
-        "column_split.cu.j2", signature=_signature(original, kernel),
-        column=_describe_dim(model, column), loop=_describe_dim(model, counter),
-        rows_per_block=ROWS_PER_BLOCK,
-        accumulators=_accumulators(model, kernel, {column: "pc_x", counter: "pc_i"}),
-        cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi)
-    first, extra, before, after = _before_after(original, kernel, model, column, counter)
-    return GeneratedKernel(kernel.name, "\n\n".join(before + [text] + after), [cols, rows],
-                           (32, 8, 1), [], {"x": "pc_x", "y": "pc_chunk"}, "pc_i",
-                           axis_dims={"x": column, "y": counter},
-                           per_block=(32, ROWS_PER_BLOCK, 1), extra_stages=extra,
-                           first_stages=first)
+    """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
+    rows on y): templates/column_split.cu.j2."""
+    return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
+                        (32, 8, 1), (32, ROWS_PER_BLOCK, 1), rows_per_block=ROWS_PER_BLOCK)
 
 
 def generate_tiled_reduction(original: str, kernel: Kernel, model: KernelModel,
                              counter: str, tile: int = 16) -> GeneratedKernel:
     """The core paper's partial-sum transform of a row reduction (templates/
-    reduction_tiles.cu.j2): tile x tile blocks over (row, loop), shared memory, a sum per
+    reduction_tiles.cu.j2): tile x tile blocks over (loop, row), shared memory, a sum per
     tile row, atomicAdd."""
-    row = model.thread_dims[0].name
-    inside = replace(model, statements=[s for s in model.statements if s.loops])
-    rows = thread_range(model, row, "y")
-    cols = thread_range(inside, counter, "x")
-    text = render_template(
-        "reduction_tiles.cu.j2", signature=_signature(original, kernel),
-        loop=_describe_dim(model, counter), t=tile,
-        accumulators=_accumulators(model, kernel, {row: "pc_x", counter: "pc_i"}),
-        cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi)
-    first, extra, before, after = _before_after(original, kernel, model, row, counter)
-    return GeneratedKernel(kernel.name, "\n\n".join(before + [text] + after), [cols, rows],
-                           (tile, tile, 1), [], {"x": "pc_i", "y": "pc_x"}, "pc_i",
-                           axis_dims={"x": counter, "y": row}, per_block=(tile, tile, 1),
-                           extra_stages=extra, first_stages=first)
+    return _atomic_form(original, kernel, model, counter, "reduction_tiles.cu.j2", "y", "x",
+                        (tile, tile, 1), (tile, tile, 1), t=tile)
