@@ -242,8 +242,9 @@ def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
     loop = next(l for l in d.analysis.loops if l.reduction)
     d.mapping = Mapping((model.thread_dims[-1].name,), (loop.loop.counter,), d.mapping.costs,
                         d.mapping.parallel, d.mapping.ilp)
-    d.generated = generate_kernel(program.text, kernel, model, d.mapping,
-                                  options.block or (256, 1, 1),
+    block = options.block if options.block and options.block[0] % 32 == 0 and \
+        options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
+    d.generated = generate_kernel(program.text, kernel, model, d.mapping, block,
                                   warp_reduction=loop.loop.counter)
     d.action = "reduced"
     d.reason = (f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): one "
