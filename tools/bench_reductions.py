@@ -68,30 +68,51 @@ def cublas_ms(n: int, matrices: int, repeat: int, transposed: bool) -> float | N
     return statistics.median(times)
 
 
+def run_case(case, n: int, repeat: int, with_cublas: bool = True) -> dict:
+    program, kernel, macros, matrices, transposed = case
+    options = TransformOptions(kernel=kernel, collapse_redundant=True,
+                               preprocessor=PreprocessorOptions(
+                                   defines=tuple(f"{m}={n}" for m in macros)))
+    path = os.path.join(ROOT, "polybench_inputs", program, f"{program}.cu")
+    prog = read_program(path, options.preprocessor)
+    result = transform_program(prog, options)
+    (v,) = validate_device(prog, result, options, {}, repeat)
+    return {"n": n, "program": program, "kernel": kernel, "ok": v.ok, "message": v.message,
+            "original_ms": v.original_ms, "transformed_ms": v.transformed_ms,
+            "speedup": v.speedup, "bytes": v.bytes_moved, "arrays": v.arrays,
+            "action": next(d.action for d in result.decisions if d.kernel == kernel),
+            "cublas_ms": cublas_ms(n, matrices, repeat, transposed) if with_cublas else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--sizes", default="4096,16384")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--split", default="", help="column-split shapes to compare first, as "
+                    "rows:groups,... (e.g. 512:8,1024:8,512:16); the fastest on bicg_kernel1 "
+                    "at the largest size is then used for the whole run")
     args = ap.parse_args()
     driver, _ = load_pycuda()
+    sizes = [int(v) for v in args.sizes.split(",")]
+    tuning = []
+    if args.split:
+        for shape in args.split.split(","):
+            rows, groups = shape.split(":")
+            os.environ["POLYCOAL_SPLIT"] = f"{rows},{groups}"
+            row = run_case(("bicg", "bicg_kernel1", ("NX", "NY"), 1, True), max(sizes),
+                           args.repeat, with_cublas=False)
+            tuning.append({"rows": int(rows), "groups": int(groups), **row})
+            print(json.dumps(tuning[-1]), flush=True)
+        best = min(tuning, key=lambda t: t["transformed_ms"])
+        os.environ["POLYCOAL_SPLIT"] = f"{best['rows']},{best['groups']}"
     report = {"date": datetime.date.today().isoformat(),
               "device": driver.Device(0).name(), "command": " ".join(sys.argv), "rows": []}
-    for n in [int(v) for v in args.sizes.split(",")]:
-        for program, kernel, macros, matrices, transposed in CASES:
-            options = TransformOptions(kernel=kernel, collapse_redundant=True,
-                                       preprocessor=PreprocessorOptions(
-                defines=tuple(f"{m}={n}" for m in macros)))
-            path = os.path.join(ROOT, "polybench_inputs", program, f"{program}.cu")
-            prog = read_program(path, options.preprocessor)
-            result = transform_program(prog, options)
-            (v,) = validate_device(prog, result, options, {}, args.repeat)
-            row = {"n": n, "program": program, "kernel": kernel, "ok": v.ok,
-                   "message": v.message, "original_ms": v.original_ms,
-                   "transformed_ms": v.transformed_ms, "speedup": v.speedup,
-                   "bytes": v.bytes_moved, "arrays": v.arrays,
-                   "action": next(d.action for d in result.decisions if d.kernel == kernel),
-                   "cublas_ms": cublas_ms(n, matrices, args.repeat, transposed)}
+    report["split"] = os.environ.get("POLYCOAL_SPLIT", "default")
+    report["tuning"] = tuning
+    for n in sizes:
+        for case in CASES:
+            row = run_case(case, n, args.repeat)
             report["rows"].append(row)
             print(json.dumps(row), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -11,6 +11,7 @@ the original's stream replace one.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 
@@ -22,7 +23,18 @@ from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.restructure import Mapping
 from polycoal.templates import render_template
 
-ROWS_PER_BLOCK = 512
+ROWS_PER_BLOCK = 512      # rows one block sums per chunk
+ROW_GROUPS = 8            # threads per column in a block
+
+
+def split_shape() -> tuple[int, int]:
+    """(rows per block, threads per column); POLYCOAL_SPLIT=rows,groups overrides it,
+    for tuning experiments on a device (tools/bench_reductions.py --split)."""
+    override = os.environ.get("POLYCOAL_SPLIT")
+    if override:
+        rows, groups = (int(v) for v in override.split(","))
+        return rows, groups
+    return ROWS_PER_BLOCK, ROW_GROUPS
 
 
 def _renamed(text: str, name: str, new: str) -> str:
@@ -85,8 +97,9 @@ def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
                           counter: str) -> GeneratedKernel:
     """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
     rows on y): templates/column_split.cu.j2."""
+    rows, groups = split_shape()
     return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
-                        (32, 8, 1), (32, ROWS_PER_BLOCK, 1), rows_per_block=ROWS_PER_BLOCK)
+                        (32, groups, 1), (32, rows, 1), rows_per_block=rows, groups=groups)
 
 
 def generate_tiled_reduction(original: str, kernel: Kernel, model: KernelModel,
