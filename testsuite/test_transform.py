@@ -130,6 +130,13 @@ def test_only_kernel_and_launch_text_changes():
     assert middle in after
 
 
+def _translation_problems(prog, options, d, text):
+    """Translation validation of covar_kernel as read back from `text`."""
+    program = read_program(prog.path, options.preprocessor, text=text)
+    model = extract_model(program.kernel("covar_kernel"), program)
+    return validate_translation(d.analysis.model, model, d.generated)
+
+
 def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong_one():
     prog, result, options = transformed(POLYBENCH / "covariance" / "covariance.cu",
                                         promote=False, kernel="covar_kernel")
@@ -140,19 +147,13 @@ def test_translation_validation_accepts_the_generated_kernel_and_rejects_a_wrong
     # off by one in the triangle guard: instances j2 == j1 are lost
     broken_text = result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1)
     assert broken_text != result.text
-    broken = read_program(prog.path, options.preprocessor, text=broken_text)
-    problems = validate_translation(d.analysis.model,
-                                    extract_model(broken.kernel("covar_kernel"), broken),
-                                    d.generated)
+    problems = _translation_problems(prog, options, d, broken_text)
     assert any("instances" in p for p in problems), problems
     # a swapped subscript: same instances, different memory
     swapped = result.text.replace("symmat[(2048 * pc_x + pc_y)] = ",
                                   "symmat[(pc_x + 2048 * pc_y)] = ", 1)
     assert swapped != result.text
-    wrong = read_program(prog.path, options.preprocessor, text=swapped)
-    problems = validate_translation(d.analysis.model,
-                                    extract_model(wrong.kernel("covar_kernel"), wrong),
-                                    d.generated)
+    problems = _translation_problems(prog, options, d, swapped)
     assert any("same elements" in p for p in problems), problems
 
 
