@@ -29,10 +29,11 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collapse-redundant-threads", action="store_true",
                    help="for a kernel whose only races are between copies of each thread "
                    "along an axis it never reads, run one copy")
-    p.add_argument("--reduction", choices=("auto", "warp", "tiles", "split", "none"),
+    p.add_argument("--reduction", choices=("auto", "warp", "block", "tiles", "split", "none"),
                    default="auto", help="how to restructure reductions: auto (one warp per "
-                   "row for rows, a split for starved columns), warp, tiles (the core "
-                   "paper's partial sums), split, or none")
+                   "row for rows, a block per 32 columns for starved columns, split when "
+                   "they are few), warp, block, tiles (the core paper's partial sums), "
+                   "split (columns over 2-D blocks and atomicAdd), or none")
     p.add_argument("--no-promotion", action="store_true",
                    help="keep accumulators in global memory (no register promotion)")
     p.add_argument("--assume-no-alias", action="store_true",

@@ -25,7 +25,8 @@ from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.optimize.permutation import Permutation, solve_permutation
-from polycoal.codegen.column import generate_column_split, generate_tiled_reduction
+from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
+                                     generate_tiled_reduction)
 from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.translation import validate_translation
@@ -39,7 +40,7 @@ class TransformOptions:
     polyhedral: bool = True
     assume_no_alias: bool = False
     collapse_redundant: bool = False  # run one copy of threads racing along unread axes
-    reduction: str = "auto"          # auto (warp rows, split columns) | warp | tiles | split
+    reduction: str = "auto"   # auto (warp rows, block columns) | warp | block | tiles | split
     #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
     preprocessor: PreprocessorOptions = PreprocessorOptions()
@@ -198,11 +199,11 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
                     "core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
                     "floating-point additions are reassociated")
         return None
-    if options.reduction in ("auto", "split") and row is not None and \
+    if options.reduction in ("auto", "block", "split") and row is not None and \
             "coalesced along the threads" in row:
         why = shape or _short_loop(model, loop.loop.counter)
         if why is None:
-            _plan_column_split(program, kernel, d)
+            _plan_column_reduction(program, kernel, d, options.reduction)
         return why
     return row
 
@@ -221,9 +222,40 @@ def _short_loop(model, counter: str) -> str | None:
     return None
 
 
-def _plan_column_split(program: Program, kernel: Kernel, d: KernelDecision) -> KernelDecision:
+def _few_columns(model) -> bool:
+    """Whether the thread axis is known to span fewer than 64 tiles of 32 columns (then
+    one block per tile leaves the GPU idle, and the split over row chunks is used)."""
+    from polycoal.codegen.kernel import thread_range
+    from polycoal.frontend.cexpr import evaluate
+    r = thread_range(model, model.thread_dims[0].name, "x")
+    lo = evaluate(r.host_lo, lambda n, m: model.parameter_values.get(n))
+    hi = evaluate(r.host_hi, lambda n, m: model.parameter_values.get(n))
+    return lo is not None and hi is not None and hi - lo + 1 < 64 * 32
+
+
+def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
+                           form: str) -> KernelDecision:
+    """A coalesced but starved column reduction: block-cooperative (one launch, a block
+    per 32 columns) unless asked for the split or the columns are known to be few."""
     model = d.analysis.model
     loop = next(l for l in d.analysis.loops if l.reduction)
+    fallback = ""
+    if form == "block" or (form == "auto" and not _few_columns(model)):
+        try:
+            d.generated = generate_column_blocks(program.text, kernel, model,
+                                                 loop.loop.counter)
+        except ValueError as e:
+            fallback = f" (not one block per 32 columns: {e})"
+        else:
+            d.mapping = Mapping((model.thread_dims[0].name,), (loop.loop.counter,),
+                                d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
+            d.action = "columns"
+            d.reason = (f"column reduction over '{loop.loop.source_name}' (into "
+                        f"{loop.reduction}): a block of {d.generated.block[0]}x"
+                        f"{d.generated.block[1]} threads per 32 columns, its rows split the "
+                        "loop and add up in shared memory; floating-point additions are "
+                        "reassociated")
+            return d
     d.mapping = Mapping((model.thread_dims[0].name, loop.loop.counter), (), d.mapping.costs,
                         d.mapping.parallel, d.mapping.ilp)
     d.generated = generate_column_split(program.text, kernel, model, loop.loop.counter)
@@ -231,7 +263,7 @@ def _plan_column_split(program: Program, kernel: Kernel, d: KernelDecision) -> K
     d.reason = (f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
                 "split over more threads: 32 columns x 512 rows per block, register sums, "
                 "a shared-memory combine and atomicAdd; floating-point additions are "
-                "reassociated")
+                "reassociated" + fallback)
     return d
 
 
@@ -312,11 +344,12 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
             for launch in program.launches_of(d.kernel):
                 out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
-        if d.action not in ("restructured", "reduced", "split", "tiled"):
+        if d.action not in ("restructured", "reduced", "columns", "split", "tiled"):
             continue
         kernel = program.kernel(d.kernel)
         out.append((kernel.span, d.generated.text))
         note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
+                "columns": "one block per 32 columns: ",
                 "tiled": "row reduction in tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
@@ -384,7 +417,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action in ("restructured", "permuted", "reduced", "split", "tiled"):
+        if d.action in ("restructured", "permuted", "reduced", "columns", "split", "tiled"):
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",

@@ -98,11 +98,11 @@ def test_polybench_decisions(program):
     prog, result, _ = transformed(path)
     assert not [x for x in result.diagnostics if x.severity == "error"]
     changed = {d.kernel: d.action for d in result.decisions if d.action != "unchanged"}
-    expected = {"covariance": {"covar_kernel": "restructured", "mean_kernel": "split"},
-                "correlation": {"corr_kernel": "restructured", "mean_kernel": "split"},
-                "bicg": {"bicg_kernel1": "split", "bicg_kernel2": "reduced"},
+    expected = {"covariance": {"covar_kernel": "restructured", "mean_kernel": "columns"},
+                "correlation": {"corr_kernel": "restructured", "mean_kernel": "columns"},
+                "bicg": {"bicg_kernel1": "columns", "bicg_kernel2": "reduced"},
                 "gesummv": {"gesummv_kernel": "reduced"},
-                "gemver": {"gemver_kernel2": "split", "gemver_kernel3": "reduced"},
+                "gemver": {"gemver_kernel2": "columns", "gemver_kernel3": "reduced"},
                 "gramschmidt": {"gramschmidt_kernel1": "split"}}
     assert changed == expected.get(program, {})
     if not changed:
@@ -196,7 +196,7 @@ def test_cpu_execution_matches(path, defines):
         d = next(d for d in result.decisions if d.kernel == v.kernel)
         # the same operations in the same order give identical results; a reassociated
         # reduction differs by rounding only
-        limit = 0.0 if d.action not in ("reduced", "split") else 1e-5
+        limit = 0.0 if d.action not in ("reduced", "columns", "split") else 1e-5
         assert all(a.elements > 0 and a.rel_l2 <= limit for a in v.arrays)
 
 
@@ -354,12 +354,36 @@ def test_row_reduction_kernel_shape():
     assert "(pc_extent_x + 7) / 8" in result.text          # 8 rows (warps) per block
 
 
-def test_column_reduction_split_shape_and_launches():
+def transformed_with(path: Path, reduction: str, defines=()):
+    options = TransformOptions(reduction=reduction, collapse_redundant=True,
+                               preprocessor=PreprocessorOptions(defines=tuple(defines)))
+    prog = read_program(str(path), options.preprocessor)
+    return prog, transform_program(prog, options), options
+
+
+def test_column_reduction_block_shape_and_launch():
+    """One launch: a block of 32x32 threads per 32 columns, row 0 runs the statement
+    before the loop (s[j] = 0) and adds the block's sum after the shared-memory combine."""
     d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1")
+    assert d.action == "columns" and "shared memory" in d.reason
+    assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1"]
+    text = d.generated.text
+    assert text.count("__syncthreads();") == 2 and "atomicAdd" not in text
+    assert text.index("s[(pc_x)] = 0.0f;") < text.index("pc_acc0 += r[")
+    assert "pc_i1 += 32" in text and "s[(pc_x)] += pc_acc0;" in text
+    prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
+    launch = result.text[result.text.index("polycoal: one block per 32 columns:"):]
+    launch = launch[:launch.index("\n  }")]
+    assert launch.count(">>>(") == 1 and "dim3(32, 32, 1)" in launch
+    assert "(pc_extent_x + 31) / 32" in launch
+
+
+def test_column_reduction_split_shape_and_launches():
+    prog, result, _ = transformed_with(POLYBENCH / "bicg" / "bicg.cu", "split")
+    d = next(d for d in result.decisions if d.kernel == "bicg_kernel1")
     assert d.action == "split" and "atomicAdd" in d.reason
     assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1__pc_before",
                                                         "bicg_kernel1"]
-    prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
     launch = result.text[result.text.index("polycoal: column reduction split:"):]
     launch = launch[:launch.index("\n  }")]
     assert launch.index("bicg_kernel1__pc_before<<<") < launch.index("  bicg_kernel1<<<")
@@ -381,8 +405,8 @@ def test_cpu_check_catches_a_wrong_reduction():
 
 
 @pytest.mark.parametrize("program,kernel,action", [
-    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "split"),
-    ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "split")])
+    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "columns"),
+    ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "columns")])
 def test_redundant_copies_collapse_only_on_request(program, kernel, action):
     path = POLYBENCH / program / f"{program}.cu"
     plain = decision(path, kernel)
@@ -430,12 +454,31 @@ def test_foreign_styles():
 @pytest.mark.parametrize("choice,action", [("tiles", "tiled"), ("warp", "reduced"),
                                            ("none", "unchanged")])
 def test_reduction_form_is_selectable(choice, action):
-    options = TransformOptions(reduction=choice,
-                               preprocessor=PreprocessorOptions(defines=("N=70",)))
-    prog = read_program(str(POLYBENCH / "gesummv" / "gesummv.cu"), options.preprocessor)
-    result = transform_program(prog, options)
+    prog, result, options = transformed_with(POLYBENCH / "gesummv" / "gesummv.cu", choice,
+                                             ("N=70",))
     (d,) = result.decisions
     assert d.action == action, d.reason
     if action != "unchanged":
         (verdict,) = validate_cpu(prog, result, options, {}, seed=3)
         assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("program,kernel,choice,action", [
+    ("gemver", "gemver_kernel2", "block", "columns"),
+    ("gemver", "gemver_kernel2", "split", "split"),
+    ("atax", "atax_kernel2", "block", "columns"),
+    ("covariance", "mean_kernel", "block", "columns"),
+    ("gramschmidt", "gramschmidt_kernel1", "auto", "split"),   # one column: too few
+])
+def test_column_reduction_forms_run_like_the_original(program, kernel, choice, action):
+    """Both column forms (statements after the loop: gemver's x[i] += z[i], the mean's
+    division; before it: atax's y[j] = 0) agree with the original on the CPU."""
+    defines = ("N=1100", "NX=1030", "NY=1070", "M=1040")
+    prog, result, options = transformed_with(POLYBENCH / program / f"{program}.cu", choice,
+                                             defines)
+    d = next(d for d in result.decisions if d.kernel == kernel)
+    assert d.action == action, d.reason
+    args = {"k": 3} if program == "gramschmidt" else {}
+    verdict = validate_kernel_cpu(prog, read_program(prog.path, options.preprocessor,
+                                                     text=result.text), d, args, seed=5)
+    assert verdict.ok and verdict.arrays, verdict.message

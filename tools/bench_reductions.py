@@ -68,9 +68,10 @@ def cublas_ms(n: int, matrices: int, repeat: int, transposed: bool) -> float | N
     return statistics.median(times)
 
 
-def run_case(case, n: int, repeat: int, with_cublas: bool = True) -> dict:
+def run_case(case, n: int, repeat: int, with_cublas: bool = True,
+             reduction: str = "auto") -> dict:
     program, kernel, macros, matrices, transposed = case
-    options = TransformOptions(kernel=kernel, collapse_redundant=True,
+    options = TransformOptions(kernel=kernel, collapse_redundant=True, reduction=reduction,
                                preprocessor=PreprocessorOptions(
                                    defines=tuple(f"{m}={n}" for m in macros)))
     path = os.path.join(ROOT, "polybench_inputs", program, f"{program}.cu")
@@ -84,35 +85,47 @@ def run_case(case, n: int, repeat: int, with_cublas: bool = True) -> dict:
             "cublas_ms": cublas_ms(n, matrices, repeat, transposed) if with_cublas else None}
 
 
+def _use_column_form(form: str) -> None:
+    """Set the shape of a column form (block:G or split:ROWS:GROUPS) for what follows."""
+    kind, *shape = form.split(":")
+    if kind == "block" and shape:
+        os.environ["POLYCOAL_COLUMN_GROUPS"] = shape[0]
+    if kind == "split" and shape:
+        os.environ["POLYCOAL_SPLIT"] = ",".join(shape)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--sizes", default="4096,16384")
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--split", default="", help="column-split shapes to compare first, as "
-                    "rows:groups,... (e.g. 512:8,1024:8,512:16); the fastest on bicg_kernel1 "
-                    "at the largest size is then used for the whole run")
+    ap.add_argument("--column-forms", default="", help="column-reduction forms to compare "
+                    "first on bicg_kernel1 at every size: block:G (a block of 32xG threads per "
+                    "32 columns) or split:ROWS:GROUPS (2-D blocks and atomicAdd), comma-"
+                    "separated; the fastest at the largest size is used for the whole run")
     args = ap.parse_args()
     driver, _ = load_pycuda()
     sizes = [int(v) for v in args.sizes.split(",")]
-    tuning = []
-    if args.split:
-        for shape in args.split.split(","):
-            rows, groups = shape.split(":")
-            os.environ["POLYCOAL_SPLIT"] = f"{rows},{groups}"
-            row = run_case(("bicg", "bicg_kernel1", ("NX", "NY"), 1, True), max(sizes),
-                           args.repeat, with_cublas=False)
-            tuning.append({"rows": int(rows), "groups": int(groups), **row})
+    tuning, column_form = [], "auto"
+    for form in filter(None, args.column_forms.split(",")):
+        _use_column_form(form)
+        for n in sizes:
+            row = run_case(("bicg", "bicg_kernel1", ("NX", "NY"), 1, True), n, args.repeat,
+                           with_cublas=False, reduction=form.split(":")[0])
+            tuning.append({"form": form, **row})
             print(json.dumps(tuning[-1]), flush=True)
-        best = min(tuning, key=lambda t: t["transformed_ms"])
-        os.environ["POLYCOAL_SPLIT"] = f"{best['rows']},{best['groups']}"
+    if tuning:
+        column_form = min((t for t in tuning if t["n"] == max(sizes)),
+                          key=lambda t: t["transformed_ms"])["form"]
+        _use_column_form(column_form)
     report = {"date": datetime.date.today().isoformat(),
               "device": driver.Device(0).name(), "command": " ".join(sys.argv), "rows": []}
-    report["split"] = os.environ.get("POLYCOAL_SPLIT", "default")
+    report["column_form"] = column_form
     report["tuning"] = tuning
     for n in sizes:
         for case in CASES:
-            row = run_case(case, n, args.repeat)
+            row = run_case(case, n, args.repeat, reduction=column_form.split(":")[0]
+                           if case[4] else "auto")
             report["rows"].append(row)
             print(json.dumps(row), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -25,6 +25,7 @@ from polycoal.templates import render_template
 
 ROWS_PER_BLOCK = 512      # rows one block sums per chunk
 ROW_GROUPS = 8            # threads per column in a block
+COLUMN_GROUPS = 32        # rows of threads of the block-cooperative form (32 x 32 threads)
 
 
 def split_shape() -> tuple[int, int]:
@@ -35,6 +36,24 @@ def split_shape() -> tuple[int, int]:
         rows, groups = (int(v) for v in override.split(","))
         return rows, groups
     return ROWS_PER_BLOCK, ROW_GROUPS
+
+
+def column_groups() -> int:
+    """Rows of threads per block of the block-cooperative column form;
+    POLYCOAL_COLUMN_GROUPS overrides it (tuning experiments on a device)."""
+    return int(os.environ.get("POLYCOAL_COLUMN_GROUPS", COLUMN_GROUPS))
+
+
+def generate_column_blocks(original: str, kernel: Kernel, model: KernelModel,
+                           counter: str) -> GeneratedKernel:
+    """A coalesced but starved column reduction, one launch: each block of 32 x G
+    threads owns 32 columns, its G rows of threads split the loop, partial sums meet in
+    shared memory and row 0 finishes the column (codegen.kernel's block-cooperative
+    form). Raises ValueError when the barriers could not be reached by every thread."""
+    groups = column_groups()
+    mapping = Mapping((model.thread_dims[0].name,), (counter,), {}, ())
+    return generate_kernel(original, kernel, model, mapping, (32, groups, 1),
+                           warp_reduction=counter, column_groups=groups)
 
 
 def _renamed(text: str, name: str, new: str) -> str:

@@ -157,13 +157,20 @@ def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list
 
 def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
                     block: tuple[int, int, int] | None = None,
-                    promote: bool = False, warp_reduction: str | None = None
-                    ) -> GeneratedKernel:
+                    promote: bool = False, warp_reduction: str | None = None,
+                    column_groups: int = 0) -> GeneratedKernel:
     """The new kernel's text. With `warp_reduction` (a loop dim carrying only
     reductions), the single thread axis is run by whole warps instead of threads: the
     lanes of a warp split that loop (coalesced), each accumulates in a register, a
     shuffle tree adds the 32 partial results, and lane 0 updates memory and runs the
-    statements outside the loop (core paper section 4, the warp-cooperative form)."""
+    statements outside the loop (core paper section 4, the warp-cooperative form).
+
+    With `column_groups` = G as well, the form is block-cooperative instead, for a
+    column reduction (coalesced along the threads but starved): a block of 32 x G
+    threads runs 32 consecutive values of the thread axis (x, coalesced), its G rows of
+    threads split the loop, their partial results meet in shared memory, and row 0
+    updates memory and runs the statements outside the loop. One launch, no atomics:
+    the statements before and after the loop keep their order in each thread."""
     taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
     thread_vars = {a: _fresh(f"pc_{a}", taken) for a in AXES[:len(mapping.axes)]}
     prefix = _fresh("pc_i", taken)
@@ -219,7 +226,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
         if warp_reduction:
-            return f"if (pc_lane == 0) {{ {text}; }}"
+            return f"if ({leader}) {{ {text}; }}"
         return text + ";"
 
     reduction_iterators = set()
@@ -228,8 +235,11 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             if warp_reduction in schedules[st.name]:
                 reduction_iterators.add(f"{prefix}{schedules[st.name].index(warp_reduction)}")
 
+    leader = "threadIdx.y == 0 && pc_active" if column_groups else "pc_lane == 0"
+    shared: list[str] = []
+
     def warp_loop(node: isl.AstNode, iterator: str):
-        """The reduction loop, split over the lanes of a warp."""
+        """The reduction loop, split over the lanes of a warp (or the rows of a block)."""
         if iterator not in reduction_iterators:
             return None
         first = len(in_reduction)
@@ -243,14 +253,34 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         for k, (name, target, op, _) in enumerate(mine, first):
             element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
             lines.append(f"  {element} pc_acc{k} = {'0' if op == '+' else '1'};")
-        lines.append(f"  for (int {iterator} = ({init}) + pc_lane; {cond}; {iterator} += 32) {{")
-        lines += ["    " + l for l in body] + ["  }"]
+            if column_groups:
+                shared.append(f"__shared__ {element} pc_part{k}[{column_groups}][32];")
+        loop = [f"for (int {iterator} = ({init}) + " +
+                (f"(int)threadIdx.y; {cond}; {iterator} += {column_groups}) {{" if column_groups
+                 else f"pc_lane; {cond}; {iterator} += 32) {{")]
+        loop += ["  " + l for l in body] + ["}"]
+        if column_groups:
+            # the rows of the block meet in shared memory; every thread of the block
+            # reaches both barriers (the tile loop around is uniform)
+            lines.append("  if (pc_active) {")
+            lines += ["    " + l for l in loop] + ["  }"]
+            lines += [f"  pc_part{k}[threadIdx.y][threadIdx.x] = pc_acc{k};"
+                      for k in range(first, len(in_reduction))]
+            lines.append("  __syncthreads();")
+            lines.append(f"  if ({leader}) {{")
+            for k, (_, target, op, _) in enumerate(mine, first):
+                lines.append(f"    for (int pc_r = 1; pc_r < {column_groups}; ++pc_r) "
+                             f"pc_acc{k} {op}= pc_part{k}[pc_r][threadIdx.x];")
+                lines.append(f"    {target} {op}= pc_acc{k};")
+            lines += ["  }", "  __syncthreads();", "}"]
+            return lines
+        lines += ["  " + l for l in loop]
         lines.append("  for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {")
         for k, (_, _, op, _) in enumerate(mine, first):
             lines.append(f"    pc_acc{k} {op}= __shfl_down_sync(0xffffffffu, pc_acc{k}, "
                          "pc_offset);")
         lines.append("  }")
-        lines.append("  if (pc_lane == 0) {")
+        lines.append(f"  if ({leader}) {{")
         for k, (_, target, op, _) in enumerate(mine, first):
             lines.append(f"    {target} {op}= pc_acc{k};")
         lines += ["  }", "}"]
@@ -283,6 +313,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 f"{ref} = pc_acc;")
 
     body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None)
+    if column_groups:
+        _check_uniform_barriers(body, thread_vars["x"])
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
@@ -306,13 +338,34 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         new_axes=[(a, _describe_dim(model, d)) for d, a in axis_of.items()],
         sequential=[_describe_dim(model, d) for d in mapping.sequential],
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
-        body=body, warp=bool(warp_reduction),
+        body=body, warp=bool(warp_reduction) and not column_groups,
+        columns=column_groups, shared=shared,
         reduction=_describe_dim(model, warp_reduction) if warp_reduction else "")
+    per_block = tuple(block)
+    if column_groups:
+        per_block = (32, 1, 1)
+    elif warp_reduction:
+        per_block = (block[0] // 32, block[1], block[2])
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
-                           axis_dims={a: d for d, a in axis_of.items()},
-                           per_block=(block[0] // 32, block[1], block[2]) if warp_reduction
-                           else tuple(block))
+                           axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block)
+
+
+def _check_uniform_barriers(body: list[str], thread_var: str) -> None:
+    """Every thread of a block must reach each __syncthreads: refuse a barrier under a
+    condition on the thread's own index, or in an else branch (raises ValueError)."""
+    for k, line in enumerate(body):
+        if "__syncthreads" not in line:
+            continue
+        indent = len(line) - len(line.lstrip())
+        for above in reversed(body[:k]):
+            depth = len(above) - len(above.lstrip())
+            if depth >= indent:
+                continue
+            indent, text = depth, above.strip()
+            if text.startswith("} else") or (text.startswith("if (") and
+                                             re.search(rf"\b{thread_var}\b", text)):
+                raise ValueError("the reduction loop runs under a condition on the thread")
 
 
 def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,

@@ -128,7 +128,7 @@ def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
             new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
         new_grid += [1] * (3 - len(new_grid))
         runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
-                             tuple(st.block), d.action in ("reduced", "split", "tiled")))
+                             tuple(st.block), d.action in ("reduced", "columns", "split", "tiled")))
     return runs
 
 
@@ -200,7 +200,7 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         transformed = [new_program.kernel(st.kernel).expanded if st.kernel != kernel.name
                        else transformed[0] for st in d.generated.stages]
     tolerance = 1e-5
-    if d.action in ("reduced", "split", "tiled"):
+    if d.action in ("reduced", "columns", "split", "tiled"):
         tolerance = max(tolerance, reassociation_tolerance(model, values))
     return Experiment(
         kernel, model, launch, values, arrays, grid, block, stages, hidden, declarations,
