@@ -11,7 +11,7 @@ texts (preprocessed, renamed apart). The CPU and GPU executors only run it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -36,6 +36,7 @@ class Array:
     name: str
     type: str
     size: int
+    index_bound: int = 0                  # > 0: an int array filled with indices below it
 
 
 @dataclass
@@ -150,11 +151,30 @@ def reassociation_tolerance(model: KernelModel, values: dict[str, int]) -> float
     return 8 * 2.0 ** -24 * longest ** 0.5
 
 
-def prepare(program: Program, new_program: Program, d: KernelDecision,
-            arguments: dict[str, int]) -> Experiment:
-    kernel = program.kernel(d.kernel)
-    model = d.analysis.model
-    launch = program.launches_of(kernel.name)[0]
+@dataclass
+class LaunchSetup:
+    """What running a kernel as its (first) launch site sets it up needs."""
+
+    launch: Launch
+    values: dict[str, int]                # int arguments
+    arrays: list[Array]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    declarations: list[str]               # __device__ functions and variables
+
+
+def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
+                 arguments: dict[str, int]) -> LaunchSetup:
+    """Argument values, arrays and geometry of the kernel's first launch site.
+
+    An array some access reaches through a non-affine subscript (`x[P[i]]`) has no
+    footprint: it gets the size of the largest other array or of the launch, whichever
+    is larger, and the int arrays of such a kernel hold indices below the smallest of
+    those sizes, so that indirect references stay in bounds."""
+    launches = program.launches_of(kernel.name)
+    if not launches:
+        raise NotRunnable(f"kernel '{kernel.name}' has no launch site in the file")
+    launch = launches[0]
     if launch.block_shape is None or launch.grid_shape is None:
         raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
                           "geometry: give the sizes with -D")
@@ -182,6 +202,26 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
     grid, block = launch.grid_shape, launch.block_shape
+    irregular = {a.array for _, a in model.accesses() if a.flat is None}
+    if irregular & {a.name for a in arrays}:
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        size = max([a.size for a in arrays] + [threads])
+        arrays = [replace(a, size=size) if a.name in irregular else a for a in arrays]
+        bound = min(a.size for a in arrays if a.name in irregular)
+        arrays = [replace(a, index_bound=bound) if a.type not in ("float", "double") else a
+                  for a in arrays]
+    declarations = [g.expanded for g in program.globals.values() if g.expanded]
+    declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
+    return LaunchSetup(launch, values, arrays, grid, block, declarations)
+
+
+def prepare(program: Program, new_program: Program, d: KernelDecision,
+            arguments: dict[str, int]) -> Experiment:
+    kernel = program.kernel(d.kernel)
+    model = d.analysis.model
+    setup = setup_launch(program, kernel, model, arguments)
+    launch, values, arrays = setup.launch, setup.values, setup.arrays
+    grid, block = setup.grid, setup.block
     if d.collapsed:      # the original's meaning without its racing copies: one of each
         keep = ["xyz"[k] not in d.collapsed for k in range(3)]
         grid = tuple(g if k else 1 for g, k in zip(grid, keep))
@@ -192,8 +232,7 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
     if d.action != "permuted":
         lv = launch_values(grid, block)
         hidden = [lv[h] for h in d.generated.hidden]
-    declarations = [g.expanded for g in program.globals.values() if g.expanded]
-    declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
+    declarations = setup.declarations
     transformed = [rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name,
                                  names[1])]
     if d.action != "permuted":
