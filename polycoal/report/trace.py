@@ -13,6 +13,7 @@ from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.diagnostics import Diagnostic
 from polycoal.dynamic.algorithm1 import SiteStats, algorithm1
 from polycoal.dynamic.collect import KernelTrace
+from polycoal.frontend.dialect import cuda_dialect
 from polycoal.report import sarif
 from polycoal.report.json_report import diagnostic, location
 from polycoal.report.text import table
@@ -26,11 +27,16 @@ RULES = {
 }
 
 
-def static_verdict(r: ReferenceReport | None) -> str | None:
-    """The static analysis' class of a reference, in Algorithm 1's words."""
+def static_verdict(r: ReferenceReport | None, block: tuple[int, int, int] | None) -> str | None:
+    """The static analysis' class of a reference, in Algorithm 1's words: a broadcast
+    when the thread axes that vary within a warp of `block` all have stride 0."""
     if r is None or r.coalesced is None:
         return None
-    if all(s is not None and s.is_constant() and s.constant() == 0 for s in r.strides.values()):
+    bx, by, bz = block or (cuda_dialect().warp_size, 1, 1)
+    warp = cuda_dialect().warp_size
+    varying = {"x": bx > 1, "y": by > 1 and bx < warp, "z": bz > 1 and bx * by < warp}
+    if all(r.strides[a] is not None and r.strides[a].is_constant() and
+           r.strides[a].constant() == 0 for a, v in varying.items() if v):
         return "broadcast"
     return "coalesced" if r.coalesced else "uncoalesced"
 
@@ -112,7 +118,7 @@ def render_text(summary: Summary) -> str:
                          f"{st.sectors_avg:.1f}/{st.ideal_avg:.1f}",
                          _elements(st.largest_gap, size),
                          st.verdict.upper() if not st.coalesced else st.verdict,
-                         static_verdict(_static(t, st)) or "-"])
+                         static_verdict(_static(t, st), t.block) or "-"])
             if st.advice:
                 notes.append(f"  {s.text} ({s.kind}): {st.advice}")
             if s.irregular:
@@ -133,7 +139,7 @@ def render_text(summary: Summary) -> str:
 def site(t: KernelTrace, st: SiteStats) -> dict[str, Any]:
     s, size = st.site, st.site.element_size
     static = _static(t, st)
-    verdict = static_verdict(static)
+    verdict = static_verdict(static, t.block)
     return {
         "sid": s.sid, "array": s.array, "text": s.text, "location": location(s.location),
         "type": s.kind, "element_bytes": size, "irregular": s.irregular,

@@ -24,6 +24,7 @@ from polycoal.transform import KernelDecision
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
                 "uint64_t"}
+UNKNOWN_MARGIN = 32             # extra elements of an array without a footprint
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 
 
@@ -167,10 +168,11 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
                  arguments: dict[str, int]) -> LaunchSetup:
     """Argument values, arrays and geometry of the kernel's first launch site.
 
-    An array some access reaches through a non-affine subscript (`x[P[i]]`) has no
-    footprint: it gets the size of the largest other array or of the launch, whichever
-    is larger, and the int arrays of such a kernel hold indices below the smallest of
-    those sizes, so that indirect references stay in bounds."""
+    An array without a footprint (reached through a non-affine subscript, `x[P[i]]`, or
+    only outside the model, `rowptr[i + 1]` in a loop bound) gets the size B of the
+    largest other array or of the launch, whichever is larger, plus UNKNOWN_MARGIN
+    elements for neighbours' reads; the int arrays of such a kernel hold indices below
+    B, so that indirect references stay in bounds."""
     launches = program.launches_of(kernel.name)
     if not launches:
         raise NotRunnable(f"kernel '{kernel.name}' has no launch site in the file")
@@ -202,12 +204,14 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
     grid, block = launch.grid_shape, launch.block_shape
-    irregular = {a.array for _, a in model.accesses() if a.flat is None}
-    if irregular & {a.name for a in arrays}:
+    affine = {a.array for _, a in model.accesses() if a.flat is not None}
+    unknown = {a.array for _, a in model.accesses() if a.flat is None}
+    unknown |= {a.name for a in arrays} - affine
+    if unknown & {a.name for a in arrays}:
         threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-        size = max([a.size for a in arrays] + [threads])
-        arrays = [replace(a, size=size) if a.name in irregular else a for a in arrays]
-        bound = min(a.size for a in arrays if a.name in irregular)
+        bound = max([a.size for a in arrays if a.name not in unknown] + [threads])
+        arrays = [replace(a, size=bound + UNKNOWN_MARGIN) if a.name in unknown else a
+                  for a in arrays]
         arrays = [replace(a, index_bound=bound) if a.type not in ("float", "double") else a
                   for a in arrays]
     declarations = [g.expanded for g in program.globals.values() if g.expanded]
