@@ -89,11 +89,51 @@ def _parser() -> argparse.ArgumentParser:
                           help="timed launches per kernel with --device (median reported)")
     validate.add_argument("--report", choices=("text", "json"), default="text")
     _add_transform_options(validate)
-    validate.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
-                          help="value of an int kernel argument")
-    validate.add_argument("--seed", type=int, default=None,
-                          help="random seed (default: a fresh one, printed)")
+    _add_run_options(validate, "random seed (default: a fresh one, printed)", None)
+    trace = sub.add_parser("trace", help="instrument every global load and store, run the "
+                           "kernels, and report the core paper's Algorithm 1 per reference")
+    trace.add_argument("input", help="a .cu file")
+    _add_preprocessor_options(trace)
+    where = trace.add_mutually_exclusive_group()
+    where.add_argument("--cpu", action="store_true", help="run on the CPU (the default; "
+                       "small sizes: use -D)")
+    where.add_argument("--device", action="store_true", help="run on the GPU (needs pycuda)")
+    trace.add_argument("--kernel", help="trace only this kernel")
+    trace.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    trace.add_argument("-o", "--output", help="write the report here instead of stdout")
+    trace.add_argument("--max-records", type=_positive, default=2_000_000,
+                       help="trace records kept at most per kernel (whole blocks are sampled "
+                       "to fit; default 2000000)")
+    _add_run_options(trace, "random seed of the inputs (default 1)", 1)
     return parser
+
+
+def _add_run_options(p: argparse.ArgumentParser, seed_help: str, seed: int | None) -> None:
+    """Options of commands that run kernels: int argument values and the input seed."""
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of an int kernel argument")
+    p.add_argument("--seed", type=int, default=seed, help=seed_help)
+
+
+def _arguments(args) -> dict[str, int]:
+    arguments = {}
+    for item in args.arg:
+        name, _, value = item.partition("=")
+        try:
+            arguments[name.strip()] = int(value, 0)
+        except ValueError:
+            raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
+    return arguments
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
+    return value
 
 
 def _block(text: str) -> tuple[int, int, int]:
@@ -179,13 +219,7 @@ def cmd_validate(args) -> int:
     import random
     from polycoal.transform import transform_program
     from polycoal.validate.cpu import validate_cpu
-    arguments = {}
-    for item in args.arg:
-        name, _, value = item.partition("=")
-        try:
-            arguments[name.strip()] = int(value, 0)
-        except ValueError:
-            raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
+    arguments = _arguments(args)
     program = _read(args)
     options = _transform_options(args)
     result = transform_program(program, options)
@@ -230,11 +264,34 @@ def _validate_device(program, result, options, arguments, args) -> int:
     return 0 if all(v.ok for v in verdicts) else 1
 
 
+def cmd_trace(args) -> int:
+    from polycoal.analysis import analyze_program
+    from polycoal.dynamic.collect import trace_program
+    from polycoal.report import trace
+    arguments = _arguments(args)
+    if args.device:
+        from polycoal.validate.device import load_pycuda
+        load_pycuda()
+    program = _read(args)
+    pa = analyze_program(program, args.kernel)
+    traces = trace_program(pa.kernels, program, arguments,
+                           "device" if args.device else "cpu", args.max_records, args.seed)
+    summary = trace.summarise(traces)
+    if args.format == "json":
+        out = json.dumps(trace.render_json(program.path, summary), indent=2) + "\n"
+    elif args.format == "sarif":
+        out = json.dumps(trace.render_sarif(program.path, summary), indent=2) + "\n"
+    else:
+        out = trace.render_text(summary)
+    _write(out, args.output)
+    return 1 if any(t.error for t in traces) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"analyze": cmd_analyze, "transform": cmd_transform,
-                "validate": cmd_validate}[args.command](args)
+                "validate": cmd_validate, "trace": cmd_trace}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2

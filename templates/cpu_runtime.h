@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -114,12 +115,25 @@ template <typename T> T __ldg(const T* p) { return *p; }
 using std::sqrt; using std::exp; using std::log; using std::fabs; using std::pow;
 using std::floor; using std::ceil;
 
+// Random inputs: values in (-8, 8), or indices in [0, index_bound) when it is positive.
+template <typename T> static void pc_fill(std::vector<T>& v, std::mt19937& rng,
+                                          long long index_bound) {
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  for (auto& x : v)
+    x = index_bound > 0 ? (T)((long long)((d(rng) + 1.0) / 2.0 * (double)index_bound) % index_bound)
+                        : (T)(d(rng) * 8.0);
+}
+
 // Run `body` for every thread of the launch, as CUDA would (up to the order).
-inline void pc_launch(dim3 grid, dim3 block, bool synchronising, const std::function<void()>& body) {
+// Only the first `blocks` blocks in linear order (x fastest) run when it is given.
+inline void pc_launch(dim3 grid, dim3 block, bool synchronising, const std::function<void()>& body,
+                      unsigned long long blocks = ~0ull) {
   gridDim = grid; blockDim = block;
+  unsigned long long linear = 0;
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
+        if (linear++ >= blocks) return;
         if (!synchronising) {
           blockIdx = {bx, by, bz};
           for (unsigned tz = 0; tz < block.z; ++tz)

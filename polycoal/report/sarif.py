@@ -7,6 +7,7 @@ from typing import Any
 
 from polycoal import __version__
 from polycoal.analysis import ProgramAnalysis
+from polycoal.diagnostics import Diagnostic
 from polycoal.report.findings import program_diagnostics
 
 _RULES = {
@@ -24,8 +25,14 @@ _LEVEL = {"error": "error", "warning": "warning", "note": "note"}
 
 
 def render(pa: ProgramAnalysis) -> dict[str, Any]:
+    return document(program_diagnostics(pa), pa.program.path, _RULES)
+
+
+def document(diagnostics: list[Diagnostic], path: str, rules: dict[str, str]
+             ) -> dict[str, Any]:
+    """A SARIF log of one run: every diagnostic a result, `rules` id -> description."""
     results = []
-    for d in program_diagnostics(pa):
+    for d in diagnostics:
         result: dict[str, Any] = {"ruleId": d.code, "level": _LEVEL[d.severity],
                                   "message": {"text": d.message}}
         if d.location is not None:
@@ -42,9 +49,9 @@ def render(pa: ProgramAnalysis) -> dict[str, Any]:
             "tool": {"driver": {
                 "name": "polycoal", "version": __version__,
                 "informationUri": "https://github.com/polycoal/polycoal",
-                "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in _RULES.items()],
+                "rules": [{"id": k, "shortDescription": {"text": v}} for k, v in rules.items()],
             }},
-            "artifacts": [{"location": {"uri": _uri(pa.program.path)}}],
+            "artifacts": [{"location": {"uri": _uri(path)}}],
             "results": results,
         }],
     }

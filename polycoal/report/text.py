@@ -6,7 +6,7 @@ from polycoal.analysis import KernelAnalysis, ProgramAnalysis
 from polycoal.report.findings import program_diagnostics, stride_text
 
 
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+def table(rows: list[list[str]], header: list[str]) -> list[str]:
     widths = [max(len(r[k]) for r in rows + [header]) for k in range(len(header))]
     fmt = lambda r: "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
     return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
@@ -32,7 +32,7 @@ def kernel_text(ka: KernelAnalysis) -> list[str]:
                      "-" if r.sectors is None else f"{r.sectors}/{r.ideal_sectors}",
                      str(r.count), verdict])
     if rows:
-        lines += _table(rows, ["reference", "type", "stride x/y/z (elements)", "class x y z",
+        lines += table(rows, ["reference", "type", "stride x/y/z (elements)", "class x y z",
                                "sectors/ideal", "count", "verdict"])
     total, unco, exact = ka.totals()
     if total is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from polycoal.analysis.counting import count_statement
-from polycoal.frontend.program import Program
+from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
 from polycoal.templates import render_template
 from polycoal.transform import KernelDecision, TransformOptions, TransformResult
@@ -54,6 +54,42 @@ def _instances(model: KernelModel, values: dict[str, int]) -> int:
     return total
 
 
+def harness_arguments(kernel: Kernel, values: dict[str, int]) -> tuple[list[str], list[dict]]:
+    """The harness's call arguments for the kernel (arrays pc_o_NAME, known ints as
+    constants, other scalars pc_s_NAME) and the scalars it must declare."""
+    args, scalars = [], []
+    for p in kernel.parameters:
+        if p.is_pointer:
+            args.append(f"pc_o_{p.name}.data()")
+        elif p.name in values:
+            args.append(f"(long long){values[p.name]}")
+        else:
+            scalars.append({"name": p.name, "type": p.type})
+            args.append(f"pc_s_{p.name}")
+    return args, scalars
+
+
+def build_harness(directory: str, source: str, headers: tuple[str, ...] = ("cpu_runtime.h",)
+                  ) -> tuple[str | None, str]:
+    """Compile the harness `source` with the runtime headers in `directory`:
+    (executable, "") or (None, the compiler's first error line)."""
+    for header in headers:
+        text = (resources.files("polycoal.templates") / header).read_text()
+        with open(os.path.join(directory, header), "w") as f:
+            f.write(text)
+    src = os.path.join(directory, "harness.cpp")
+    with open(src, "w") as f:
+        f.write(source)
+    exe = os.path.join(directory, "harness")
+    cxx = os.environ.get("CXX", "g++")
+    build = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w",
+                            src, "-o", exe], capture_output=True, text=True)
+    if build.returncode != 0:
+        first = build.stderr.strip().splitlines()[:1]
+        return None, first[0] if first else "?"
+    return exe, ""
+
+
 def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecision,
                         arguments: dict[str, int], seed: int) -> CpuVerdict:
     try:
@@ -64,15 +100,7 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
     if work > MAX_INSTANCES:
         return CpuVerdict(d.kernel, False, f"{work} statement instances are too many for "
                           "the CPU: give smaller sizes with -D")
-    args, scalars = [], []
-    for p in e.kernel.parameters:
-        if p.is_pointer:
-            args.append(f"pc_o_{p.name}.data()")
-        elif p.name in e.values:
-            args.append(f"(long long){e.values[p.name]}")
-        else:
-            scalars.append({"name": p.name, "type": p.type})
-            args.append(f"pc_s_{p.name}")
+    args, scalars = harness_arguments(e.kernel, e.values)
     new_args = [a.replace("pc_o_", "pc_n_") for a in args] + [f"{h}LL" for h in e.hidden]
     sync_permuted = e.synchronising and d.action == "permuted"
     launches = [{"name": st.kernel, "grid": list(st.grid), "block": list(st.block),
@@ -88,20 +116,9 @@ def validate_kernel_cpu(program: Program, new_program: Program, d: KernelDecisio
 
 def _compile_and_run(name: str, source: str) -> CpuVerdict:
     with tempfile.TemporaryDirectory(prefix="polycoal-cpu-") as tmp:
-        runtime = (resources.files("polycoal.templates") / "cpu_runtime.h").read_text()
-        with open(os.path.join(tmp, "cpu_runtime.h"), "w") as f:
-            f.write(runtime)
-        src = os.path.join(tmp, "harness.cpp")
-        with open(src, "w") as f:
-            f.write(source)
-        exe = os.path.join(tmp, "harness")
-        cxx = os.environ.get("CXX", "g++")
-        build = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w",
-                                src, "-o", exe], capture_output=True, text=True)
-        if build.returncode != 0:
-            first = build.stderr.strip().splitlines()[:1]
-            return CpuVerdict(name, False, "the CPU harness does not compile: "
-                              + (first[0] if first else "?"))
+        exe, error = build_harness(tmp, source)
+        if exe is None:
+            return CpuVerdict(name, False, f"the CPU harness does not compile: {error}")
         try:
             run = subprocess.run([exe], capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:

@@ -67,7 +67,7 @@ def load_pycuda():
     return driver, SourceModule
 
 
-def _dtype(np, ctype: str):
+def numpy_dtype(np, ctype: str):
     return np.dtype(_NUMPY.get(ctype, "int32"))
 
 
@@ -82,21 +82,21 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         return DeviceVerdict(d.kernel, False, str(error))
     source = "\n".join(e.declarations + ['extern "C" {', e.original, e.transformed, "}"])
     rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
-    total_bytes = sum(_dtype(np, a.type).itemsize * a.size for a in e.arrays)
+    total_bytes = sum(numpy_dtype(np, a.type).itemsize * a.size for a in e.arrays)
     # input sets to rotate so that repeated launches do not run from the L2 cache
     sets = 1 if total_bytes >= 2 * L2_BYTES else \
         max(1, min(4, math.ceil(2 * L2_BYTES / max(total_bytes, 1))))
     scalars = {}
     for p in e.kernel.parameters:
         if not p.is_pointer:
-            dt = _dtype(np, p.type)
+            dt = numpy_dtype(np, p.type)
             scalars[p.name] = dt.type(e.values[p.name]) if p.name in e.values else \
                 dt.type(rng.uniform(0.5, 1.5))
 
     def fresh():
         out = {}
         for a in e.arrays:
-            dt = _dtype(np, a.type)
+            dt = numpy_dtype(np, a.type)
             out[a.name] = ((rng.standard_normal(a.size) + 0.5).astype(dt) if dt.kind == "f"
                            else rng.integers(1, 100, a.size).astype(dt))
         return out
@@ -140,7 +140,7 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         driver.Context.synchronize()
         results, ok = [], True
         for a in e.arrays:
-            dt = _dtype(np, a.type)
+            dt = numpy_dtype(np, a.type)
             x, y = np.empty(a.size, dt), np.empty(a.size, dt)
             driver.memcpy_dtoh(x, bufs_o[a.name])
             driver.memcpy_dtoh(y, bufs_n[a.name])

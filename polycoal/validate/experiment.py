@@ -11,7 +11,7 @@ texts (preprocessed, renamed apart). The CPU and GPU executors only run it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -24,6 +24,7 @@ from polycoal.transform import KernelDecision
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
                 "uint64_t"}
+UNKNOWN_MARGIN = 32             # extra elements of an array without a footprint
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 
 
@@ -36,6 +37,7 @@ class Array:
     name: str
     type: str
     size: int
+    index_bound: int = 0                  # > 0: an int array filled with indices below it
 
 
 @dataclass
@@ -150,11 +152,31 @@ def reassociation_tolerance(model: KernelModel, values: dict[str, int]) -> float
     return 8 * 2.0 ** -24 * longest ** 0.5
 
 
-def prepare(program: Program, new_program: Program, d: KernelDecision,
-            arguments: dict[str, int]) -> Experiment:
-    kernel = program.kernel(d.kernel)
-    model = d.analysis.model
-    launch = program.launches_of(kernel.name)[0]
+@dataclass
+class LaunchSetup:
+    """What running a kernel as its (first) launch site sets it up needs."""
+
+    launch: Launch
+    values: dict[str, int]                # int arguments
+    arrays: list[Array]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    declarations: list[str]               # __device__ functions and variables
+
+
+def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
+                 arguments: dict[str, int]) -> LaunchSetup:
+    """Argument values, arrays and geometry of the kernel's first launch site.
+
+    An array without a footprint (reached through a non-affine subscript, `x[P[i]]`, or
+    only outside the model, `rowptr[i + 1]` in a loop bound) gets the size B of the
+    largest other array or of the launch, whichever is larger, plus UNKNOWN_MARGIN
+    elements for neighbours' reads; the int arrays of such a kernel hold indices below
+    B, so that indirect references stay in bounds."""
+    launches = program.launches_of(kernel.name)
+    if not launches:
+        raise NotRunnable(f"kernel '{kernel.name}' has no launch site in the file")
+    launch = launches[0]
     if launch.block_shape is None or launch.grid_shape is None:
         raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
                           "geometry: give the sizes with -D")
@@ -182,6 +204,28 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
     grid, block = launch.grid_shape, launch.block_shape
+    affine = {a.array for _, a in model.accesses() if a.flat is not None}
+    unknown = {a.array for _, a in model.accesses() if a.flat is None}
+    unknown |= {a.name for a in arrays} - affine
+    if unknown & {a.name for a in arrays}:
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        bound = max([a.size for a in arrays if a.name not in unknown] + [threads])
+        arrays = [replace(a, size=bound + UNKNOWN_MARGIN) if a.name in unknown else a
+                  for a in arrays]
+        arrays = [replace(a, index_bound=bound) if a.type not in ("float", "double") else a
+                  for a in arrays]
+    declarations = [g.expanded for g in program.globals.values() if g.expanded]
+    declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
+    return LaunchSetup(launch, values, arrays, grid, block, declarations)
+
+
+def prepare(program: Program, new_program: Program, d: KernelDecision,
+            arguments: dict[str, int]) -> Experiment:
+    kernel = program.kernel(d.kernel)
+    model = d.analysis.model
+    setup = setup_launch(program, kernel, model, arguments)
+    launch, values, arrays = setup.launch, setup.values, setup.arrays
+    grid, block = setup.grid, setup.block
     if d.collapsed:      # the original's meaning without its racing copies: one of each
         keep = ["xyz"[k] not in d.collapsed for k in range(3)]
         grid = tuple(g if k else 1 for g, k in zip(grid, keep))
@@ -192,8 +236,7 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
     if d.action != "permuted":
         lv = launch_values(grid, block)
         hidden = [lv[h] for h in d.generated.hidden]
-    declarations = [g.expanded for g in program.globals.values() if g.expanded]
-    declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
+    declarations = setup.declarations
     transformed = [rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name,
                                  names[1])]
     if d.action != "permuted":

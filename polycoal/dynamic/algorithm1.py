@@ -1,0 +1,105 @@
+"""The core paper's Algorithm 1 on a trace: per static id, how its warps touch memory.
+
+Records with the same (static id, dynamic id, block, warp) were executed together: one
+warp-level request (a warp is 32 consecutive linear thread ids of a block). Within a
+request the lanes' byte offsets are sorted and the differences between neighbours are
+the request's strides. Over all requests of a static id:
+
+- min / max / average stride (bytes; also reported in elements);
+- coalesced when the largest stride is at most the element size (neighbouring lanes
+  touch the same or the next element: stride 0 is a broadcast, stride 1 element the
+  ideal), else uncoalesced;
+- sectors per request: the distinct 32-byte sectors of the request's offsets (arrays
+  start sector-aligned, as cudaMalloc's do), against the ideal, the fewest sectors the
+  request's distinct elements need;
+- the global largest gap: all offsets the static id touched, sorted; the largest
+  difference between neighbours. An uncoalesced reference whose largest gap exceeds the
+  element size leaves holes in memory, so its "accesses cannot all be coalesced" by any
+  assignment of work to threads; otherwise "a thread-geometry transformation can fix
+  it", and for a load "also consider shared memory" (stage it coalesced);
+- the stride distribution: the most frequent strides (elements) and their shares, the
+  measure that describes irregular references (`A[P[i]]`, CSR loops).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from polycoal.analysis.coalescing import SECTOR_BYTES
+from polycoal.dynamic.collect import Record
+from polycoal.dynamic.instrument import Site
+from polycoal.frontend.dialect import cuda_dialect
+
+HISTOGRAM_TOP = 5
+
+
+@dataclass(frozen=True)
+class SiteStats:
+    site: Site
+    requests: int
+    accesses: int
+    min_stride: int                          # bytes, over all requests
+    max_stride: int
+    avg_stride: float
+    coalesced: bool
+    broadcast: bool                          # every request reads one address
+    largest_gap: int                         # bytes
+    sectors_min: int
+    sectors_max: int
+    sectors_avg: float
+    ideal_avg: float
+    histogram: tuple[tuple[int, float], ...]  # (stride in elements, share), most frequent first
+    verdict: str
+    advice: str | None
+
+
+def requests(records: list[Record]) -> dict[int, list[list[int]]]:
+    """Static id -> its warp-level requests, each the lanes' byte offsets."""
+    warp = cuda_dialect().warp_size
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for r in records:
+        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append(r.offset)
+    out: dict[int, list[list[int]]] = defaultdict(list)
+    for key, offsets in groups.items():
+        out[key[0]].append(offsets)
+    return out
+
+
+def site_stats(site: Site, reqs: list[list[int]]) -> SiteStats:
+    size = site.element_size
+    strides: Counter = Counter()
+    sectors, ideals = [], []
+    touched: set[int] = set()
+    for offsets in reqs:
+        ordered = sorted(offsets)
+        strides.update(b - a for a, b in zip(ordered, ordered[1:]))
+        distinct = set(ordered)
+        touched |= distinct
+        sectors.append(len({o // SECTOR_BYTES for o in distinct}))
+        ideals.append(max(1, -(-len(distinct) * size // SECTOR_BYTES)))
+    n = sum(strides.values())
+    low, high = (min(strides), max(strides)) if strides else (0, 0)
+    avg = sum(s * c for s, c in strides.items()) / n if n else 0.0
+    ordered = sorted(touched)
+    gap = max((b - a for a, b in zip(ordered, ordered[1:])), default=0)
+    coalesced = high <= size
+    histogram = tuple((s // size, c / n) for s, c in strides.most_common(HISTOGRAM_TOP))
+    if coalesced:
+        verdict, advice = ("broadcast" if high == 0 and n else "coalesced"), None
+    elif gap > size:
+        verdict, advice = "uncoalesced", "accesses cannot all be coalesced"
+    else:
+        verdict = "uncoalesced"
+        advice = "a thread-geometry transformation can fix it" + (
+            "; also consider shared memory" if site.kind == "load" else "")
+    return SiteStats(site, len(reqs), sum(map(len, reqs)), low, high, avg, coalesced,
+                     high == 0 and n > 0, gap, min(sectors, default=0),
+                     max(sectors, default=0), sum(sectors) / len(sectors) if sectors else 0.0,
+                     sum(ideals) / len(ideals) if ideals else 0.0, histogram, verdict, advice)
+
+
+def algorithm1(sites: list[Site], records: list[Record]) -> list[SiteStats]:
+    """Statistics of every static id the trace executed, in static id order."""
+    by_sid = requests(records)
+    return [site_stats(s, by_sid[s.sid]) for s in sites if s.sid in by_sid]
