@@ -23,13 +23,14 @@ from polycoal.output import write_atomically
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> str:
     """polycoal's version and the stat of each of its files (code, grammars, templates)."""
-    roots = [*polycoal.__path__, str(resources.files("polycoal.grammars")),
+    roots = [os.path.dirname(os.path.abspath(polycoal.__file__)),
+             str(resources.files("polycoal.grammars")),
              str(resources.files("polycoal.templates"))]
     h = hashlib.sha256(polycoal.__version__.encode())
     for root in sorted(set(roots)):
         for directory, subdirs, files in os.walk(root):
             subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-            for name in sorted(files):
+            for name in sorted(f for f in files if not f.endswith(".pyc")):
                 st = os.stat(os.path.join(directory, name))
                 h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
