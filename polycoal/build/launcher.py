@@ -42,14 +42,23 @@ def _transform_options(environ, preprocessor: PreprocessorOptions):
     return transform_options_from(environ.get("POLYCOAL_OPTIONS", "").split(), preprocessor)
 
 
-def _run(argv: list[str], environ) -> int:
+def _run(argv: list[str], environ, copies: dict[str, str] | None = None) -> int:
     """Run the real compiler; polycoal inside it (a wrapper calling the launcher again)
-    passes through."""
+    passes through. With `copies` (original -> copy), its messages name the originals."""
     try:
-        return subprocess.call(argv, env={**environ, "POLYCOAL_DISABLE": "1"})
+        proc = subprocess.run(argv, env={**environ, "POLYCOAL_DISABLE": "1"},
+                              stderr=subprocess.PIPE if copies else None)
     except OSError as error:
         print(f"polycoal: error: cannot run {argv[0]}: {error.strerror}", file=sys.stderr)
         return 127
+    if copies:
+        messages = proc.stderr
+        for original, copy in copies.items():
+            messages = messages.replace(os.fsencode(copy), os.fsencode(original))
+        sys.stderr.flush()
+        sys.stderr.buffer.write(messages)
+        sys.stderr.buffer.flush()
+    return proc.returncode
 
 
 def _prepare(path: str, preprocessor: PreprocessorOptions, cache_dir: str, environ):
@@ -126,7 +135,7 @@ def launch(argv: list[str], environ=None) -> int:
         return 1
     if not copies:
         return _run(argv, environ)
-    status = _run([compiler, *rewrite_command(command, copies)], environ)
+    status = _run([compiler, *rewrite_command(command, copies)], environ, copies)
     if status == 0 and command.depfile:
         fix_depfile(command.depfile, copies)
     return status
