@@ -172,9 +172,11 @@ def test_report_of_a_file_polycoal_cannot_read():
 
 
 @pytest.fixture
-def fake_compiler(tmp_path):
+def fake_compiler(tmp_path, monkeypatch):
     """A compiler that records its arguments and writes a dependency file naming its
-    source (the argument after -c) when given -MF."""
+    source (the argument after -c) when given -MF. The test runs in tmp_path (a command
+    without -o builds in the working directory)."""
+    monkeypatch.chdir(tmp_path)
     log = tmp_path / "compiler.log"
     script = tmp_path / "fakecc"
     script.write_text(f"""#!{sys.executable}

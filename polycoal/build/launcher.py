@@ -25,7 +25,7 @@ import sys
 
 from polycoal.build.command import parse_command, rewrite_command
 from polycoal.build.lines import with_line_directives
-from polycoal.build.prepare import prepare_source, report
+from polycoal.build.prepare import prepare_source, read_source, report
 from polycoal.diagnostics import InputError
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.output import write_atomically
@@ -102,6 +102,9 @@ def launch(argv: list[str], environ=None) -> int:
     if not argv:
         print(USAGE, file=sys.stderr)
         return 2
+    if argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n", 1)[1].strip())
+        return 0
     compiler, args = argv[0], argv[1:]
     if _flag(environ, "POLYCOAL_DISABLE"):
         return _run(argv, environ)
@@ -159,8 +162,7 @@ def prepare_file(source: str, output: str, preprocessor: PreprocessorOptions,
     text = prepared.text if prepared is not None else None
     if text is None:
         try:
-            with open(source, encoding="utf-8", errors="surrogateescape", newline="") as f:
-                original = f.read()
+            original = read_source(source)
         except OSError as error:
             raise InputError(f"{source}: cannot read: {error.strerror}") from error
         text = with_line_directives(original, original, os.path.abspath(source))

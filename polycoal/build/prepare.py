@@ -46,11 +46,16 @@ class Prepared:
     dependencies: tuple[str, ...] = ()   # the source and every file it includes
 
 
+def read_source(path: str) -> str:
+    """The text of a source as the front end reads it (bytes kept, newlines as they are)."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+        return f.read()
+
+
 def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prepared:
     """Transform `path` with `options` (its preprocessor options those of the build)."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
-            original = f.read()
+        original = read_source(path)
         source = preprocess(path, options.preprocessor)
     except (OSError, InputError) as error:
         return Prepared(path, None, error=_first_line(error))
