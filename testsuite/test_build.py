@@ -267,6 +267,15 @@ def test_launcher_survives_an_internal_failure(fake_compiler, app, capsys, monke
     assert "not transformed: internal error (RuntimeError: bug)" in capsys.readouterr().err
 
 
+def test_launcher_without_a_writable_cache(fake_compiler, app, tmp_path):
+    cc, calls = fake_compiler
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    assert launch([cc, "-c", str(app / "rows.cu"), "-o", str(tmp_path / "rows.o")],
+                  clean_env(POLYCOAL_CACHE_DIR=str(blocker / "cache"))) == 0
+    assert ".polycoal" in calls()[0][calls()[0].index("-c") + 1]
+
+
 def test_launcher_options_from_the_environment(fake_compiler, app, capsys):
     cc, calls = fake_compiler
     args = ["-c", str(app / "rows.cu")]

@@ -131,8 +131,11 @@ def launch(argv: list[str], environ=None) -> int:
                 os.makedirs(os.path.dirname(copy), exist_ok=True)
                 write_atomically(copy, prepared.text)
                 copies[path] = copy
-    except InputError as error:             # POLYCOAL_OPTIONS, an unwritable build tree
+    except InputError as error:             # POLYCOAL_OPTIONS, a missing build directory
         print(error, file=sys.stderr)
+        return 2
+    except OSError as error:                # an unwritable build tree
+        print(f"polycoal: error: {error}", file=sys.stderr)
         return 2
     if stop:
         return 1

@@ -66,8 +66,11 @@ def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prep
     if record is not None:
         return replace(_from_record(path, record), cached=True, dependencies=dependencies)
     prepared = _transform(path, absolute, original, options)
-    cache.store(cache_dir, key, {"text": prepared.text, "error": prepared.error,
-                                 "kernels": [asdict(k) for k in prepared.kernels]})
+    try:
+        cache.store(cache_dir, key, {"text": prepared.text, "error": prepared.error,
+                                     "kernels": [asdict(k) for k in prepared.kernels]})
+    except (OSError, InputError):
+        pass                         # the cache only saves time: a build goes on without it
     return replace(prepared, dependencies=dependencies)
 
 
