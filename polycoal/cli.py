@@ -51,11 +51,38 @@ def _transform_options(args):
                             preprocessor=_preprocessor_options(args))
 
 
+class _OptionsParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise InputError(f"POLYCOAL_OPTIONS: {message}")
+
+
+def transform_options_from(argv: list[str], preprocessor):
+    """TransformOptions from `transform`'s options in `argv` (the build plugin's
+    POLYCOAL_OPTIONS) and the build's preprocessor options."""
+    from dataclasses import replace
+    parser = _OptionsParser(prog="POLYCOAL_OPTIONS", add_help=False)
+    _add_transform_options(parser)
+    parser.set_defaults(include_dirs=[], defines=[], undefines=[])
+    return replace(_transform_options(parser.parse_args(argv)), preprocessor=preprocessor)
+
+
+class _CMakeDir(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import os
+        print(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake"))
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="polycoal",
         description="Polyhedral source-to-source CUDA compiler for coalesced memory access.")
     parser.add_argument("--version", action="version", version=f"polycoal {__version__}")
+    parser.add_argument("--cmake-dir", action=_CMakeDir, help="print the directory of the "
+                        "CMake package (find_package(polycoal CONFIG PATHS <dir>))")
     sub = parser.add_subparsers(dest="command", required=True)
     analyze = sub.add_parser("analyze", help="report the coalescing of every kernel's "
                              "global-memory references, races and outside-model constructs")
@@ -105,6 +132,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="trace records kept at most per kernel (whole blocks are sampled "
                        "to fit; default 2000000)")
     _add_run_options(trace, "random seed of the inputs (default 1)", 1)
+    sub.add_parser("launch", usage="polycoal launch <compiler> [compiler arguments...]",
+                   help="compiler launcher for builds: transform the CUDA sources of a "
+                   "compile command, then run the compiler on them "
+                   "(CMAKE_CUDA_COMPILER_LAUNCHER=\"polycoal;launch\")")
+    prepare = sub.add_parser("prepare", help="the build step of one source: transformed "
+                             "(or the original when polycoal cannot), with #line directives "
+                             "to it, through the build cache")
+    prepare.add_argument("input", help="a .cu file")
+    prepare.add_argument("-o", "--output", required=True, help="the file to compile instead")
+    _add_preprocessor_options(prepare)
+    prepare.add_argument("--std", default="c++17", help="language standard, as -std")
+    prepare.add_argument("--depfile", help="write the files read here (make syntax)")
     return parser
 
 
@@ -152,7 +191,7 @@ def _block(text: str) -> tuple[int, int, int]:
 def _preprocessor_options(args):
     from polycoal.frontend.preprocess import PreprocessorOptions
     return PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
-                               tuple(args.undefines))
+                               tuple(args.undefines), getattr(args, "std", "c++17"))
 
 
 def _read(args):
@@ -287,11 +326,20 @@ def cmd_trace(args) -> int:
     return 1 if any(t.error for t in traces) else 0
 
 
+def cmd_prepare(args) -> int:
+    from polycoal.build.launcher import prepare_file
+    return prepare_file(args.input, args.output, _preprocessor_options(args), args.depfile)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["launch"]:           # everything after it belongs to the compiler
+        from polycoal.build.launcher import launch
+        return launch(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        return {"analyze": cmd_analyze, "transform": cmd_transform,
-                "validate": cmd_validate, "trace": cmd_trace}[args.command](args)
+        return {"analyze": cmd_analyze, "transform": cmd_transform, "validate": cmd_validate,
+                "trace": cmd_trace, "prepare": cmd_prepare}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2

@@ -84,6 +84,22 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def continued_lines(text: str) -> set[int]:
+    """1-based lines that start inside a comment, a string literal or a line continued by
+    a backslash: a preprocessing directive cannot be put in front of them."""
+    inside: set[int] = set()
+    line = 1
+    for m in _TOKEN_RE.finditer(text):
+        breaks = m.group(0).count("\n")
+        if breaks and (m.group("comment") or m.group("str")):
+            inside.update(range(line + 1, line + breaks + 1))
+        line += breaks
+    for k, raw in enumerate(text.split("\n")):
+        if raw.rstrip("\r").endswith("\\"):
+            inside.add(k + 2)
+    return inside
+
+
 _PAIRS = {"(": ")", "[": "]", "{": "}", ")": "(", "]": "[", "}": "{", ">": "<"}
 
 

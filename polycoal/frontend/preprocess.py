@@ -37,6 +37,7 @@ class PreprocessorOptions:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()       # "NAME" or "NAME=VALUE"
     undefines: tuple[str, ...] = ()
+    std: str = "c++17"                  # the language standard, as the build's -std
 
 
 @dataclass
@@ -79,7 +80,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
         raise InputError(f"{path}: no such file")
     diagnostics: list[Diagnostic] = []
     with tempfile.TemporaryDirectory(prefix="polycoal-cpp-") as stubs:
-        cmd = [*_preprocessor(), "-std=c++17", "-w"]
+        cmd = [*_preprocessor(), f"-std={options.std}", "-w"]
         cmd += [f"-D{d}" for d in PREDEFINED]
         for d in options.defines:
             cmd.append(f"-D{d}")

@@ -1,0 +1,142 @@
+"""One source of a build: transformed for coalescing, or left as it is and why.
+
+`prepare_source` preprocesses the file (as the compile command would), looks the result
+up in the cache, and on a miss runs the front end and `transform_program` on it. The
+transformed text carries `#line` directives to the original. Whatever polycoal cannot
+do (a file it cannot read, an internal failure, a kernel it cannot prove legal to
+transform) leaves the original to be compiled, and `report` turns that into warnings,
+or errors in strict mode.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, replace
+
+from polycoal.build import cache
+from polycoal.build.lines import with_line_directives
+from polycoal.diagnostics import InputError
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import preprocess, stub_include_dir
+from polycoal.transform import TransformOptions, transform_program
+
+
+@dataclass(frozen=True)
+class KernelOutcome:
+    kernel: str
+    file: str
+    line: int
+    action: str                      # as KernelDecision.action: "unchanged", "restructured"...
+    reason: str
+
+    @property
+    def fine_as_is(self) -> bool:
+        """Unchanged because nothing would be better (not because polycoal could not)."""
+        return self.reason.startswith("already coalesced") or \
+            "already in the best order" in self.reason
+
+
+@dataclass(frozen=True)
+class Prepared:
+    source: str                      # the path as the build gave it
+    text: str | None                 # what to compile instead; None: the original
+    kernels: tuple[KernelOutcome, ...] = ()
+    error: str | None = None         # why polycoal could not work on the file at all
+    cached: bool = False
+    dependencies: tuple[str, ...] = ()   # the source and every file it includes
+
+
+def read_source(path: str) -> str:
+    """The text of a source as the front end reads it (bytes kept, newlines as they are)."""
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+        return f.read()
+
+
+def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prepared:
+    """Transform `path` with `options` (its preprocessor options those of the build)."""
+    try:
+        original = read_source(path)
+        source = preprocess(path, options.preprocessor)
+    except (OSError, InputError) as error:
+        return Prepared(path, None, error=_first_line(error))
+    dependencies = _dependencies(source.origins)
+    absolute = os.path.abspath(path)
+    key = cache.cache_key([absolute, original, source.text, repr(options)])
+    record = cache.load(cache_dir, key)
+    if record is not None:
+        return replace(_from_record(path, record), cached=True, dependencies=dependencies)
+    prepared = _transform(path, absolute, original, options)
+    try:
+        cache.store(cache_dir, key, {"text": prepared.text, "error": prepared.error,
+                                     "kernels": [asdict(k) for k in prepared.kernels]})
+    except (OSError, InputError):
+        pass                         # the cache only saves time: a build goes on without it
+    return replace(prepared, dependencies=dependencies)
+
+
+def _transform(path: str, absolute: str, original: str, options: TransformOptions
+               ) -> Prepared:
+    try:
+        program = read_program(path, options.preprocessor)
+        result = transform_program(program, options)
+    except InputError as error:
+        return Prepared(path, None, error=_first_line(error))
+    except Exception as error:  # a bug in polycoal must not break the user's build
+        return Prepared(path, None, error=f"internal error ({type(error).__name__}: "
+                        f"{_first_line(error)})")
+    kernels = tuple(KernelOutcome(d.kernel, program.kernel(d.kernel).location.file,
+                                  program.kernel(d.kernel).location.line, d.action, d.reason)
+                    for d in result.decisions)
+    text = None
+    if result.text != original:
+        text = with_line_directives(original, result.text, absolute)
+    return Prepared(path, text, kernels)
+
+
+def _from_record(path: str, record: dict) -> Prepared:
+    return Prepared(path, record["text"], tuple(KernelOutcome(**k) for k in record["kernels"]),
+                    record["error"])
+
+
+def _dependencies(origins: list[tuple[str, int]]) -> tuple[str, ...]:
+    """The files the preprocessor read, in order, without polycoal's own stub headers."""
+    stubs = str(stub_include_dir())
+    seen: dict[str, None] = {}
+    for name, _ in origins:
+        if name not in seen and os.path.isfile(name) and not name.startswith(stubs):
+            seen[name] = None
+    return tuple(seen)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).splitlines() or [type(error).__name__])[0]
+
+
+def report(prepared: Prepared, strict: bool, verbose: bool) -> tuple[list[str], bool]:
+    """The lines to print on standard error for a prepared source, and whether the build
+    must stop (strict mode and something polycoal could not transform)."""
+    severity = "error" if strict else "warning"
+    lines = []
+    if verbose:
+        lines.append(f"polycoal: {prepared.source}: cache "
+                     + ("hit" if prepared.cached else "miss")
+                     + ("" if prepared.text else "; the original is compiled"))
+    if prepared.error:
+        lines.append(f"polycoal: {severity}: {prepared.source}: not transformed: "
+                     f"{prepared.error}")
+    problems = bool(prepared.error)
+    for k in prepared.kernels:
+        where = f"{k.file}:{k.line}"
+        if k.action != "unchanged":
+            if verbose:
+                lines.append(f"polycoal: {where}: kernel {k.kernel} {k.action}: {k.reason}")
+        elif not k.fine_as_is:
+            problems = True
+            lines.append(f"polycoal: {severity}: {where}: kernel {k.kernel} left unchanged: "
+                         f"{k.reason}")
+        elif verbose:
+            lines.append(f"polycoal: {where}: kernel {k.kernel} left unchanged: {k.reason}")
+    if strict and problems:
+        lines.append(f"polycoal: error: {prepared.source}: POLYCOAL_STRICT=1 stops the build "
+                     "where a kernel is not transformed")
+    return lines, strict and problems
