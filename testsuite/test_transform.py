@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, POLYBENCH, polybench_programs
+from polycoal.codegen.column import split_shape
 from polycoal.cli import main
 from polycoal.frontend import read_program
 from polycoal.frontend.preprocess import PreprocessorOptions
@@ -98,11 +99,11 @@ def test_polybench_decisions(program):
     prog, result, _ = transformed(path)
     assert not [x for x in result.diagnostics if x.severity == "error"]
     changed = {d.kernel: d.action for d in result.decisions if d.action != "unchanged"}
-    expected = {"covariance": {"covar_kernel": "restructured", "mean_kernel": "columns"},
-                "correlation": {"corr_kernel": "restructured", "mean_kernel": "columns"},
-                "bicg": {"bicg_kernel1": "columns", "bicg_kernel2": "reduced"},
+    expected = {"covariance": {"covar_kernel": "restructured", "mean_kernel": "split"},
+                "correlation": {"corr_kernel": "restructured", "mean_kernel": "split"},
+                "bicg": {"bicg_kernel1": "split", "bicg_kernel2": "reduced"},
                 "gesummv": {"gesummv_kernel": "reduced"},
-                "gemver": {"gemver_kernel2": "columns", "gemver_kernel3": "reduced"},
+                "gemver": {"gemver_kernel2": "split", "gemver_kernel3": "reduced"},
                 "gramschmidt": {"gramschmidt_kernel1": "split"}}
     assert changed == expected.get(program, {})
     if not changed:
@@ -364,14 +365,14 @@ def transformed_with(path: Path, reduction: str, defines=()):
 def test_column_reduction_block_shape_and_launch():
     """One launch: a block of 32x32 threads per 32 columns, row 0 runs the statement
     before the loop (s[j] = 0) and adds the block's sum after the shared-memory combine."""
-    d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1")
+    prog, result, _ = transformed_with(POLYBENCH / "bicg" / "bicg.cu", "block")
+    d = next(d for d in result.decisions if d.kernel == "bicg_kernel1")
     assert d.action == "columns" and "shared memory" in d.reason
     assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1"]
     text = d.generated.text
     assert text.count("__syncthreads();") == 2 and "atomicAdd" not in text
     assert text.index("s[(pc_x)] = 0.0f;") < text.index("pc_acc0 += r[")
     assert "pc_i1 += 32" in text and "s[(pc_x)] += pc_acc0;" in text
-    prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
     launch = result.text[result.text.index("polycoal: one block per 32 columns:"):]
     launch = launch[:launch.index("\n  }")]
     assert launch.count(">>>(") == 1 and "dim3(32, 32, 1)" in launch
@@ -379,15 +380,32 @@ def test_column_reduction_block_shape_and_launch():
 
 
 def test_column_reduction_split_shape_and_launches():
-    prog, result, _ = transformed_with(POLYBENCH / "bicg" / "bicg.cu", "split")
+    """The default split of bicg k1 (4096 x 4096): 4 columns per thread, a block of 32x8
+    threads over 128 columns; chunks of 128 rows keep the grid at 32 x 32 blocks."""
+    prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
     d = next(d for d in result.decisions if d.kernel == "bicg_kernel1")
     assert d.action == "split" and "atomicAdd" in d.reason
+    assert "128 columns x 128 rows per block (4 per thread)" in d.reason
     assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1__pc_before",
                                                         "bicg_kernel1"]
     launch = result.text[result.text.index("polycoal: column reduction split:"):]
     launch = launch[:launch.index("\n  }")]
     assert launch.index("bicg_kernel1__pc_before<<<") < launch.index("  bicg_kernel1<<<")
-    assert "dim3(32, 8, 1)" in launch and "+ 511) / 512" in launch
+    assert "dim3(32, 8, 1)" in launch and launch.count("+ 127) / 128") == 4   # x and y
+    assert "pc_acc0[pc_c] += r[(pc_i)] * A[" in d.generated.text
+
+
+@pytest.mark.parametrize("columns,rows,shape", [
+    (16384, 16384, (512, 8, 4)),      # 128 x 32 blocks
+    (4096, 4096, (128, 8, 4)),        # 32 x 32 blocks
+    (1, 4096, (64, 8, 1)),            # gramschmidt's single column: short chunks
+    (100, 1 << 20, (512, 8, 1)),      # few columns, long loop
+    (None, None, (512, 8, 4)),        # sizes known only when running
+])
+def test_split_shape(columns, rows, shape, monkeypatch):
+    monkeypatch.delenv("POLYCOAL_SPLIT", raising=False)
+    s = split_shape(columns, rows)
+    assert (s.rows, s.groups, s.columns) == shape
 
 
 def test_short_column_reductions_are_not_split():
@@ -405,8 +423,8 @@ def test_cpu_check_catches_a_wrong_reduction():
 
 
 @pytest.mark.parametrize("program,kernel,action", [
-    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "columns"),
-    ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "columns")])
+    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "split"),
+    ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "split")])
 def test_redundant_copies_collapse_only_on_request(program, kernel, action):
     path = POLYBENCH / program / f"{program}.cu"
     plain = decision(path, kernel)
@@ -466,6 +484,7 @@ def test_reduction_form_is_selectable(choice, action):
 @pytest.mark.parametrize("program,kernel,choice,action", [
     ("gemver", "gemver_kernel2", "block", "columns"),
     ("gemver", "gemver_kernel2", "split", "split"),
+    ("bicg", "bicg_kernel1", "auto", "split"),                 # 1070 columns: a ragged tile
     ("atax", "atax_kernel2", "block", "columns"),
     ("covariance", "mean_kernel", "block", "columns"),
     ("gramschmidt", "gramschmidt_kernel1", "auto", "split"),   # one column: too few

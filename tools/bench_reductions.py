@@ -86,7 +86,10 @@ def run_case(case, n: int, repeat: int, with_cublas: bool = True,
 
 
 def _use_column_form(form: str) -> None:
-    """Set the shape of a column form (block:G or split:ROWS:GROUPS) for what follows."""
+    """Set the shape of a column form (block:G or split:ROWS:GROUPS[:COLUMNS]) for what
+    follows; "auto" restores polycoal's defaults."""
+    os.environ.pop("POLYCOAL_COLUMN_GROUPS", None)
+    os.environ.pop("POLYCOAL_SPLIT", None)
     kind, *shape = form.split(":")
     if kind == "block" and shape:
         os.environ["POLYCOAL_COLUMN_GROUPS"] = shape[0]
@@ -100,9 +103,10 @@ def main() -> int:
     ap.add_argument("--sizes", default="4096,16384")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--column-forms", default="", help="column-reduction forms to compare "
-                    "first on bicg_kernel1 at every size: block:G (a block of 32xG threads per "
-                    "32 columns) or split:ROWS:GROUPS (2-D blocks and atomicAdd), comma-"
-                    "separated; the fastest at the largest size is used for the whole run")
+                    "first on bicg_kernel1 at every size: auto (the defaults), block:G (a block of "
+                    "32xG threads per 32 columns) or split:ROWS:GROUPS[:COLUMNS] (2-D blocks, "
+                    "COLUMNS per thread, atomicAdd), comma-separated; the main run uses the "
+                    "defaults")
     args = ap.parse_args()
     driver, _ = load_pycuda()
     sizes = [int(v) for v in args.sizes.split(",")]
@@ -114,10 +118,7 @@ def main() -> int:
                            with_cublas=False, reduction=form.split(":")[0])
             tuning.append({"form": form, **row})
             print(json.dumps(tuning[-1]), flush=True)
-    if tuning:
-        column_form = min((t for t in tuning if t["n"] == max(sizes)),
-                          key=lambda t: t["transformed_ms"])["form"]
-        _use_column_form(column_form)
+    _use_column_form(column_form)
     report = {"date": datetime.date.today().isoformat(),
               "device": driver.Device(0).name(), "command": " ".join(sys.argv), "rows": []}
     report["column_form"] = column_form

@@ -104,7 +104,7 @@ def main() -> None:
     n = args.n
     names = ([f"split_{k}_{g}_{c}" for k, g, c in SPLITS]
              + [f"unrolled_{g}_{c}_{u}" for g, c, u in UNROLLS] + ["zero"])
-    module = cp.RawModule(code=SOURCE, options=("-O3",), name_expressions=None,
+    module = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=None,
                           translate_cucomplex=False)
     rng = cp.random.default_rng(1)
     A = rng.random((n, n), dtype=cp.float32)

@@ -13,29 +13,52 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, _describe_dim, _signature,
                                      generate_kernel, thread_range)
 from polycoal.codegen.statements import render_accumulation
+from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.restructure import Mapping
 from polycoal.templates import render_template
 
-ROWS_PER_BLOCK = 512      # rows one block sums per chunk
+ROWS_PER_BLOCK = 512      # rows one block sums per chunk, at most
+MIN_ROWS_PER_BLOCK = 64
 ROW_GROUPS = 8            # threads per column in a block
+COLUMNS_PER_THREAD = 4    # columns per thread, at stride 32
+TARGET_BLOCKS = 1024      # about 8 blocks per multiprocessor of an H100/H200
 COLUMN_GROUPS = 32        # rows of threads of the block-cooperative form (32 x 32 threads)
 
 
-def split_shape() -> tuple[int, int]:
-    """(rows per block, threads per column); POLYCOAL_SPLIT=rows,groups overrides it,
-    for tuning experiments on a device (tools/bench_reductions.py --split)."""
+@dataclass(frozen=True)
+class SplitShape:
+    rows: int             # rows per block (one chunk)
+    groups: int           # threads per column in a block (blockDim.y)
+    columns: int          # columns per thread, at stride 32 (a block covers 32 * columns)
+
+
+def split_shape(columns: int | None, rows: int | None) -> SplitShape:
+    """The shape of a column split over `columns` x `rows` (None: not known when
+    compiling). Four columns per thread at stride 32 give each warp four independent
+    128-byte loads per row, enough bytes in flight to run at the copy bandwidth (one
+    column per thread measured 1.8x slower on the H200: tools/explore_column_forms.py);
+    the chunk of rows per block is as long as possible (up to 512) while the grid still
+    has about TARGET_BLOCKS blocks. POLYCOAL_SPLIT=rows,groups[,columns] overrides it
+    (tuning experiments on a device: tools/bench_reductions.py --column-forms)."""
     override = os.environ.get("POLYCOAL_SPLIT")
     if override:
-        rows, groups = (int(v) for v in override.split(","))
-        return rows, groups
-    return ROWS_PER_BLOCK, ROW_GROUPS
+        values = [int(v) for v in override.split(",")]
+        return SplitShape(values[0], values[1], values[2] if len(values) > 2 else 1)
+    per_thread = COLUMNS_PER_THREAD if columns is None or columns >= 32 * COLUMNS_PER_THREAD \
+        else 1
+    chunk = ROWS_PER_BLOCK
+    if columns is not None and rows is not None:
+        chunks = -(-TARGET_BLOCKS // -(-columns // (32 * per_thread)))
+        while chunk > MIN_ROWS_PER_BLOCK and chunk * chunks > rows:
+            chunk //= 2
+    return SplitShape(chunk, ROW_GROUPS, per_thread)
 
 
 def column_groups() -> int:
@@ -116,9 +139,25 @@ def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
                           counter: str) -> GeneratedKernel:
     """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
     rows on y): templates/column_split.cu.j2."""
-    rows, groups = split_shape()
+    shape = split_shape(*split_extents(model, counter))
     return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
-                        (32, groups, 1), (32, rows, 1), rows_per_block=rows, groups=groups)
+                        (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
+                        rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)
+
+
+def constant_extent(model: KernelModel, dim: str) -> int | None:
+    """The number of values `dim` takes when it is known at compile time (the kernel's
+    parameters fixed by its launches), else None."""
+    r = thread_range(model, dim, "x")
+    lo = evaluate(r.host_lo, lambda n, m: model.parameter_values.get(n))
+    hi = evaluate(r.host_hi, lambda n, m: model.parameter_values.get(n))
+    return None if lo is None or hi is None else max(0, int(hi - lo + 1))
+
+
+def split_extents(model: KernelModel, counter: str) -> tuple[int | None, int | None]:
+    """(columns, rows) of a column reduction: the thread dim's and the loop's extents."""
+    inside = replace(model, statements=[s for s in model.statements if s.loops])
+    return constant_extent(model, model.thread_dims[0].name), constant_extent(inside, counter)
 
 
 def generate_tiled_reduction(original: str, kernel: Kernel, model: KernelModel,
