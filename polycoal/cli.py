@@ -31,9 +31,9 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    "along an axis it never reads, run one copy")
     p.add_argument("--reduction", choices=("auto", "warp", "block", "tiles", "split", "none"),
                    default="auto", help="how to restructure reductions: auto (one warp per "
-                   "row for rows, a block per 32 columns for starved columns, split when "
-                   "they are few), warp, block, tiles (the core paper's partial sums), "
-                   "split (columns over 2-D blocks and atomicAdd), or none")
+                   "row for rows, split for starved columns), warp, split (columns over 2-D "
+                   "blocks and atomicAdd), block (a block per 32 columns, no atomics), tiles "
+                   "(the core paper's partial sums), or none")
     p.add_argument("--no-promotion", action="store_true",
                    help="keep accumulators in global memory (no register promotion)")
     p.add_argument("--assume-no-alias", action="store_true",

@@ -20,7 +20,7 @@ RBEGIN, REND = "<!-- reduction-results:begin -->", "<!-- reduction-results:end -
 
 
 def reduction_section(report: dict) -> str:
-    lines = [RBEGIN, "## Row reductions against cuBLAS", "",
+    lines = [RBEGIN, "## Row and column reductions against cuBLAS", "",
              f"- Date: {report['date']}. Device: {report['device']}. Command (on the device): "
              f"`python {report['command']}`.",
              "- Each program transformed with its size macros at n (-D), the reduced kernel "
@@ -44,6 +44,14 @@ def reduction_section(report: dict) -> str:
                      f"{100 * gbs / COPY_CEILING_GBS:.1f}% | "
                      f"{cublas:.4f} | {versus} | {err:.1e} |" if cublas else
                      f"| {r['n']} | {r['kernel']} | ... |")
+    if report.get("tuning"):
+        lines += ["", "Column-reduction shapes on bicg_kernel1, same run (`--column-forms`; "
+                  "auto: the default, split:ROWS:GROUPS:COLUMNS: rows per block, threads per "
+                  "column, columns per thread; block:G: one block of 32xG threads per 32 "
+                  "columns, no atomics):", "", "| form | n | polycoal ms | check |",
+                  "|---|---|---|---|"]
+        lines += [f"| {t['form']} | {t['n']} | {t['transformed_ms']:.4f} | "
+                  f"{'PASS' if t['ok'] else 'FAIL'} |" for t in report["tuning"]]
     lines.append(REND)
     return "\n".join(lines) + "\n"
 
