@@ -52,6 +52,8 @@ def _validate(path, defines=()):
 @pytest.mark.parametrize("path,defines", [
     (POLYBENCH / "covariance" / "covariance.cu", ("M=256", "N=192")),
     (POLYBENCH / "correlation" / "correlation.cu", ("M=200", "N=100")),
+    (POLYBENCH / "bicg" / "bicg.cu", ("NX=1030", "NY=1070")),     # split with a ragged tile
+    (POLYBENCH / "gemver" / "gemver.cu", ("N=1100",)),             # split, statement after
     (FIXTURES / "transform_cases.cu", ()),
     (FIXTURES / "symbolic_linear.cu", ()),
 ])
