@@ -239,6 +239,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_transform(args) -> int:
+    from dataclasses import asdict
     from polycoal.report import dumps, json_report
     from polycoal.transform import transform_program
     program = _read(args)
@@ -254,7 +255,9 @@ def cmd_transform(args) -> int:
         report = {"schema": "polycoal-transform", "schema_version": 1, "file": program.path,
                   "kernels": [{"name": d.kernel, "action": d.action, "reason": d.reason,
                                "axes": dict(d.generated.axis_dims) if d.generated else None,
-                               "block": list(d.generated.block) if d.generated else None}
+                               "block": list(d.generated.block) if d.generated else None,
+                               "empirical": [asdict(f) for f in d.empirical.candidates]
+                               if d.empirical else None}
                               for d in result.decisions],
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
         sys.stderr.write(json.dumps(report, indent=2) + "\n")

@@ -18,7 +18,7 @@ from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.codegen.kernel import GeneratedKernel, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.diagnostics import Diagnostic, InputError
-from polycoal.dynamic.empirical import Choice, candidate_sources
+from polycoal.dynamic.empirical import Choice, candidate_sources, search
 from polycoal.frontend import read_program
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
@@ -336,7 +336,6 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, lau
     launches allow; when every candidate was traced, its choice replaces the static one
     in d.permutation (its costs: sectors beyond ideal). Returns how the choice was made,
     for the reason, or "" when there was nothing to search (one candidate)."""
-    from polycoal.dynamic.empirical import search
     blocks = [l.block_shape for l in launches]
     grids = [l.grid_shape for l in launches]
     sources = candidate_sources(blocks, grids)

@@ -4,6 +4,7 @@ validated like any permuted kernel."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -44,7 +45,7 @@ def decision(result, kernel):
 @pytest.mark.parametrize("block,grid,expected", [
     ((16, 16, 1), (4, 4, 1), [IDENTITY, SWAP_XY]),
     ((256, 1, 1), (16, 1, 1), [IDENTITY]),                 # y and z one thread wide
-    ((1, 256, 1), (1, 16, 1), [SWAP_XY]),                  # x cannot be x: no identity
+    ((1, 256, 1), (1, 16, 1), [IDENTITY, SWAP_XY]),        # the kernel as it is first
     # z as x: swapping x and z would put 128 threads on z (at most 64): rotate instead
     ((128, 4, 2), (1, 1, 1), [IDENTITY, SWAP_XY, {"x": "z", "y": "x", "z": "y"}]),
 ])
@@ -178,3 +179,15 @@ def test_validate_cpu_passes_on_the_empirical_choice(capsys):
     out = capsys.readouterr().out
     assert status == 0, out
     assert "gather_rows                  PASS  outputs match" in out
+
+
+def test_json_report_lists_the_candidates(capsys):
+    assert main(["transform", str(EMPIRICAL), "-D", "N=64", "--kernel", "gather_cols",
+                 "--report", "json", "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    (kernel,) = json.loads(captured.err)["kernels"]
+    assert kernel["action"] == "unchanged"
+    identity, swap = kernel["empirical"]
+    assert identity["source"] == IDENTITY and swap["source"] == SWAP_XY
+    assert identity["excess"] < swap["excess"] and identity["error"] is None
+    assert captured.out == EMPIRICAL.read_text()

@@ -5,9 +5,9 @@ prices only the references whose strides the static model knows; an indirect sub
 (`A[P[i] * n + j]`) counts the same along every axis. The search settles it by
 execution instead:
 
-- candidates: each original thread axis that can be x (not one thread wide in every
-  block) becomes the new x, the other axes kept in place as far as the hardware limits
-  of the launches allow; the identity is the candidate of the original x;
+- candidates: the identity (the kernel as it is), and each other original thread axis
+  that can be x (not one thread wide in every block) as the new x, the remaining axes
+  kept in place as far as the hardware limits of the launches allow;
 - each candidate's program is the text the "permuted" action would emit (the caller
   renders it), read back by the front end and traced on the CPU as `polycoal trace`
   does (its first launch site, random inputs, whole blocks within a record budget);
@@ -72,19 +72,19 @@ class Choice:
 
 def candidate_sources(blocks: list[tuple[int, int, int]],
                       grids: list[tuple[int, int, int]]) -> list[dict[str, str]]:
-    """One permutation (new axis -> original axis) per original axis that can be x,
-    the identity first: among those within the hardware limits, the one that moves the
-    fewest axes."""
-    out = []
-    for o in AXES:
+    """The identity (the kernel as it is), then one permutation (new axis -> original
+    axis) per other original axis that can be x: among those within the hardware
+    limits, the one that moves the fewest axes."""
+    identity = dict(zip(AXES, AXES))
+    out = [identity]
+    for o in AXES[1:]:
         if not can_be_x(o, blocks):
             continue
         legal = [dict(zip(AXES, p)) for p in permutations(AXES) if p[0] == o and
                  all(fits(n, q, blocks, grids) for n, q in zip(AXES, p))]
         if legal:
             out.append(max(legal, key=lambda s: sum(n == q for n, q in s.items())))
-    identity = dict(zip(AXES, AXES))
-    return sorted(out, key=lambda s: s != identity)
+    return out
 
 
 def measure(source: dict[str, str], trace) -> Figures:
@@ -128,7 +128,11 @@ def search(path: str, preprocessor, kernel_name: str, sources: list[dict[str, st
         except InputError as e:
             figures.append(Figures(source, error=f"the permuted text does not read: {e}"))
             continue
-        ka = analyze_kernel(candidate.kernel(kernel_name), candidate)
+        kernel = candidate.kernel(kernel_name)
+        if kernel is None or kernel.ast is None:
+            figures.append(Figures(source, error="the permuted kernel does not parse"))
+            continue
+        ka = analyze_kernel(kernel, candidate)
         figures.append(measure(source, trace_kernel(ka, candidate, arguments, "cpu",
                                                     max_records, seed)))
     return choose(figures)
