@@ -39,6 +39,10 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-no-alias", action="store_true",
                    help="take distinct pointer arguments to be distinct arrays even without "
                    "evidence (restrict, distinct cudaMalloc allocations)")
+    p.add_argument("--empirical", action="store_true",
+                   help="for kernels outside the affine model, choose the thread-axis "
+                   "permutation by tracing each candidate on the CPU (small sizes: use -D, "
+                   "--arg) instead of by the static ILP")
 
 
 def _transform_options(args):
@@ -48,6 +52,8 @@ def _transform_options(args):
                             reduction=args.reduction,
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
+                            empirical=args.empirical,
+                            arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
 
 
@@ -98,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
                            help="where to write the program (default: standard output)")
     _add_preprocessor_options(transform)
     _add_transform_options(transform)
+    _add_arg_option(transform)
     transform.add_argument("--report", choices=("text", "json"), default="text",
                            help="format of the report printed on standard error")
     for what in ("model", "deps", "ilp", "schedule"):
@@ -149,14 +156,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_run_options(p: argparse.ArgumentParser, seed_help: str, seed: int | None) -> None:
     """Options of commands that run kernels: int argument values and the input seed."""
-    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of an int kernel argument")
+    _add_arg_option(p)
     p.add_argument("--seed", type=int, default=seed, help=seed_help)
+
+
+def _add_arg_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of an int kernel argument (for the kernels run)")
 
 
 def _arguments(args) -> dict[str, int]:
     arguments = {}
-    for item in args.arg:
+    for item in getattr(args, "arg", []):
         name, _, value = item.partition("=")
         try:
             arguments[name.strip()] = int(value, 0)
@@ -228,6 +239,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_transform(args) -> int:
+    from dataclasses import asdict
     from polycoal.report import dumps, json_report
     from polycoal.transform import transform_program
     program = _read(args)
@@ -243,7 +255,9 @@ def cmd_transform(args) -> int:
         report = {"schema": "polycoal-transform", "schema_version": 1, "file": program.path,
                   "kernels": [{"name": d.kernel, "action": d.action, "reason": d.reason,
                                "axes": dict(d.generated.axis_dims) if d.generated else None,
-                               "block": list(d.generated.block) if d.generated else None}
+                               "block": list(d.generated.block) if d.generated else None,
+                               "empirical": [asdict(f) for f in d.empirical.candidates]
+                               if d.empirical else None}
                               for d in result.decisions],
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
         sys.stderr.write(json.dumps(report, indent=2) + "\n")

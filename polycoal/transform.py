@@ -18,6 +18,7 @@ from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.codegen.kernel import GeneratedKernel, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.diagnostics import Diagnostic, InputError
+from polycoal.dynamic.empirical import Choice, candidate_sources, search
 from polycoal.frontend import read_program
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
@@ -43,6 +44,8 @@ class TransformOptions:
     reduction: str = "auto"   # auto (warp rows, split columns) | warp | block | tiles | split
     #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
+    empirical: bool = False          # choose permutations by tracing (dynamic/empirical.py)
+    arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
 
@@ -57,6 +60,7 @@ class KernelDecision:
     collapsed: frozenset = frozenset()   # axes whose redundant copies were collapsed
     generated: GeneratedKernel | None = None
     analysis: KernelAnalysis | None = None
+    empirical: Choice | None = None  # the traced candidates, when the search ran
 
 
 @dataclass
@@ -134,7 +138,7 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"
                if first else "polyhedral restructuring disabled (--no-polyhedral)")
-        return _plan_permutation(program, kernel, d, why)
+        return _plan_permutation(program, kernel, d, why, options)
     mapping = solve_mapping(model, analysis.dependences, analysis.global_references)
     d.mapping = mapping
     old = original_axes(model)
@@ -271,9 +275,12 @@ def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
     return d
 
 
-def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str
-                      ) -> KernelDecision:
-    """Geometry permutation (any kernel), when it is legal and lowers the cost."""
+def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str,
+                      options: TransformOptions) -> KernelDecision:
+    """Geometry permutation (any kernel), when it is legal and lowers the cost: the
+    static ILP's choice, or the empirical search's when it is asked for or when some
+    reference's strides are unknown to the static model (which then cannot tell the
+    axes apart by it)."""
     dialect = cuda_dialect()
     words = {t.text for t in tokenize(kernel.expanded)}
     warp = sorted(words & (dialect.warp_functions | {"warpSize"}))
@@ -296,12 +303,46 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     perm = solve_permutation(d.analysis.global_references, [l.block_shape for l in launches],
                              [l.grid_shape for l in launches])
     d.permutation = perm
-    if perm.is_identity or perm.cost >= perm.identity_cost:
-        d.reason = f"{why}; the thread axes are already in the best order"
+    unknown = any(r.access.flat is None for r in d.analysis.global_references)
+    traced = ""
+    if options.empirical or unknown:
+        traced = _search_permutation(program, kernel, d, launches, options)
+    if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
+        d.reason = f"{why}; the thread axes are already in the best order{traced}"
         return d
     d.action = "permuted"
-    d.reason = f"{why}; thread axes permuted ({perm.describe()}, new <- original)"
+    d.reason = (f"{why}; thread axes permuted ({d.permutation.describe()}, new <- "
+                f"original){traced}")
     return d
+
+
+def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, launches,
+                        options: TransformOptions) -> str:
+    """Run the empirical search (dynamic/empirical.py) over the candidates that the
+    launches allow; when every candidate was traced, its choice replaces the static one
+    in d.permutation (its costs: sectors beyond ideal). Returns how the choice was made,
+    for the reason, or "" when there was nothing to search (one candidate)."""
+    blocks = [l.block_shape for l in launches]
+    grids = [l.grid_shape for l in launches]
+    sources = candidate_sources(blocks, grids)
+    if len(sources) < 2:
+        return ""
+
+    def render(source: dict[str, str]) -> str:
+        if all(n == o for n, o in source.items()):
+            return program.text
+        trial = KernelDecision(kernel.name, "permuted", "",
+                               permutation=Permutation(source, 0, 0, ""))
+        return _splice(program.text, _replacements(program, [trial]))
+    d.empirical = search(program.path, options.preprocessor, kernel.name, sources, render,
+                         dict(options.arguments))
+    failed = [f for f in d.empirical.candidates if f.error]
+    if failed:
+        return (f" (static choice: the empirical search could not trace "
+                f"{failed[0].label()}: {failed[0].error})")
+    best, identity = d.empirical.best, d.empirical.candidates[0]
+    d.permutation = Permutation(best.source, best.excess, identity.excess, "")
+    return " (chosen by tracing)"
 
 
 def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
@@ -378,6 +419,18 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
     return diagnostics
 
 
+def _empirical_note(d: KernelDecision, kernel: Kernel) -> Diagnostic:
+    """The empirical search's figures, every candidate's."""
+    choice = d.empirical
+    if any(f.error for f in choice.candidates):
+        head = "the empirical search could not trace every candidate; the static choice is kept"
+    else:
+        head = (f"thread geometry chosen by tracing each candidate on the CPU "
+                f"({choice.best.traced}): {choice.best.label()}")
+    return Diagnostic("note", "empirical", f"kernel '{d.kernel}': {head} (sectors beyond "
+                      f"ideal decide; {choice.describe()})", kernel.location, d.kernel)
+
+
 def transform_program(program: Program, options: TransformOptions = TransformOptions()
                       ) -> TransformResult:
     kernels = [k for k in program.kernels if options.kernel in (None, k.name)]
@@ -426,4 +479,6 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
             diagnostics.append(Diagnostic("note", "unchanged",
                                           f"kernel '{d.kernel}' left unchanged: {d.reason}",
                                           kernel.location, d.kernel))
+        if d.empirical:
+            diagnostics.append(_empirical_note(d, kernel))
     return TransformResult(text, decisions, diagnostics)

@@ -39,6 +39,8 @@ class _Scope:
         m = _DIM3_CALL.match(expression)
         if m:
             parts = [p for p in _split_commas(m.group(1)) if p.strip()]
+            if len(parts) == 1 and depth <= 12:     # dim3(X): X a dim3 or a scalar
+                return self.dim3(parts[0], before, depth + 1)
             values = [self.scalar(p, before, depth + 1) for p in parts]
             if not 1 <= len(values) <= 3:
                 return None

@@ -46,6 +46,22 @@ class Permutation:
         return ", ".join(f"{n} <- {o}" for n, o in self.source.items() if n != o)
 
 
+def can_be_x(original: str, blocks: list[tuple[int, int, int]]) -> bool:
+    """Whether an original axis can become x: not one thread wide in every block (a
+    warp would not run along it)."""
+    k = AXES.index(original)
+    return any(b[k] > 1 for b in blocks)
+
+
+def fits(new: str, original: str, blocks: list[tuple[int, int, int]],
+         grids: list[tuple[int, int, int]]) -> bool:
+    """Whether the original axis' block and grid extents are within the hardware limits
+    of the new axis in every launch."""
+    k, j = AXES.index(original), AXES.index(new)
+    return all(b[k] <= BLOCK_LIMITS[j] for b in blocks) and \
+        all(g[k] <= GRID_LIMITS[j] for g in grids)
+
+
 def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, int]],
                       grids: list[tuple[int, int, int]]) -> Permutation:
     penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
@@ -58,12 +74,11 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, 
     for a in AXES:
         prob += pulp.lpSum(p[(a, o)] for o in AXES) == 1, f"row_{a}"
         prob += pulp.lpSum(p[(n, a)] for n in AXES) == 1, f"column_{a}"
-    for k, o in enumerate(AXES):
-        if all(b[k] == 1 for b in blocks):      # one thread wide: it cannot form warps
+    for o in AXES:
+        if not can_be_x(o, blocks):
             prob += p[("x", o)] == 0, f"narrow_{o}"
-        for j, n in enumerate(AXES):
-            if any(b[k] > BLOCK_LIMITS[j] for b in blocks) or \
-                    any(g[k] > GRID_LIMITS[j] for g in grids):
+        for n in AXES:
+            if not fits(n, o, blocks, grids):
                 prob += p[(n, o)] == 0, f"limit_{n}_{o}"
     ilp.solve(prob)
     source = {n: next(o for o in AXES if ilp.is_set(p[(n, o)])) for n in AXES}
