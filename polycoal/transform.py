@@ -45,6 +45,7 @@ class TransformOptions:
     #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
     empirical: bool = False          # choose permutations by tracing (dynamic/empirical.py)
+    empirical_fallback: bool = True  # ... also when the static model cannot tell the axes apart
     arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
@@ -305,7 +306,7 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     d.permutation = perm
     unknown = any(r.access.flat is None for r in d.analysis.global_references)
     traced = ""
-    if options.empirical or unknown:
+    if options.empirical or (unknown and options.empirical_fallback):
         traced = _search_permutation(program, kernel, d, launches, options)
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
         d.reason = f"{why}; the thread axes are already in the best order{traced}"

@@ -191,3 +191,15 @@ def test_json_report_lists_the_candidates(capsys):
     assert identity["source"] == IDENTITY and swap["source"] == SWAP_XY
     assert identity["excess"] < swap["excess"] and identity["error"] is None
     assert captured.out == EMPIRICAL.read_text()
+
+
+def test_the_fallback_can_be_turned_off_and_builds_do_not_trace():
+    from polycoal.cli import transform_options_from
+    options = TransformOptions(empirical_fallback=False,
+                               preprocessor=PreprocessorOptions(defines=SMALL))
+    program = read_program(str(EMPIRICAL), options.preprocessor)
+    d = decision(transform_program(program, options), "gather_rows")
+    assert d.empirical is None and d.action == "unchanged"
+    built = transform_options_from([], options.preprocessor)
+    assert not built.empirical and not built.empirical_fallback
+    assert transform_options_from(["--empirical"], options.preprocessor).empirical
