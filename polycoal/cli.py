@@ -139,6 +139,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--cpu", action="store_true", help="run on the CPU (the default; "
                        "small sizes: use -D)")
     where.add_argument("--device", action="store_true", help="run on the GPU (needs pycuda)")
+    trace.add_argument("--hardware", "--ncu", dest="hardware", action="store_true",
+                       help="also run the original kernels on the GPU under Nsight Compute "
+                       "(ncu on PATH, or POLYCOAL_NCU) and report their global load/store "
+                       "sectors per request beside the trace's")
     trace.add_argument("--kernel", help="trace only this kernel")
     trace.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     trace.add_argument("-o", "--output", help="write the report here instead of stdout")
@@ -324,6 +328,15 @@ def _validate_device(program, result, options, arguments, args) -> int:
     return 0 if all(v.ok for v in verdicts) else 1
 
 
+def _trace_hardware(args, arguments):
+    """Counters of the original kernels under Nsight Compute (reported, never fatal)."""
+    from polycoal.dynamic.hardware import measure
+    return measure([{"path": args.input, "defines": args.defines,
+                     "undefines": args.undefines, "include_dirs": args.include_dirs,
+                     "arguments": arguments, "seed": args.seed,
+                     "kernels": [args.kernel] if args.kernel else None}])
+
+
 def cmd_trace(args) -> int:
     from polycoal.analysis import analyze_program
     from polycoal.dynamic.collect import trace_program
@@ -337,12 +350,13 @@ def cmd_trace(args) -> int:
     traces = trace_program(pa.kernels, program, arguments,
                            "device" if args.device else "cpu", args.max_records, args.seed)
     summary = trace.summarise(traces)
+    hardware = _trace_hardware(args, arguments) if args.hardware else None
     if args.format == "json":
-        out = json.dumps(trace.render_json(program.path, summary), indent=2) + "\n"
+        out = json.dumps(trace.render_json(program.path, summary, hardware), indent=2) + "\n"
     elif args.format == "sarif":
-        out = json.dumps(trace.render_sarif(program.path, summary), indent=2) + "\n"
+        out = json.dumps(trace.render_sarif(program.path, summary, hardware), indent=2) + "\n"
     else:
-        out = trace.render_text(summary)
+        out = trace.render_text(summary, hardware)
     _write(out, args.output)
     return 1 if any(t.error for t in traces) else 0
 

@@ -158,6 +158,13 @@ def test_algorithm1_sectors_and_gap():
     assert same.broadcast and same.verdict == "broadcast" and same.histogram == ((0, 1.0),)
 
 
+def test_single_lane_requests_are_a_broadcast():
+    # `if (tid == 0) r[k] += a[i]`: one active lane per request, as the static analysis
+    # sees it a reference no thread axis varies (gramschmidt_kernel1)
+    (one,) = algorithm1([_site()], [Record(0, d, 0, 0, 4 * 64 * d) for d in range(4)])
+    assert one.broadcast and one.verdict == "broadcast" and one.sectors_avg == 1
+
+
 def test_sampling_plan_bounds_records():
     s = plan_sampling((4096, 1, 1), (256, 1, 1), sites=4, max_records=2_000_000)
     assert s.capacity <= 2_000_000 and s.blocks * 256 <= 8192 and s.cap == 256

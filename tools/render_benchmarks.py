@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Turn a bench.json of tools/bench_polybench.py into the GPU section of BENCHMARKS.md
-and a PNG chart of the speedups (matplotlib, when installed).
+and a PNG chart of the speedups (matplotlib, when installed); an agreement.json of
+tools/agreement.py into its agreement section.
 
     python tools/render_benchmarks.py docs/results/bench-h200.json \
         [docs/results/reductions-h200.json]
+    python tools/render_benchmarks.py --agreement docs/results/agreement.json
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 COPY_CEILING_GBS = 4234.0          # ../shared/ANCHORS.md: H200 device-to-device copy
 BEGIN, END = "<!-- gpu-results:begin -->", "<!-- gpu-results:end -->"
 RBEGIN, REND = "<!-- reduction-results:begin -->", "<!-- reduction-results:end -->"
+ABEGIN, AEND = "<!-- agreement-results:begin -->", "<!-- agreement-results:end -->"
 
 
 def reduction_section(report: dict) -> str:
@@ -136,16 +139,92 @@ def draw(report: dict, path: str) -> bool:
     return True
 
 
+def _hardware_cell(row: dict, kind: str, report: dict) -> str:
+    """`hardware / trace as issued (trace, all requests)`, with a mark when they differ."""
+    figures = (row.get("figures") or {}).get(kind)
+    if not figures or figures["trace"] is None:
+        return "-"
+    trace = f"{figures['trace']:.2f} ({figures['trace_all']:.2f})"
+    hw = row.get("hardware")
+    if report.get("hardware") is None or hw is None:
+        return f"not run / {trace}"
+    if hw.get("error") or kind not in hw or hw[kind]["sectors_per_request"] is None:
+        return f"n/a / {trace}"
+    mark = {True: "", False: " **differs**", None: ""}[hw[kind]["agrees"]]
+    return f"{hw[kind]['sectors_per_request']:.2f} / {trace}{mark}"
+
+
+def _disagreements(row: dict) -> str:
+    parts = [f"`{d['reference']}` {d['type']} (line {d['line']}): static {d['static']}, "
+             f"trace {d['trace']}: {d['explanation'] or 'UNEXPLAINED'}"
+             for d in row["disagreements"]]
+    if row["unclassified"]:
+        parts.append("not classified statically (not affine): " + ", ".join(
+            f"`{u}`" for u in row["unclassified"]))
+    return "; ".join(parts) or "-"
+
+
+def agreement_section(report: dict) -> str:
+    hw = report.get("hardware")
+    where = "on the GPU (pycuda)" if report["executor"] == "device" else "on the CPU"
+    status = ("not measured in this run (`--hardware` on the device fills them)" if hw is None
+              else f"unavailable: {hw['error']}" if hw["error"] else f"Nsight Compute "
+              f"(`{os.path.basename(hw['tool'])} --clock-control none`)")
+    rows = report["rows"]
+    agree = sum(r["agree"] for r in rows)
+    total = sum(r["references"] for r in rows)
+    lines = [ABEGIN, "## Static analysis, trace and hardware counters", "",
+             f"- Date: {report['date']}. Machine: {report['machine']}. Trace {where}. "
+             f"Command: `python {report['command']}` ({report['seconds']:.0f} s); this "
+             "section: `python tools/render_benchmarks.py --agreement agreement.json`.",
+             "- Every kernel of polybench_inputs/ at small sizes (tools/agreement.py SIZES, "
+             "e.g. 64x64), run as its first launch site sets it up. A reference is a traced "
+             "static id (a load or a store). *agree*: the static analysis and the trace give "
+             "it the same class (coalesced / broadcast / uncoalesced).",
+             "- Sectors per request per kernel, loads and stores: hardware / trace as the "
+             "compiled code issues the requests (trace over all requests in parentheses; a "
+             "load of the address the thread accessed last with no store since, and a "
+             "store overwritten before any load, are served from registers: "
+             "polycoal/dynamic/hardware.py). Hardware: "
+             f"{status}; figures differing by more than 10% are marked.",
+             f"- {agree} of {total} references agree; "
+             f"{sum(len(r['disagreements']) for r in rows)} disagree; "
+             f"{sum(len(r['unclassified']) for r in rows)} not classified statically; "
+             f"{sum(1 for r in rows if r['error'])} kernels not traced.", "",
+             "| program | kernel | traced | references | agree | disagreements | loads: "
+             "hw / trace | stores: hw / trace |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        traced = "not traced: " + r["error"] if r["error"] else (r["sampling"] or "")
+        lines.append(f"| {r['program']} | {r['kernel']} | {traced} | {r['references']} | "
+                     f"{r['agree']} | {_disagreements(r)} | "
+                     f"{_hardware_cell(r, 'load', report)} | "
+                     f"{_hardware_cell(r, 'store', report)} |")
+    lines.append(AEND)
+    return "\n".join(lines) + "\n"
+
+
+def write_sections(gpu: str | None = None, reductions: str | None = None,
+                   agreement: str | None = None) -> None:
+    """Replace (or append) the given sections of BENCHMARKS.md."""
+    bench = os.path.join(ROOT, "BENCHMARKS.md")
+    current = open(bench).read()
+    for (begin, end), text in (((BEGIN, END), gpu), ((RBEGIN, REND), reductions),
+                               ((ABEGIN, AEND), agreement)):
+        if text is not None:
+            current = _replace(current, begin, end, text)
+    open(bench, "w").write(current)
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--agreement"]:
+        write_sections(agreement=agreement_section(json.load(open(sys.argv[2]))))
+        return 0
     report = json.load(open(sys.argv[1]))
     chart = "docs/results/speedups-h200.png"
     ok = draw(report, os.path.join(ROOT, chart))
-    text = section(report, chart if ok else None)
-    bench = os.path.join(ROOT, "BENCHMARKS.md")
-    current = _replace(open(bench).read(), BEGIN, END, text)
-    if len(sys.argv) > 2:
-        current = _replace(current, RBEGIN, REND, reduction_section(json.load(open(sys.argv[2]))))
-    open(bench, "w").write(current)
+    write_sections(section(report, chart if ok else None),
+                   reduction_section(json.load(open(sys.argv[2])))
+                   if len(sys.argv) > 2 else None)
     return 0
 
 

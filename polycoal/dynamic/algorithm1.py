@@ -8,7 +8,9 @@ the request's strides. Over all requests of a static id:
 - min / max / average stride (bytes; also reported in elements);
 - coalesced when the largest stride is at most the element size (neighbouring lanes
   touch the same or the next element: stride 0 is a broadcast, stride 1 element the
-  ideal), else uncoalesced;
+  ideal), else uncoalesced; a broadcast when every request touches a single address,
+  requests of one active lane included (`if (tid == 0)`): the static analysis calls a
+  reference whose subscript no thread axis of the warp varies a broadcast too;
 - sectors per request: the distinct 32-byte sectors of the request's offsets (arrays
   start sector-aligned, as cudaMalloc's do), against the ideal, the fewest sectors the
   request's distinct elements need;
@@ -85,8 +87,9 @@ def site_stats(site: Site, reqs: list[list[int]]) -> SiteStats:
     gap = max((b - a for a, b in zip(ordered, ordered[1:])), default=0)
     coalesced = high <= size
     histogram = tuple((s // size, c / n) for s, c in strides.most_common(HISTOGRAM_TOP))
+    broadcast = bool(reqs) and high == 0
     if coalesced:
-        verdict, advice = ("broadcast" if high == 0 and n else "coalesced"), None
+        verdict, advice = ("broadcast" if broadcast else "coalesced"), None
     elif gap > size:
         verdict, advice = "uncoalesced", "accesses cannot all be coalesced"
     else:
@@ -94,7 +97,7 @@ def site_stats(site: Site, reqs: list[list[int]]) -> SiteStats:
         advice = "a thread-geometry transformation can fix it" + (
             "; also consider shared memory" if site.kind == "load" else "")
     return SiteStats(site, len(reqs), sum(map(len, reqs)), low, high, avg, coalesced,
-                     high == 0 and n > 0, gap, min(sectors, default=0),
+                     broadcast, gap, min(sectors, default=0),
                      max(sectors, default=0), sum(sectors) / len(sectors) if sectors else 0.0,
                      sum(ideals) / len(ideals) if ideals else 0.0, histogram, verdict, advice)
 

@@ -30,6 +30,7 @@ from polycoal.dynamic.instrument import Instrumented, NotInstrumentable, Site, i
 from polycoal.frontend.program import Kernel, Program
 from polycoal.templates import render_template
 from polycoal.validate.cpu import build_harness, harness_arguments
+from polycoal.validate.device import load_pycuda, numpy_dtype
 from polycoal.validate.experiment import LaunchSetup, NotRunnable, setup_launch
 
 SAMPLE_THREADS = 8192            # threads traced at most (whole blocks)
@@ -122,36 +123,56 @@ def _run_cpu(ins: Instrumented, kernel: Kernel, setup: LaunchSetup, sampling: Sa
     return records, capped
 
 
+def device_source(setup: LaunchSetup, kernel_text: str, prelude: tuple[str, ...] = ()) -> str:
+    """A pycuda module of one kernel: the prelude, the program's __device__ declarations
+    and the kernel, extern "C" so that its name is its symbol."""
+    return "\n".join([*prelude, *setup.declarations, 'extern "C" {', kernel_text, "}"])
+
+
+def device_arguments(driver, np, rng, kernel: Kernel, setup: LaunchSetup) -> list:
+    """The kernel's arguments on the GPU: its arrays uploaded with random values (int
+    arrays of indirect references: valid indices), its int arguments from the setup,
+    other scalars random."""
+    buffers = []
+    for a in setup.arrays:
+        dt = numpy_dtype(np, a.type)
+        host = (rng.integers(0, a.index_bound, a.size) if a.index_bound
+                else rng.uniform(-8, 8, a.size)).astype(dt)
+        buffers.append(driver.to_device(host))
+    arrays = iter(buffers)
+    return [next(arrays) if p.is_pointer else numpy_dtype(np, p.type).type(
+        setup.values.get(p.name, rng.uniform(0.5, 1.5))) for p in kernel.parameters]
+
+
+def compile_on_device(driver, SourceModule, source: str):
+    """A module of `source` for the current context's device."""
+    major, minor = driver.Context.get_device().compute_capability()
+    return SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}")
+
+
+def launch_once(driver, module, name: str, args: list, setup: LaunchSetup) -> None:
+    module.get_function(name)(*args, grid=tuple(map(int, setup.grid)),
+                              block=tuple(map(int, setup.block)))
+    driver.Context.synchronize()
+
+
 def _run_device(ins: Instrumented, kernel: Kernel, setup: LaunchSetup, sampling: Sampling,
                 seed: int) -> tuple[list[Record], bool]:
     import numpy as np
-    from polycoal.validate.device import load_pycuda, numpy_dtype
     driver, SourceModule = load_pycuda()
     runtime = (resources.files("polycoal.templates") / "trace_runtime.h").read_text()
-    source = "\n".join([f"#define PC_TRACE_BLOCKS {sampling.blocks}u",
-                        f"#define PC_TRACE_CAP {sampling.cap}u", runtime,
-                        *setup.declarations, 'extern "C" {', ins.text, "}"])
+    source = device_source(setup, ins.text, (f"#define PC_TRACE_BLOCKS {sampling.blocks}u",
+                                             f"#define PC_TRACE_CAP {sampling.cap}u", runtime))
     rng = np.random.default_rng(seed)
     context = driver.Device(0).make_context()
     try:
-        major, minor = context.get_device().compute_capability()
-        module = SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}")
-        buffers = []
-        for a in setup.arrays:
-            dt = numpy_dtype(np, a.type)
-            host = (rng.integers(0, a.index_bound, a.size) if a.index_bound
-                    else rng.uniform(-8, 8, a.size)).astype(dt)
-            buffers.append(driver.to_device(host))
+        module = compile_on_device(driver, SourceModule, source)
+        args = device_arguments(driver, np, rng, kernel, setup)
         records = driver.mem_alloc(max(sampling.capacity, 1) * _RECORD.size)
         for name, value in (("pc_trace_records", np.uint64(int(records))),
                             ("pc_trace_count", np.uint64(0)), ("pc_trace_capped", np.uint32(0))):
             driver.memcpy_htod(module.get_global(name)[0], value)
-        arrays = iter(buffers)
-        args = [next(arrays) if p.is_pointer else numpy_dtype(np, p.type).type(
-            setup.values.get(p.name, rng.uniform(0.5, 1.5))) for p in kernel.parameters]
-        module.get_function(ins.kernel)(*args, grid=tuple(map(int, setup.grid)),
-                                        block=tuple(map(int, setup.block)))
-        driver.Context.synchronize()
+        launch_once(driver, module, ins.kernel, args, setup)
         count, capped = np.zeros(1, np.uint64), np.zeros(1, np.uint32)
         driver.memcpy_dtoh(count, module.get_global("pc_trace_count")[0])
         driver.memcpy_dtoh(capped, module.get_global("pc_trace_capped")[0])

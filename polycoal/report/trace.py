@@ -1,7 +1,9 @@
 """Reports of `polycoal trace`: text, JSON (docs/trace-json.md) and SARIF, like analyze's.
 
 Each traced kernel's static ids are summarised by Algorithm 1 (dynamic/algorithm1.py)
-and set beside the static analysis' verdict for the same reference.
+and set beside the static analysis' verdict for the same reference; with --hardware, each
+kernel's sectors per request as Nsight Compute counted them for the original kernel
+beside the trace's (dynamic/hardware.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.diagnostics import Diagnostic
 from polycoal.dynamic.algorithm1 import SiteStats, algorithm1
 from polycoal.dynamic.collect import KernelTrace
+from polycoal.dynamic.hardware import METRICS, Comparison, Counters, Hardware, compare
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.report import sarif
 from polycoal.report.json_report import diagnostic, location
@@ -24,6 +27,10 @@ RULES = {
                    "than one element apart.",
     "trace-sampled": "Only part of the launch was traced.",
     "trace-failed": "The kernel could not be instrumented or run.",
+    "hardware-counters": "Global load and store sectors per request of the original kernel "
+                         "as Nsight Compute counted them, beside the trace's figures.",
+    "hardware-unavailable": "The hardware counters could not be read (Nsight Compute "
+                            "missing or failing); the trace stands alone.",
 }
 
 
@@ -73,8 +80,43 @@ def summarise(traces: list[KernelTrace]) -> Summary:
     return [(t, algorithm1(t.sites, t.records)) for t in traces]
 
 
-def diagnostics(summary: Summary) -> list[Diagnostic]:
-    out = []
+def _figure(c: Counters | None) -> str:
+    return "-" if c is None or c.per_request is None else f"{c.per_request:.2f}"
+
+
+def comparison_text(comparisons: list[Comparison]) -> str:
+    """`loads 16.50 sectors/request (trace 16.50 as issued, 12.33 all) agree; stores ...`"""
+    parts = []
+    for c in comparisons:
+        verdict = {True: "agree", False: "DISAGREE", None: ""}[c.agrees]
+        parts.append(f"{c.kind}s {_figure(c.hardware)} sectors/request (trace "
+                     f"{_figure(c.trace)} as issued, {_figure(c.trace_all)} all) {verdict}"
+                     .rstrip())
+    return "; ".join(parts)
+
+
+def hardware_text(t: KernelTrace, hardware: Hardware) -> str:
+    """The kernel's hardware line of the reports."""
+    m = hardware.of(t.kernel)
+    if hardware.error:
+        return f"hardware counters unavailable: {hardware.error}"
+    if m is None or m.counters is None:
+        return f"hardware counters missing: {m.error if m else 'the kernel was not launched'}"
+    return (f"hardware (ncu, original kernel, grid {m.grid} block {m.block}): "
+            f"{comparison_text(compare(t.sites, t.records, m))}")
+
+
+def _hardware_diagnostics(summary: Summary, hardware: Hardware) -> list[Diagnostic]:
+    if hardware.error:
+        return [Diagnostic("note", "hardware-unavailable",
+                           f"hardware counters unavailable: {hardware.error}")]
+    return [Diagnostic("note", "hardware-counters", f"kernel '{t.kernel}': "
+                       f"{hardware_text(t, hardware)}", t.analysis.kernel.location, t.kernel)
+            for t, _ in summary if not t.error]
+
+
+def diagnostics(summary: Summary, hardware: Hardware | None = None) -> list[Diagnostic]:
+    out = [] if hardware is None else _hardware_diagnostics(summary, hardware)
     for t, stats in summary:
         where = t.analysis.kernel.location
         if t.error:
@@ -98,7 +140,7 @@ def diagnostics(summary: Summary) -> list[Diagnostic]:
     return out
 
 
-def render_text(summary: Summary) -> str:
+def render_text(summary: Summary, hardware: Hardware | None = None) -> str:
     out = []
     for t, stats in summary:
         out.append(f"kernel {t.kernel}  ({t.analysis.kernel.location})")
@@ -128,8 +170,12 @@ def render_text(summary: Summary) -> str:
             out += table(rows, ["reference", "type", "line:col", "requests",
                                  "stride min/avg/max", "sectors/ideal", "largest gap",
                                  "verdict", "static"])
+        if hardware is not None and not hardware.error:
+            notes.append(f"  {hardware_text(t, hardware)}")
         out += notes + [""]
-    diags = diagnostics(summary)
+    if hardware is not None and hardware.error:
+        out += [f"hardware counters unavailable: {hardware.error}", ""]
+    diags = [d for d in diagnostics(summary, hardware) if not d.code.startswith("hardware")]
     if diags:
         out.append("diagnostics:")
         out += [str(d) for d in diags]
@@ -160,7 +206,25 @@ def site(t: KernelTrace, st: SiteStats) -> dict[str, Any]:
     }
 
 
-def kernel(t: KernelTrace, stats: list[SiteStats]) -> dict[str, Any]:
+def _counters(c: Counters | None) -> dict[str, Any] | None:
+    return None if c is None else {"sectors": c.sectors, "requests": c.requests,
+                                   "sectors_per_request": c.per_request}
+
+
+def kernel_hardware(t: KernelTrace, hardware: Hardware) -> dict[str, Any]:
+    """The kernel's `hardware` object of the JSON report (docs/trace-json.md)."""
+    m = hardware.of(t.kernel)
+    if hardware.error or m is None or m.counters is None:
+        return {"error": hardware.error or (m.error if m else "the kernel was not launched")}
+    out: dict[str, Any] = {"error": None, "grid": m.grid, "block": m.block}
+    for c in compare(t.sites, t.records, m):
+        out[c.kind] = {"hardware": _counters(c.hardware), "trace": _counters(c.trace),
+                       "trace_all": _counters(c.trace_all), "agrees": c.agrees}
+    return out
+
+
+def kernel(t: KernelTrace, stats: list[SiteStats],
+           hardware: Hardware | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": t.kernel, "location": location(t.analysis.kernel.location),
                            "executor": t.executor, "error": t.error}
     if t.error:
@@ -176,15 +240,23 @@ def kernel(t: KernelTrace, stats: list[SiteStats]) -> dict[str, Any]:
         "records": len(t.records),
         "references": [site(t, st) for st in stats],
     })
+    if hardware is not None:
+        out["hardware"] = kernel_hardware(t, hardware)
     return out
 
 
-def render_json(path: str, summary: Summary) -> dict[str, Any]:
-    return {"schema": "polycoal-trace", "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "polycoal", "version": __version__}, "file": path,
-            "kernels": [kernel(t, stats) for t, stats in summary],
-            "diagnostics": [diagnostic(d) for d in diagnostics(summary)]}
+def render_json(path: str, summary: Summary, hardware: Hardware | None = None
+                ) -> dict[str, Any]:
+    out = {"schema": "polycoal-trace", "schema_version": SCHEMA_VERSION,
+           "tool": {"name": "polycoal", "version": __version__}, "file": path,
+           "kernels": [kernel(t, stats, hardware) for t, stats in summary],
+           "diagnostics": [diagnostic(d) for d in diagnostics(summary, hardware)]}
+    if hardware is not None:
+        out["hardware"] = {"tool": hardware.tool, "error": hardware.error,
+                           "metrics": sorted(METRICS.values())}
+    return out
 
 
-def render_sarif(path: str, summary: Summary) -> dict[str, Any]:
-    return sarif.document(diagnostics(summary), path, RULES)
+def render_sarif(path: str, summary: Summary, hardware: Hardware | None = None
+                 ) -> dict[str, Any]:
+    return sarif.document(diagnostics(summary, hardware), path, RULES)
