@@ -49,8 +49,8 @@ SIZES: dict[str, tuple[dict[str, int], dict[str, int]]] = {
     "adi": ({"N": 64, "TSTEPS": 1}, {"i1": 1}),
     "atax": ({"NX": 64, "NY": 64}, {}),
     "bicg": ({"NX": 64, "NY": 64}, {}),
-    "correlation": ({"M": 64, "N": 64}, {}),
-    "covariance": ({"M": 64, "N": 64}, {}),
+    "correlation": ({"M": 32, "N": 8}, {}),     # whole loops within 256 executions
+    "covariance": ({"M": 32, "N": 8}, {}),      # per reference and thread (the cap)
     "fdtd2d": ({"NX": 64, "NY": 64, "TMAX": 2}, {"t": 1}),
     "gemm": (dict.fromkeys(_2D[:3], 64), {}),
     "gemver": ({"N": 64}, {}),
