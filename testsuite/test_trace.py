@@ -199,3 +199,20 @@ def test_device_trace_matches_cpu_trace(capsys):
             for key in ("text", "type", "verdict", "requests", "stride_bytes",
                         "sectors_per_request", "largest_gap_bytes"):
                 assert rc[key] == rg[key], (kc["name"], rc["text"], key)
+
+
+def test_divergent_lanes_keep_their_per_lane_stride():
+    """Lanes 0, 3, 5 reading y[i] (4-byte elements) advance one element per lane: the
+    warp would be contiguous; sorted offsets alone would say 3 and 2 elements."""
+    from polycoal.dynamic.algorithm1 import request_strides
+    assert request_strides([(0, 0), (3, 12), (5, 20)]) == [4, 4]
+    assert request_strides([(0, 8), (1, 0), (2, 4)]) == [4, 4]        # permuted: sorted wins
+    assert request_strides([(0, 0), (3, 40)]) == [40]                 # 10 bytes a lane: kept
+    assert request_strides([(0, 0), (1, 256)]) == [256]
+
+
+def test_csr_rows_agree_with_the_static_analysis_despite_divergence(capsys):
+    status, out = _trace([str(IRREGULAR), "--kernel", "csr", "--format", "json"], capsys)
+    refs = {(r["text"], r["type"]): r for r in json.loads(out)["kernels"][0]["references"]}
+    assert refs[("y[i]", "load")]["verdict"] == "coalesced" and refs[("y[i]", "load")]["agrees"]
+    assert refs[("val[j]", "load")]["verdict"] == "uncoalesced"

@@ -3,7 +3,13 @@
 Records with the same (static id, dynamic id, block, warp) were executed together: one
 warp-level request (a warp is 32 consecutive linear thread ids of a block). Within a
 request the lanes' byte offsets are sorted and the differences between neighbours are
-the request's strides. Over all requests of a static id:
+the request's strides. When lanes are inactive (divergence: a CSR loop whose rows end
+at different j, an `if` on the data), the active lanes are also taken in lane order
+with each difference divided by the lanes between them, the stride the full warp would
+have had: lanes 0, 3 and 5 reading y[i] advance one element per lane, which is how the
+static analysis sees y[i] too. Of the two readings the one with the smaller largest
+stride counts (sorting alone already makes a permutation within a segment coalesced).
+Over all requests of a static id:
 
 - min / max / average stride (bytes; also reported in elements);
 - coalesced when the largest stride is at most the element size (neighbouring lanes
@@ -56,27 +62,39 @@ class SiteStats:
     advice: str | None
 
 
-def requests(records: list[Record]) -> dict[int, list[list[int]]]:
-    """Static id -> its warp-level requests, each the lanes' byte offsets."""
+def requests(records: list[Record]) -> dict[int, list[list[tuple[int, int]]]]:
+    """Static id -> its warp-level requests, each the active lanes' (lane, byte offset)."""
     warp = cuda_dialect().warp_size
-    groups: dict[tuple, list[int]] = defaultdict(list)
+    groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     for r in records:
-        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append(r.offset)
-    out: dict[int, list[list[int]]] = defaultdict(list)
-    for key, offsets in groups.items():
-        out[key[0]].append(offsets)
+        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append((r.thread % warp, r.offset))
+    out: dict[int, list[list[tuple[int, int]]]] = defaultdict(list)
+    for key, lanes in groups.items():
+        out[key[0]].append(lanes)
     return out
 
 
-def site_stats(site: Site, reqs: list[list[int]]) -> SiteStats:
+def request_strides(lanes: list[tuple[int, int]]) -> list[int]:
+    """The strides (bytes) of one request: between sorted offsets, or, when that gives a
+    larger largest stride, between lanes in lane order per lane between them (a
+    difference the lane gap does not divide stays whole)."""
+    ordered = sorted(o for _, o in lanes)
+    by_offset = [b - a for a, b in zip(ordered, ordered[1:])]
+    by_lane = []
+    for (la, a), (lb, b) in zip(sorted(lanes), sorted(lanes)[1:]):
+        d, gap = abs(b - a), max(1, lb - la)
+        by_lane.append(d // gap if d % gap == 0 else d)
+    return min(by_offset, by_lane, key=lambda s: max(s, default=0))
+
+
+def site_stats(site: Site, reqs: list[list[tuple[int, int]]]) -> SiteStats:
     size = site.element_size
     strides: Counter = Counter()
     sectors, ideals = [], []
     touched: set[int] = set()
-    for offsets in reqs:
-        ordered = sorted(offsets)
-        strides.update(b - a for a, b in zip(ordered, ordered[1:]))
-        distinct = set(ordered)
+    for lanes in reqs:
+        strides.update(request_strides(lanes))
+        distinct = {o for _, o in lanes}
         touched |= distinct
         sectors.append(len({o // SECTOR_BYTES for o in distinct}))
         ideals.append(max(1, -(-len(distinct) * size // SECTOR_BYTES)))
