@@ -49,6 +49,11 @@ class TransformOptions:
     arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
+# Actions whose kernels add floating-point values in another order than the original's.
+REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
+GENERATED = REASSOCIATING | {"restructured"}     # the kernel is regenerated (d.generated)
+CHANGED = GENERATED | {"permuted"}                # the output differs from the input
+
 
 @dataclass
 class KernelDecision:
@@ -206,23 +211,19 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         return None
     if options.reduction in ("auto", "block", "split") and row is not None and \
             "coalesced along the threads" in row:
-        why = shape or _short_loop(model, loop.loop.counter)
-        if why is None:
-            _plan_column_reduction(program, kernel, d, options.reduction)
-        return why
+        if shape is not None:
+            return shape
+        extents = split_extents(model, loop.loop.counter)
+        if extents[1] is not None and extents[1] < 1024:   # does not pay for its launches
+            return f"its loop runs {extents[1]} times: too short to split"
+        _plan_column_reduction(program, kernel, d, options.reduction, extents)
+        return None
     return row
 
 
-def _short_loop(model, counter: str) -> str | None:
-    """Splitting a loop of fewer than 1024 iterations does not pay for its launches."""
-    rows = split_extents(model, counter)[1]
-    if rows is not None and rows < 1024:
-        return f"its loop runs {rows} times: too short to split"
-    return None
-
-
 def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                           form: str) -> KernelDecision:
+                           form: str, extents: tuple[int | None, int | None]
+                           ) -> KernelDecision:
     """A coalesced but starved column reduction: split over row chunks (2-D blocks,
     atomicAdd), or block-cooperative when asked (`--reduction block`: one launch, a block
     per 32 columns, no atomics, so the sums come out the same on every run; it keeps fewer
@@ -248,7 +249,8 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
             return d
     d.mapping = Mapping((model.thread_dims[0].name, loop.loop.counter), (), d.mapping.costs,
                         d.mapping.parallel, d.mapping.ilp)
-    d.generated = generate_column_split(program.text, kernel, model, loop.loop.counter)
+    d.generated = generate_column_split(program.text, kernel, model, loop.loop.counter,
+                                        extents)
     d.action = "split"
     columns, rows = d.generated.per_block[:2]
     d.reason = (f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
@@ -372,7 +374,7 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
             for launch in program.launches_of(d.kernel):
                 out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
-        if d.action not in ("restructured", "reduced", "columns", "split", "tiled"):
+        if d.action not in GENERATED:
             continue
         kernel = program.kernel(d.kernel)
         out.append((kernel.span, d.generated.text))
@@ -457,7 +459,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         text = _splice(program.text, _replacements(program, decisions))
     for d in decisions:
         kernel = program.kernel(d.kernel)
-        if d.action in ("restructured", "permuted", "reduced", "columns", "split", "tiled"):
+        if d.action in CHANGED:
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason} "
                                           f"(pointer arguments distinct: {d.alias_evidence})",

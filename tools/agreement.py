@@ -135,8 +135,9 @@ def add_hardware(rows: list[dict], hardware) -> None:
     from polycoal.dynamic.hardware import agrees
     for row in rows:
         m = hardware.of(row["kernel"], job(row["program"])["path"])
-        if hardware.error or m is None or m.counters is None:
-            row["hardware"] = {"error": hardware.error or (m.error if m else "not launched")}
+        problem = hardware.problem(m)
+        if problem:
+            row["hardware"] = {"error": problem}
             continue
         row["hardware"] = {"error": None, "grid": m.grid, "block": m.block}
         for kind, c in m.counters.items():

@@ -87,7 +87,7 @@ def analyze_kernel(kernel: Kernel, program: Program,
             if a.space in ("private", "local", "shared"):
                 continue
             result.references.append(analyze_reference(model, s, a, counts[s.name]))
-    barrier = any(o.construct == "__syncthreads" for o in model.outside)
+    barrier = model.synchronises
     if not barrier:
         result.races = detect_races(model)
     if model.is_affine:

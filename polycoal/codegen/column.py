@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, _describe_dim, _signature,
                                      generate_kernel, thread_range)
 from polycoal.codegen.statements import render_accumulation
-from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel
+from polycoal.model.isl_helpers import known_extent
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.restructure import Mapping
 from polycoal.templates import render_template
@@ -79,6 +79,11 @@ def generate_column_blocks(original: str, kernel: Kernel, model: KernelModel,
                            warp_reduction=counter, column_groups=groups)
 
 
+def _loop_statements(model: KernelModel) -> KernelModel:
+    """The model of the statements inside the reduction loop."""
+    return replace(model, statements=[s for s in model.statements if s.loops])
+
+
 def _renamed(text: str, name: str, new: str) -> str:
     return re.sub(rf"\b{re.escape(name)}\b", new, text, count=1)
 
@@ -119,7 +124,7 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
     columns (`cols_*`) and the loop the rows (`rows_*`) for a column split, the other
     way round for tiles; `thread_axis` and `loop_axis` say which is x."""
     thread = model.thread_dims[0].name
-    inside = replace(model, statements=[s for s in model.statements if s.loops])
+    inside = _loop_statements(model)
     over_threads = thread_range(model, thread, thread_axis)
     over_loop = thread_range(inside, counter, loop_axis)
     cols, rows = (over_threads, over_loop) if thread_axis == "x" else (over_loop, over_threads)
@@ -136,28 +141,21 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
 
 
 def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
-                          counter: str) -> GeneratedKernel:
+                          counter: str, extents: tuple[int | None, int | None]
+                          ) -> GeneratedKernel:
     """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
-    rows on y): templates/column_split.cu.j2."""
-    shape = split_shape(*split_extents(model, counter))
+    rows on y): templates/column_split.cu.j2; `extents`: split_extents."""
+    shape = split_shape(*extents)
     return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
                         (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
                         rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)
 
 
-def constant_extent(model: KernelModel, dim: str) -> int | None:
-    """The number of values `dim` takes when it is known at compile time (the kernel's
-    parameters fixed by its launches), else None."""
-    r = thread_range(model, dim, "x")
-    lo = evaluate(r.host_lo, lambda n, m: model.parameter_values.get(n))
-    hi = evaluate(r.host_hi, lambda n, m: model.parameter_values.get(n))
-    return None if lo is None or hi is None else max(0, int(hi - lo + 1))
-
-
 def split_extents(model: KernelModel, counter: str) -> tuple[int | None, int | None]:
-    """(columns, rows) of a column reduction: the thread dim's and the loop's extents."""
-    inside = replace(model, statements=[s for s in model.statements if s.loops])
-    return constant_extent(model, model.thread_dims[0].name), constant_extent(inside, counter)
+    """(columns, rows) of a column reduction when the launches fix them: the thread dim's
+    and the loop's extents."""
+    return (known_extent(model, model.thread_dims[0].name),
+            known_extent(_loop_statements(model), counter))
 
 
 def generate_tiled_reduction(original: str, kernel: Kernel, model: KernelModel,

@@ -199,7 +199,7 @@ def trace_kernel(ka: KernelAnalysis, program: Program, arguments: dict[str, int]
         result.sites, result.grid, result.block = ins.sites, setup.grid, setup.block
         sampling = plan_sampling(setup.grid, setup.block, len(ins.sites), max_records)
         result.sampling = sampling
-        sync = any(o.construct == "__syncthreads" for o in ka.model.outside)
+        sync = ka.model.synchronises
         run = _run_device(ins, ka.kernel, setup, sampling, seed) if executor == "device" \
             else _run_cpu(ins, ka.kernel, setup, sampling, sync, seed)
         result.records, result.capped = run

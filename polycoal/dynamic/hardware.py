@@ -84,6 +84,12 @@ class Hardware:
         return next((m for m in self.kernels if m.kernel == kernel and
                      (program is None or m.program == program)), None)
 
+    def problem(self, m: Measured | None) -> str | None:
+        """Why a kernel (its launch `m`, from `of`) has no counters, or None."""
+        if self.error or m is None or m.counters is None:
+            return self.error or (m.error if m else "the kernel was not launched")
+        return None
+
 
 # --- locating and running ncu -------------------------------------------------------
 

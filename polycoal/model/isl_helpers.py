@@ -160,3 +160,18 @@ def dim_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
             uppers.append(bound)
     lowers.sort(key=lambda b: (not b.is_constant(), str(b)))
     return lowers, sorted(uppers, key=str)
+
+
+def known_extent(model: KernelModel, dim: str) -> int | None:
+    """The number of values of `dim` when the launch's parameter values fix its bounds
+    (dim_bounds), else None."""
+    lowers, uppers = dim_bounds(model, dim)
+    if not lowers or not uppers:
+        return None
+    values = model.parameter_values
+    try:
+        lo = max(b.value(values) for b in lowers)
+        hi = min(b.value(values) for b in uppers)
+    except ValueError:
+        return None
+    return max(0, int(hi - lo + 1))

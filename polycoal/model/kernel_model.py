@@ -101,6 +101,11 @@ class KernelModel:
         return not self.outside
 
     @property
+    def synchronises(self) -> bool:
+        """Whether the kernel calls __syncthreads (its threads meet at barriers)."""
+        return any(o.construct == "__syncthreads" for o in self.outside)
+
+    @property
     def dims(self) -> list[str]:
         return [d.name for d in self.thread_dims] + [f"c{k}" for k in range(self.depth)]
 

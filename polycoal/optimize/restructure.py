@@ -65,14 +65,8 @@ def original_axes(model: KernelModel) -> tuple[str, ...]:
 
 def _known_extent(model: KernelModel, dim: str) -> float:
     """Number of values of `dim` when the launch's parameter values fix it, else inf."""
-    lowers, uppers = isl_helpers.dim_bounds(model, dim)
-    values = model.parameter_values
-    try:
-        lo = max(b.value(values) for b in lowers)
-        hi = min(b.value(values) for b in uppers)
-    except ValueError:
-        return float("inf")
-    return float(hi - lo + 1) if lowers and uppers else float("inf")
+    extent = isl_helpers.known_extent(model, dim)
+    return float("inf") if extent is None else float(extent)
 
 
 def reference_cost(r: ReferenceReport, dim: str, penalty: int) -> int:

@@ -15,7 +15,8 @@ from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.diagnostics import Diagnostic
 from polycoal.dynamic.algorithm1 import SiteStats, algorithm1
 from polycoal.dynamic.collect import KernelTrace
-from polycoal.dynamic.hardware import METRICS, Comparison, Counters, Hardware, compare
+from polycoal.dynamic.hardware import (METRICS, Comparison, Counters, Hardware, Measured,
+                                       compare)
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.report import sarif
 from polycoal.report.json_report import diagnostic, location
@@ -95,28 +96,46 @@ def comparison_text(comparisons: list[Comparison]) -> str:
     return "; ".join(parts)
 
 
-def hardware_text(t: KernelTrace, hardware: Hardware) -> str:
-    """The kernel's hardware line of the reports."""
+# (the original kernel's launch, its counters compared with the trace, why there are none)
+HardwareResult = tuple[Measured | None, list[Comparison] | None, str | None]
+
+
+def hardware_result(t: KernelTrace, hardware: Hardware) -> HardwareResult:
+    """The kernel's hardware counters set beside its trace, or why there are none."""
     m = hardware.of(t.kernel)
-    if hardware.error:
-        return f"hardware counters unavailable: {hardware.error}"
-    if m is None or m.counters is None:
-        return f"hardware counters missing: {m.error if m else 'the kernel was not launched'}"
+    problem = t.error or hardware.problem(m)
+    if problem:
+        return None, None, problem
+    return m, compare(t.sites, t.records, m), None
+
+
+def hardware_text(hardware: Hardware, result: HardwareResult) -> str:
+    """The kernel's hardware line of the reports."""
+    m, comparisons, problem = result
+    if problem:
+        return f"hardware counters {'unavailable' if hardware.error else 'missing'}: {problem}"
     return (f"hardware (ncu, original kernel, grid {m.grid} block {m.block}): "
-            f"{comparison_text(compare(t.sites, t.records, m))}")
+            f"{comparison_text(comparisons)}")
 
 
-def _hardware_diagnostics(summary: Summary, hardware: Hardware) -> list[Diagnostic]:
+def _hardware_diagnostics(summary: Summary, hardware: Hardware,
+                          results: list[HardwareResult]) -> list[Diagnostic]:
     if hardware.error:
         return [Diagnostic("note", "hardware-unavailable",
                            f"hardware counters unavailable: {hardware.error}")]
     return [Diagnostic("note", "hardware-counters", f"kernel '{t.kernel}': "
-                       f"{hardware_text(t, hardware)}", t.analysis.kernel.location, t.kernel)
-            for t, _ in summary if not t.error]
+                       f"{hardware_text(hardware, r)}", t.analysis.kernel.location, t.kernel)
+            for (t, _), r in zip(summary, results) if not t.error]
 
 
-def diagnostics(summary: Summary, hardware: Hardware | None = None) -> list[Diagnostic]:
-    out = [] if hardware is None else _hardware_diagnostics(summary, hardware)
+def diagnostics(summary: Summary, hardware: Hardware | None = None,
+                results: list[HardwareResult] | None = None) -> list[Diagnostic]:
+    """The reports' diagnostics; with `hardware`, its notes first (`results`: the kernels'
+    hardware results when the caller has them already)."""
+    out = []
+    if hardware is not None:
+        results = results or [hardware_result(t, hardware) for t, _ in summary]
+        out = _hardware_diagnostics(summary, hardware, results)
     for t, stats in summary:
         where = t.analysis.kernel.location
         if t.error:
@@ -143,6 +162,7 @@ def diagnostics(summary: Summary, hardware: Hardware | None = None) -> list[Diag
 def render_text(summary: Summary, hardware: Hardware | None = None) -> str:
     out = []
     for t, stats in summary:
+        result = None if hardware is None else hardware_result(t, hardware)
         out.append(f"kernel {t.kernel}  ({t.analysis.kernel.location})")
         if t.error:
             out += [f"  not traced: {t.error}", ""]
@@ -171,11 +191,11 @@ def render_text(summary: Summary, hardware: Hardware | None = None) -> str:
                                  "stride min/avg/max", "sectors/ideal", "largest gap",
                                  "verdict", "static"])
         if hardware is not None and not hardware.error:
-            notes.append(f"  {hardware_text(t, hardware)}")
+            notes.append(f"  {hardware_text(hardware, result)}")
         out += notes + [""]
     if hardware is not None and hardware.error:
         out += [f"hardware counters unavailable: {hardware.error}", ""]
-    diags = [d for d in diagnostics(summary, hardware) if not d.code.startswith("hardware")]
+    diags = diagnostics(summary)          # the hardware lines are in the kernels' notes
     if diags:
         out.append("diagnostics:")
         out += [str(d) for d in diags]
@@ -211,20 +231,20 @@ def _counters(c: Counters | None) -> dict[str, Any] | None:
                                    "sectors_per_request": c.per_request}
 
 
-def kernel_hardware(t: KernelTrace, hardware: Hardware) -> dict[str, Any]:
+def kernel_hardware(result: HardwareResult) -> dict[str, Any]:
     """The kernel's `hardware` object of the JSON report (docs/trace-json.md)."""
-    m = hardware.of(t.kernel)
-    if hardware.error or m is None or m.counters is None:
-        return {"error": hardware.error or (m.error if m else "the kernel was not launched")}
+    m, comparisons, problem = result
+    if problem:
+        return {"error": problem}
     out: dict[str, Any] = {"error": None, "grid": m.grid, "block": m.block}
-    for c in compare(t.sites, t.records, m):
+    for c in comparisons:
         out[c.kind] = {"hardware": _counters(c.hardware), "trace": _counters(c.trace),
                        "trace_all": _counters(c.trace_all), "agrees": c.agrees}
     return out
 
 
 def kernel(t: KernelTrace, stats: list[SiteStats],
-           hardware: Hardware | None = None) -> dict[str, Any]:
+           hardware: HardwareResult | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": t.kernel, "location": location(t.analysis.kernel.location),
                            "executor": t.executor, "error": t.error}
     if t.error:
@@ -241,16 +261,18 @@ def kernel(t: KernelTrace, stats: list[SiteStats],
         "references": [site(t, st) for st in stats],
     })
     if hardware is not None:
-        out["hardware"] = kernel_hardware(t, hardware)
+        out["hardware"] = kernel_hardware(hardware)
     return out
 
 
 def render_json(path: str, summary: Summary, hardware: Hardware | None = None
                 ) -> dict[str, Any]:
+    results = None if hardware is None else [hardware_result(t, hardware) for t, _ in summary]
     out = {"schema": "polycoal-trace", "schema_version": SCHEMA_VERSION,
            "tool": {"name": "polycoal", "version": __version__}, "file": path,
-           "kernels": [kernel(t, stats, hardware) for t, stats in summary],
-           "diagnostics": [diagnostic(d) for d in diagnostics(summary, hardware)]}
+           "kernels": [kernel(t, stats, r) for (t, stats), r in
+                       zip(summary, results or [None] * len(summary))],
+           "diagnostics": [diagnostic(d) for d in diagnostics(summary, hardware, results)]}
     if hardware is not None:
         out["hardware"] = {"tool": hardware.tool, "error": hardware.error,
                            "metrics": sorted(METRICS.values())}

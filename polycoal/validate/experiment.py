@@ -19,7 +19,7 @@ from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
-from polycoal.transform import KernelDecision
+from polycoal.transform import REASSOCIATING, KernelDecision
 
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
@@ -130,7 +130,7 @@ def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
             new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
         new_grid += [1] * (3 - len(new_grid))
         runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
-                             tuple(st.block), d.action in ("reduced", "columns", "split", "tiled")))
+                             tuple(st.block), d.action in REASSOCIATING))
     return runs
 
 
@@ -243,12 +243,12 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         transformed = [new_program.kernel(st.kernel).expanded if st.kernel != kernel.name
                        else transformed[0] for st in d.generated.stages]
     tolerance = 1e-5
-    if d.action in ("reduced", "columns", "split", "tiled"):
+    if d.action in REASSOCIATING:
         tolerance = max(tolerance, reassociation_tolerance(model, values))
     return Experiment(
         kernel, model, launch, values, arrays, grid, block, stages, hidden, declarations,
         rename_kernel(kernel.expanded, kernel.name, names[0]), "\n\n".join(transformed),
-        names[0], names[1], any(o.construct == "__syncthreads" for o in model.outside),
+        names[0], names[1], model.synchronises,
         tolerance)
 
 
