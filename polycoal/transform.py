@@ -25,7 +25,7 @@ from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
-from polycoal.optimize.permutation import Permutation, solve_permutation
+from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
 from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
@@ -303,13 +303,13 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
         d.reason = (f"{why}; no permutation: a launch's grid or block is not a compile-time "
                     "constant, so the hardware limits of the permuted geometry are unknown")
         return d
-    perm = solve_permutation(d.analysis.global_references, [l.block_shape for l in launches],
-                             [l.grid_shape for l in launches])
+    blocks, grids = [l.block_shape for l in launches], [l.grid_shape for l in launches]
+    perm = solve_permutation(d.analysis.global_references, blocks, grids)
     d.permutation = perm
     unknown = any(r.access.flat is None for r in d.analysis.global_references)
     traced = ""
     if options.empirical or (unknown and options.empirical_fallback):
-        traced = _search_permutation(program, kernel, d, launches, options)
+        traced = _search_permutation(program, kernel, d, blocks, grids, options)
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
         d.reason = f"{why}; the thread axes are already in the best order{traced}"
         return d
@@ -319,20 +319,18 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     return d
 
 
-def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, launches,
+def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blocks, grids,
                         options: TransformOptions) -> str:
     """Run the empirical search (dynamic/empirical.py) over the candidates that the
     launches allow; when every candidate was traced, its choice replaces the static one
     in d.permutation (its costs: sectors beyond ideal). Returns how the choice was made,
     for the reason, or "" when there was nothing to search (one candidate)."""
-    blocks = [l.block_shape for l in launches]
-    grids = [l.grid_shape for l in launches]
     sources = candidate_sources(blocks, grids)
     if len(sources) < 2:
         return ""
 
     def render(source: dict[str, str]) -> str:
-        if all(n == o for n, o in source.items()):
+        if is_identity(source):
             return program.text
         trial = KernelDecision(kernel.name, "permuted", "",
                                permutation=Permutation(source, 0, 0, ""))

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import permutations
 
-from polycoal.optimize.permutation import AXES, can_be_x, fits
+from polycoal.optimize.permutation import AXES, can_be_x, fits, is_identity, moved_axes
 
 MAX_RECORDS = 1_000_000          # trace records per candidate (half of `trace`'s default)
 
@@ -48,11 +48,10 @@ class Figures:
 
     @property
     def is_identity(self) -> bool:
-        return all(n == o for n, o in self.source.items())
+        return is_identity(self.source)
 
     def label(self) -> str:
-        moved = ", ".join(f"{n} <- {o}" for n, o in self.source.items() if n != o)
-        return moved or "identity"
+        return moved_axes(self.source) or "identity"
 
     def describe(self) -> str:
         if self.error:
@@ -107,8 +106,7 @@ def choose(candidates: list[Figures]) -> Choice:
     identity = candidates[0]
     if any(f.error for f in candidates):
         return Choice(candidates, identity)
-    best = min(candidates, key=lambda f: (f.excess, not f.is_identity))
-    return Choice(candidates, best if best.excess < identity.excess else identity)
+    return Choice(candidates, min(candidates, key=lambda f: (f.excess, not f.is_identity)))
 
 
 def search(path: str, preprocessor, kernel_name: str, sources: list[dict[str, str]],

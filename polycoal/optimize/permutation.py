@@ -40,10 +40,20 @@ class Permutation:
 
     @property
     def is_identity(self) -> bool:
-        return all(n == o for n, o in self.source.items())
+        return is_identity(self.source)
 
     def describe(self) -> str:
-        return ", ".join(f"{n} <- {o}" for n, o in self.source.items() if n != o)
+        return moved_axes(self.source)
+
+
+def is_identity(source: dict[str, str]) -> bool:
+    """Whether a permutation (new axis -> original axis) leaves every axis in place."""
+    return all(n == o for n, o in source.items())
+
+
+def moved_axes(source: dict[str, str]) -> str:
+    """`x <- y, y <- x`: the axes a permutation moves ("" for the identity)."""
+    return ", ".join(f"{n} <- {o}" for n, o in source.items() if n != o)
 
 
 def can_be_x(original: str, blocks: list[tuple[int, int, int]]) -> bool:
