@@ -8,6 +8,7 @@ import sys
 
 from polycoal import __version__
 from polycoal.diagnostics import InputError
+from polycoal.frontend.preprocess import DEFAULT_STD
 
 
 def _add_preprocessor_options(p: argparse.ArgumentParser) -> None:
@@ -160,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     prepare.add_argument("input", help="a .cu file")
     prepare.add_argument("-o", "--output", required=True, help="the file to compile instead")
     _add_preprocessor_options(prepare)
-    prepare.add_argument("--std", default="c++17", help="language standard, as -std")
+    prepare.add_argument("--std", default=DEFAULT_STD, help="language standard, as -std")
     prepare.add_argument("--depfile", help="write the files read here (make syntax)")
     return parser
 
@@ -213,7 +214,7 @@ def _block(text: str) -> tuple[int, int, int]:
 def _preprocessor_options(args):
     from polycoal.frontend.preprocess import PreprocessorOptions
     return PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
-                               tuple(args.undefines), getattr(args, "std", "c++17"))
+                               tuple(args.undefines), getattr(args, "std", DEFAULT_STD))
 
 
 def _read(args):

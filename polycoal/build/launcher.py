@@ -25,9 +25,10 @@ import sys
 
 from polycoal.build.command import parse_command, rewrite_command
 from polycoal.build.lines import with_line_directives
-from polycoal.build.prepare import prepare_source, read_source, report
+from polycoal.build.prepare import prepare_source, report
 from polycoal.diagnostics import InputError
-from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.frontend import read_source
+from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessorOptions
 from polycoal.output import write_atomically
 
 USAGE = "usage: polycoal launch <compiler> [compiler arguments...]"
@@ -61,9 +62,14 @@ def _run(argv: list[str], environ, copies: dict[str, str] | None = None) -> int:
     return proc.returncode
 
 
-def _prepare(path: str, preprocessor: PreprocessorOptions, cache_dir: str, environ):
+def _cache_dir(environ, build_dir: str) -> str:
+    """$POLYCOAL_CACHE_DIR, else .polycoal/cache in the directory of the build's output."""
+    return environ.get("POLYCOAL_CACHE_DIR") or os.path.join(build_dir, ".polycoal", "cache")
+
+
+def _prepare(path: str, options, cache_dir: str, environ):
     """Prepare one source and print its report; (prepared, stop the build?)."""
-    prepared = prepare_source(path, _transform_options(environ, preprocessor), cache_dir)
+    prepared = prepare_source(path, options, cache_dir)
     lines, stop = report(prepared, _flag(environ, "POLYCOAL_STRICT"),
                          _flag(environ, "POLYCOAL_VERBOSE"))
     for line in lines:
@@ -115,16 +121,16 @@ def launch(argv: list[str], environ=None) -> int:
     if not command.compiles or not command.sources:
         return _run(argv, environ)
     preprocessor = PreprocessorOptions(command.include_dirs, command.defines,
-                                       command.undefines, command.std or "c++17")
+                                       command.undefines, command.std or DEFAULT_STD)
     build_dir = os.path.dirname(os.path.abspath(command.output)) if command.output \
         else os.getcwd()
-    cache_dir = environ.get("POLYCOAL_CACHE_DIR") or os.path.join(build_dir, ".polycoal",
-                                                                  "cache")
     copies: dict[str, str] = {}
     stop = False
     try:
+        options = _transform_options(environ, preprocessor)
         for path in command.source_paths:
-            prepared, stop_here = _prepare(path, preprocessor, cache_dir, environ)
+            prepared, stop_here = _prepare(path, options, _cache_dir(environ, build_dir),
+                                           environ)
             stop = stop or stop_here
             if prepared.text is not None:
                 copy = copy_path(build_dir, path, command.output)
@@ -154,12 +160,12 @@ def prepare_file(source: str, output: str, preprocessor: PreprocessorOptions,
     text, or the original, both with `#line` directives to `source`; `depfile` (make
     syntax) lists every file read."""
     environ = dict(os.environ if environ is None else environ)
-    cache_dir = environ.get("POLYCOAL_CACHE_DIR") or os.path.join(
-        os.path.dirname(os.path.abspath(output)), ".polycoal", "cache")
     if _flag(environ, "POLYCOAL_DISABLE"):
         prepared, stop = None, False
     else:
-        prepared, stop = _prepare(source, preprocessor, cache_dir, environ)
+        prepared, stop = _prepare(source, _transform_options(environ, preprocessor),
+                                  _cache_dir(environ, os.path.dirname(os.path.abspath(output))),
+                                  environ)
     if stop:
         return 1
     text = prepared.text if prepared is not None else None

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from polycoal.build import cache
 from polycoal.build.lines import with_line_directives
 from polycoal.diagnostics import InputError
-from polycoal.frontend import read_program
-from polycoal.frontend.preprocess import preprocess, stub_include_dir
+from polycoal.frontend import read_program, read_source
+from polycoal.frontend.preprocess import PreprocessedSource, preprocess, stub_include_dir
 from polycoal.transform import TransformOptions, transform_program
 
 
@@ -46,12 +46,6 @@ class Prepared:
     dependencies: tuple[str, ...] = ()   # the source and every file it includes
 
 
-def read_source(path: str) -> str:
-    """The text of a source as the front end reads it (bytes kept, newlines as they are)."""
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
-        return f.read()
-
-
 def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prepared:
     """Transform `path` with `options` (its preprocessor options those of the build)."""
     try:
@@ -65,7 +59,7 @@ def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prep
     record = cache.load(cache_dir, key)
     if record is not None:
         return replace(_from_record(path, record), cached=True, dependencies=dependencies)
-    prepared = _transform(path, absolute, original, options)
+    prepared = _transform(path, absolute, original, source, options)
     try:
         cache.store(cache_dir, key, {"text": prepared.text, "error": prepared.error,
                                      "kernels": [asdict(k) for k in prepared.kernels]})
@@ -74,10 +68,10 @@ def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prep
     return replace(prepared, dependencies=dependencies)
 
 
-def _transform(path: str, absolute: str, original: str, options: TransformOptions
-               ) -> Prepared:
+def _transform(path: str, absolute: str, original: str, source: PreprocessedSource,
+               options: TransformOptions) -> Prepared:
     try:
-        program = read_program(path, options.preprocessor)
+        program = read_program(path, options.preprocessor, text=original, source=source)
         result = transform_program(program, options)
     except InputError as error:
         return Prepared(path, None, error=_first_line(error))

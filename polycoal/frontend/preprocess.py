@@ -32,12 +32,15 @@ _CUDA_LIBRARY = re.compile(r'^(cu|nv|thrust/|cub/|cuda|helper_|device_|sm_\d|mma
 PREDEFINED = ("__CUDACC__", "__NVCC__", "__CUDACC_VER_MAJOR__=13", "__CUDACC_VER_MINOR__=0")
 
 
+DEFAULT_STD = "c++17"
+
+
 @dataclass(frozen=True)
 class PreprocessorOptions:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()       # "NAME" or "NAME=VALUE"
     undefines: tuple[str, ...] = ()
-    std: str = "c++17"                  # the language standard, as the build's -std
+    std: str = DEFAULT_STD              # the language standard, as the build's -std
 
 
 @dataclass
