@@ -85,9 +85,15 @@ def warp_sectors(strides: dict[str, int], block: tuple[int, int, int], size: int
     for lane in range(lanes):
         tx, ty, tz = lane % bx, (lane // bx) % by, lane // (bx * by)
         offsets.add(strides["x"] * tx + strides["y"] * ty + strides["z"] * tz)
-    sectors = {(o * size) // SECTOR_BYTES for o in offsets}
-    ideal = -(-len(offsets) * size // SECTOR_BYTES)
-    return len(sectors), max(ideal, 1)
+    return request_sectors({o * size for o in offsets}, size)
+
+
+def request_sectors(byte_offsets, size: int) -> tuple[int, int]:
+    """(32-byte sectors a warp request touches, the fewest its distinct elements need),
+    for the lanes' byte offsets from a sector-aligned array start."""
+    distinct = set(byte_offsets)
+    return (len({o // SECTOR_BYTES for o in distinct}),
+            max(1, -(-len(distinct) * size // SECTOR_BYTES)))
 
 
 def analyze_reference(model: KernelModel, s: Statement, a: Access, count: Count) -> ReferenceReport:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from polycoal.analysis.coalescing import SECTOR_BYTES
+from polycoal.analysis.coalescing import request_sectors
 from polycoal.dynamic.collect import Record
 from polycoal.dynamic.instrument import Site
 from polycoal.frontend.dialect import cuda_dialect
@@ -62,15 +62,21 @@ class SiteStats:
     advice: str | None
 
 
+def request_groups(records: list[Record]) -> dict[tuple[int, int, int, int], list[int]]:
+    """(static id, dynamic id, block, warp) -> the indices of that request's records."""
+    warp = cuda_dialect().warp_size
+    groups: dict[tuple[int, int, int, int], list[int]] = defaultdict(list)
+    for k, r in enumerate(records):
+        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append(k)
+    return groups
+
+
 def requests(records: list[Record]) -> dict[int, list[list[tuple[int, int]]]]:
     """Static id -> its warp-level requests, each the active lanes' (lane, byte offset)."""
     warp = cuda_dialect().warp_size
-    groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-    for r in records:
-        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append((r.thread % warp, r.offset))
     out: dict[int, list[list[tuple[int, int]]]] = defaultdict(list)
-    for key, lanes in groups.items():
-        out[key[0]].append(lanes)
+    for (sid, *_), indices in request_groups(records).items():
+        out[sid].append([(records[k].thread % warp, records[k].offset) for k in indices])
     return out
 
 
@@ -94,10 +100,10 @@ def site_stats(site: Site, reqs: list[list[tuple[int, int]]]) -> SiteStats:
     touched: set[int] = set()
     for lanes in reqs:
         strides.update(request_strides(lanes))
-        distinct = {o for _, o in lanes}
-        touched |= distinct
-        sectors.append(len({o // SECTOR_BYTES for o in distinct}))
-        ideals.append(max(1, -(-len(distinct) * size // SECTOR_BYTES)))
+        touched.update(o for _, o in lanes)
+        touched_sectors, ideal = request_sectors((o for _, o in lanes), size)
+        sectors.append(touched_sectors)
+        ideals.append(ideal)
     n = sum(strides.values())
     low, high = (min(strides), max(strides)) if strides else (0, 0)
     avg = sum(s * c for s, c in strides.items()) / n if n else 0.0

@@ -35,10 +35,10 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from polycoal.analysis.coalescing import SECTOR_BYTES
+from polycoal.analysis.coalescing import request_sectors
+from polycoal.dynamic.algorithm1 import request_groups
 from polycoal.dynamic.collect import Record
 from polycoal.dynamic.instrument import Site
-from polycoal.frontend.dialect import cuda_dialect
 
 METRICS = {
     ("load", "sectors"): "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
@@ -291,17 +291,14 @@ def issued_counters(sites: list[Site], records: list[Record],
     """Sectors and warp-level requests of the trace's loads and of its stores, without
     the requests all of whose lanes' records are in `drop` (default: not_issued)."""
     drop = not_issued(sites, records) if drop is None else drop
-    kind = {s.sid: s.kind for s in sites}
-    warp = cuda_dialect().warp_size
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for k, r in enumerate(records):
-        groups[(r.sid, r.dyn, r.block, r.thread // warp)].append(k)
+    site = {s.sid: s for s in sites}
     totals = {k: [0, 0] for k in KINDS}
-    for (sid, *_), indices in groups.items():
+    for (sid, *_), indices in request_groups(records).items():
         if all(k in drop for k in indices):
             continue
-        t = totals[kind[sid]]
-        t[0] += len({records[k].offset // SECTOR_BYTES for k in indices})
+        t = totals[site[sid].kind]
+        t[0] += request_sectors((records[k].offset for k in indices),
+                                site[sid].element_size)[0]
         t[1] += 1
     return {k: Counters(*v) for k, v in totals.items()}
 
