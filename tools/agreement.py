@@ -83,22 +83,19 @@ def job(name: str) -> dict:
 def trace_one(name: str, executor: str) -> dict:
     """Static analysis and trace of one program: the trace report's kernels, each with
     the trace's load/store sectors per request as issued and over all requests."""
-    from polycoal.analysis import analyze_program
     from polycoal.diagnostics import InputError
     from polycoal.dynamic.collect import trace_program
     from polycoal.dynamic.hardware import compare
-    from polycoal.frontend import read_program
-    from polycoal.frontend.preprocess import PreprocessorOptions
+    from polycoal.dynamic.originals import read_job_program
     from polycoal.report import trace
     spec = job(name)
     start = time.perf_counter()
     try:
-        program = read_program(spec["path"], PreprocessorOptions(
-            defines=tuple(spec["defines"])))
+        program, kernels = read_job_program(spec)
     except InputError as e:
         return {"program": name, "error": str(e), "kernels": []}
-    summary = trace.summarise(trace_program(analyze_program(program).kernels, program,
-                                            spec["arguments"], executor, MAX_RECORDS))
+    summary = trace.summarise(trace_program(kernels, program, spec["arguments"], executor,
+                                            MAX_RECORDS))
     doc = trace.render_json(spec["path"], summary)
     for k, (t, _) in zip(doc["kernels"], summary):
         if not t.error:

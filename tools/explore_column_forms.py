@@ -46,9 +46,6 @@ __device__ void split_body(int n, const float *A, const float *r, float *s) {
 #define SPLIT(K, G, CHUNK) \
   extern "C" __global__ void split_##K##_##G##_##CHUNK(int n, const float *A, const float *r, float *s) \
   { split_body<K, G, CHUNK>(n, A, r, s); }
-SPLIT(1, 8, 512) SPLIT(2, 8, 512) SPLIT(4, 8, 512) SPLIT(2, 4, 512) SPLIT(4, 4, 512)
-SPLIT(1, 8, 1024) SPLIT(2, 8, 1024) SPLIT(4, 8, 1024) SPLIT(2, 8, 256) SPLIT(4, 4, 256)
-SPLIT(1, 16, 1024) SPLIT(2, 16, 1024) SPLIT(8, 4, 512) SPLIT(8, 4, 1024)
 
 // The row loop unrolled by U with U independent loads in flight (k = 1).
 template <int G, int CHUNK, int U>
@@ -82,17 +79,22 @@ __device__ void unrolled_body(int n, const float *A, const float *r, float *s) {
 #define UNROLLED(G, CHUNK, U) \
   extern "C" __global__ void unrolled_##G##_##CHUNK##_##U(int n, const float *A, const float *r, float *s) \
   { unrolled_body<G, CHUNK, U>(n, A, r, s); }
-UNROLLED(8, 512, 4) UNROLLED(8, 1024, 4) UNROLLED(8, 512, 2)
 
 extern "C" __global__ void zero(int n, float *s) {
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += blockDim.x * gridDim.x) s[j] = 0.f;
 }
 """
 
+# (columns per thread, threads per column, rows per block) of the split variants, and
+# (threads per column, rows per block, unroll) of the unrolled ones: instantiated below
 SPLITS = [(1, 8, 512), (2, 8, 512), (4, 8, 512), (2, 4, 512), (4, 4, 512), (1, 8, 1024),
           (2, 8, 1024), (4, 8, 1024), (2, 8, 256), (4, 4, 256), (1, 16, 1024), (2, 16, 1024),
           (8, 4, 512), (8, 4, 1024)]
 UNROLLS = [(8, 512, 4), (8, 1024, 4), (8, 512, 2)]
+VARIANTS = ([(f"split_{k}_{g}_{c}", k, g, c) for k, g, c in SPLITS]
+            + [(f"unrolled_{g}_{c}_{u}", 1, g, c) for g, c, u in UNROLLS])
+SOURCE += "".join(f"SPLIT({k}, {g}, {c})\n" for k, g, c in SPLITS) \
+    + "".join(f"UNROLLED({g}, {c}, {u})\n" for g, c, u in UNROLLS)
 
 
 def main() -> None:
@@ -102,8 +104,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     n = args.n
-    names = ([f"split_{k}_{g}_{c}" for k, g, c in SPLITS]
-             + [f"unrolled_{g}_{c}_{u}" for g, c, u in UNROLLS] + ["zero"])
     module = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=None,
                           translate_cucomplex=False)
     rng = cp.random.default_rng(1)
@@ -127,13 +127,8 @@ def main() -> None:
 
     results = [{"variant": "cuBLAS (r @ A)", "ms": timed(lambda: r @ A)}]
     zero = module.get_function("zero")
-    for name in names[:-1]:
+    for name, k, g, chunk in VARIANTS:
         kernel = module.get_function(name)
-        parts = name.split("_")
-        if parts[0] == "split":
-            k, g, chunk = map(int, parts[1:])
-        else:
-            k, (g, chunk) = 1, map(int, parts[1:3])
         grid = ((n + 32 * k - 1) // (32 * k), min(65535, (n + chunk - 1) // chunk))
 
         def run(kernel=kernel, grid=grid, g=g):

@@ -30,7 +30,8 @@ from polycoal.dynamic.instrument import Instrumented, NotInstrumentable, Site, i
 from polycoal.frontend.program import Kernel, Program
 from polycoal.templates import render_template
 from polycoal.validate.cpu import build_harness, harness_arguments
-from polycoal.validate.device import load_pycuda, numpy_dtype
+from polycoal.validate.device import (compile_on_device, device_context, device_source,
+                                      load_pycuda, numpy_dtype)
 from polycoal.validate.experiment import LaunchSetup, NotRunnable, setup_launch
 
 SAMPLE_THREADS = 8192            # threads traced at most (whole blocks)
@@ -123,12 +124,6 @@ def _run_cpu(ins: Instrumented, kernel: Kernel, setup: LaunchSetup, sampling: Sa
     return records, capped
 
 
-def device_source(setup: LaunchSetup, kernel_text: str, prelude: tuple[str, ...] = ()) -> str:
-    """A pycuda module of one kernel: the prelude, the program's __device__ declarations
-    and the kernel, extern "C" so that its name is its symbol."""
-    return "\n".join([*prelude, *setup.declarations, 'extern "C" {', kernel_text, "}"])
-
-
 def device_arguments(driver, np, rng, kernel: Kernel, setup: LaunchSetup) -> list:
     """The kernel's arguments on the GPU: its arrays uploaded with random values (int
     arrays of indirect references: valid indices), its int arguments from the setup,
@@ -144,12 +139,6 @@ def device_arguments(driver, np, rng, kernel: Kernel, setup: LaunchSetup) -> lis
         setup.values.get(p.name, rng.uniform(0.5, 1.5))) for p in kernel.parameters]
 
 
-def compile_on_device(driver, SourceModule, source: str):
-    """A module of `source` for the current context's device."""
-    major, minor = driver.Context.get_device().compute_capability()
-    return SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}")
-
-
 def launch_once(driver, module, name: str, args: list, setup: LaunchSetup) -> None:
     module.get_function(name)(*args, grid=tuple(map(int, setup.grid)),
                               block=tuple(map(int, setup.block)))
@@ -161,11 +150,11 @@ def _run_device(ins: Instrumented, kernel: Kernel, setup: LaunchSetup, sampling:
     import numpy as np
     driver, SourceModule = load_pycuda()
     runtime = (resources.files("polycoal.templates") / "trace_runtime.h").read_text()
-    source = device_source(setup, ins.text, (f"#define PC_TRACE_BLOCKS {sampling.blocks}u",
-                                             f"#define PC_TRACE_CAP {sampling.cap}u", runtime))
+    source = device_source(setup.declarations, [ins.text],
+                           (f"#define PC_TRACE_BLOCKS {sampling.blocks}u",
+                            f"#define PC_TRACE_CAP {sampling.cap}u", runtime))
     rng = np.random.default_rng(seed)
-    context = driver.Device(0).make_context()
-    try:
+    with device_context(driver):
         module = compile_on_device(driver, SourceModule, source)
         args = device_arguments(driver, np, rng, kernel, setup)
         records = driver.mem_alloc(max(sampling.capacity, 1) * _RECORD.size)
@@ -178,9 +167,6 @@ def _run_device(ins: Instrumented, kernel: Kernel, setup: LaunchSetup, sampling:
         driver.memcpy_dtoh(capped, module.get_global("pc_trace_capped")[0])
         data = np.empty(int(count[0]) * _RECORD.size, np.uint8)
         driver.memcpy_dtoh(data, records)
-    finally:
-        context.pop()
-        context.detach()
     return parse_records(data.tobytes()), bool(capped[0])
 
 

@@ -19,7 +19,9 @@ import sys
 from polycoal.diagnostics import InputError
 
 
-def _program(spec: dict):
+def read_job_program(spec: dict):
+    """A job's program (path, include dirs, defines, undefines) read and analysed:
+    (program, the analyses of its wanted kernels)."""
     from polycoal.analysis import analyze_program
     from polycoal.frontend import read_program
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -34,27 +36,26 @@ def _program(spec: dict):
 
 def launch_kernel(driver, SourceModule, np, program, ka, arguments: dict, seed: int) -> None:
     """One launch of the original kernel as the trace sets it up; raises on failure."""
-    from polycoal.dynamic.collect import (compile_on_device, device_arguments, device_source,
-                                          launch_once)
+    from polycoal.dynamic.collect import device_arguments, launch_once
+    from polycoal.validate.device import compile_on_device, device_source
     from polycoal.validate.experiment import NotRunnable, setup_launch
     if ka.model is None:
         raise NotRunnable(f"kernel '{ka.kernel.name}' does not parse")
     setup = setup_launch(program, ka.kernel, ka.model, arguments)
-    module = compile_on_device(driver, SourceModule, device_source(setup, ka.kernel.expanded))
+    module = compile_on_device(driver, SourceModule, device_source(setup.declarations, [ka.kernel.expanded]))
     args = device_arguments(driver, np, np.random.default_rng(seed), ka.kernel, setup)
     launch_once(driver, module, ka.kernel.name, args, setup)
 
 
 def run_job(job: dict) -> list[dict]:
     import numpy as np
-    from polycoal.validate.device import load_pycuda
+    from polycoal.validate.device import device_context, load_pycuda
     driver, SourceModule = load_pycuda()
     manifest = []
-    context = driver.Device(0).make_context()
-    try:
+    with device_context(driver):
         for spec in job["programs"]:
             try:
-                program, kernels = _program(spec)
+                program, kernels = read_job_program(spec)
             except InputError as e:
                 manifest.append({"program": spec["path"], "kernel": "*", "launched": False,
                                  "error": str(e)})
@@ -69,9 +70,6 @@ def run_job(job: dict) -> list[dict]:
                 except Exception as e:        # any failure of one kernel: report, go on
                     entry["error"] = f"{type(e).__name__}: {str(e).strip()[:300]}"
                 manifest.append(entry)
-    finally:
-        context.pop()
-        context.detach()
     return manifest
 
 

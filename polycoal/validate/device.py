@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from polycoal.diagnostics import InputError
@@ -71,6 +72,30 @@ def numpy_dtype(np, ctype: str):
     return np.dtype(_NUMPY.get(ctype, "int32"))
 
 
+@contextmanager
+def device_context(driver):
+    """A context on the first GPU, current inside the `with` and released after it."""
+    context = driver.Device(0).make_context()
+    try:
+        yield context
+    finally:
+        context.pop()
+        context.detach()
+
+
+def device_source(declarations, kernels: list[str], prelude: tuple[str, ...] = ()) -> str:
+    """A pycuda module: the prelude, the program's __device__ declarations and the
+    kernels, extern "C" so that their names are their symbols."""
+    return "\n".join([*prelude, *declarations, 'extern "C" {', *kernels, "}"])
+
+
+def compile_on_device(driver, SourceModule, source: str, options=()):
+    """A module of `source` for the current context's device."""
+    major, minor = driver.Context.get_device().compute_capability()
+    return SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}",
+                        options=list(options) or None)
+
+
 def validate_kernel_device(program: Program, new_program: Program, d: KernelDecision,
                            arguments: dict[str, int], repeats: int = 10,
                            tolerance: float = 1e-5) -> DeviceVerdict:
@@ -80,7 +105,7 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         e = prepare(program, new_program, d, arguments)
     except NotRunnable as error:
         return DeviceVerdict(d.kernel, False, str(error))
-    source = "\n".join(e.declarations + ['extern "C" {', e.original, e.transformed, "}"])
+    source = device_source(e.declarations, [e.original, e.transformed])
     rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
     total_bytes = sum(numpy_dtype(np, a.type).itemsize * a.size for a in e.arrays)
     # input sets to rotate so that repeated launches do not run from the L2 cache
@@ -101,12 +126,8 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
                            else rng.integers(1, 100, a.size).astype(dt))
         return out
 
-    device = driver.Device(0)
-    context = device.make_context()
-    try:
-        major, minor = device.compute_capability()
-        module = SourceModule(source, no_extern_c=True, arch=f"sm_{major}{minor}",
-                              options=["-O3"])
+    with device_context(driver):
+        module = compile_on_device(driver, SourceModule, source, ["-O3"])
         original = module.get_function(e.original_name)
         stages = [(module.get_function(st.kernel), st.grid, st.block) for st in e.stages]
 
@@ -171,9 +192,6 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
             return statistics.median(times)
         t_original = timed(original, e.grid, e.block)
         t_transformed = timed(transformed, None, None, e.hidden)
-    finally:
-        context.pop()
-        context.detach()
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
         r["array"] for r in results if not r["ok"])
     return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, total_bytes,
