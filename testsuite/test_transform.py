@@ -501,3 +501,13 @@ def test_column_reduction_forms_run_like_the_original(program, kernel, choice, a
     verdict = validate_kernel_cpu(prog, read_program(prog.path, options.preprocessor,
                                                      text=result.text), d, args, seed=5)
     assert verdict.ok and verdict.arrays, verdict.message
+
+
+def test_block_form_is_refused_when_not_every_thread_reaches_its_barriers():
+    prog, result, options = transformed_with(FIXTURES / "guarded_column.cu", "block",
+                                             ("N=1100",))
+    (d,) = result.decisions
+    assert d.action == "split" and "under a condition on the thread" in d.reason
+    assert "__syncthreads" in d.generated.text       # the split's own, outside any guard
+    (verdict,) = validate_cpu(prog, result, options, {}, seed=4)
+    assert verdict.ok, verdict.message

@@ -125,7 +125,7 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
     way round for tiles; `thread_axis` and `loop_axis` say which is x."""
     thread = model.thread_dims[0].name
     inside = _loop_statements(model)
-    over_threads = thread_range(model, thread, thread_axis)
+    over_threads = thread_range(inside, thread, thread_axis)   # the loop's own columns
     over_loop = thread_range(inside, counter, loop_axis)
     cols, rows = (over_threads, over_loop) if thread_axis == "x" else (over_loop, over_threads)
     text = render_template(
@@ -154,8 +154,8 @@ def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
 def split_extents(model: KernelModel, counter: str) -> tuple[int | None, int | None]:
     """(columns, rows) of a column reduction when the launches fix them: the thread dim's
     and the loop's extents."""
-    return (known_extent(model, model.thread_dims[0].name),
-            known_extent(_loop_statements(model), counter))
+    inside = _loop_statements(model)
+    return known_extent(inside, model.thread_dims[0].name), known_extent(inside, counter)
 
 
 def generate_tiled_reduction(original: str, kernel: Kernel, model: KernelModel,

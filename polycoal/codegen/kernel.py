@@ -238,10 +238,14 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     leader = "threadIdx.y == 0 && pc_active" if column_groups else "pc_lane == 0"
     shared: list[str] = []
 
-    def warp_loop(node: isl.AstNode, iterator: str):
+    def warp_loop(node: isl.AstNode, iterator: str, guards: tuple[str, ...]):
         """The reduction loop, split over the lanes of a warp (or the rows of a block)."""
         if iterator not in reduction_iterators:
             return None
+        if column_groups and any(g == "else" or re.search(rf"\b{thread_vars['x']}\b", g)
+                                 for g in guards):
+            # every thread of a block must reach the barriers below
+            raise ValueError("the reduction loop runs under a condition on the thread")
         first = len(in_reduction)
         state["inside"] = True
         body = _render_ast(node.for_get_body(), user)
@@ -313,8 +317,6 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 f"{ref} = pc_acc;")
 
     body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None)
-    if column_groups:
-        _check_uniform_barriers(body, thread_vars["x"])
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
@@ -351,39 +353,23 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                            axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block)
 
 
-def _check_uniform_barriers(body: list[str], thread_var: str) -> None:
-    """Every thread of a block must reach each __syncthreads: refuse a barrier under a
-    condition on the thread's own index, or in an else branch (raises ValueError)."""
-    for k, line in enumerate(body):
-        if "__syncthreads" not in line:
-            continue
-        indent = len(line) - len(line.lstrip())
-        for above in reversed(body[:k]):
-            depth = len(above) - len(above.lstrip())
-            if depth >= indent:
-                continue
-            indent, text = depth, above.strip()
-            if text.startswith("} else") or (text.startswith("if (") and
-                                             re.search(rf"\b{thread_var}\b", text)):
-                raise ValueError("the reduction loop runs under a condition on the thread")
-
-
 def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
-                special=None) -> list[str]:
+                special=None, guards: tuple[str, ...] = ()) -> list[str]:
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
     `promotion(body, iterator)` may turn a loop into (before, statement, after);
-    `special(node, iterator)` may render a loop entirely (lines) or decline (None)."""
+    `special(node, iterator, guards)` may render a loop entirely (lines) or decline
+    (None); `guards`: the conditions of the ifs around the node ("else" for an else)."""
     t = node.get_type()
     if t == isl.ast_node_type.block:
         children = node.block_get_children()
         out = []
         for k in range(children.n_ast_node()):
-            out += _render_ast(children.get_at(k), user, promotion, special)
+            out += _render_ast(children.get_at(k), user, promotion, special, guards)
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
         if special is not None:
-            lines = special(node, it)
+            lines = special(node, it, guards)
             if lines is not None:
                 return lines
         init = expr_to_c(node.for_get_init(), device=True)
@@ -395,19 +381,20 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
             before, statement, after = promoted
             return ["{", "  " + before, "  " + head, "    " + statement, "  }",
                     "  " + after, "}"]
-        body = _render_ast(node.for_get_body(), user, promotion, special)
+        body = _render_ast(node.for_get_body(), user, promotion, special, guards)
         return [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:
-        out = [f"if ({expr_to_c(node.if_get_cond(), device=True)}) {{"]
+        cond = expr_to_c(node.if_get_cond(), device=True)
+        out = [f"if ({cond}) {{"]
         out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion,
-                                              special)]
+                                              special, guards + (cond,))]
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in
                                    _render_ast(node.if_get_else_node(), user, promotion,
-                                               special)]
+                                               special, guards + ("else",))]
         return out + ["}"]
     if t == isl.ast_node_type.user:
         return [user(node.user_get_expr())]
     if t == isl.ast_node_type.mark:
-        return _render_ast(node.mark_get_node(), user, promotion, special)
+        return _render_ast(node.mark_get_node(), user, promotion, special, guards)
     raise ValueError(f"unexpected isl AST node {t}")
