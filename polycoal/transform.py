@@ -155,7 +155,7 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     new_cost = mapping.costs[mapping.axes[0]]
     if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost):
         reductions = [l for l in analysis.loops if l.reduction]
-        d.reason = "already coalesced: no permutation lowers the cost"
+        d.reason = _kept_order_reason(analysis)
         if reductions:
             why_not = _plan_reduction(program, kernel, d, options, reductions[0])
             if why_not is None:
@@ -169,6 +169,17 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     d.reason = "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
     return d
+
+
+def _kept_order_reason(analysis: KernelAnalysis) -> str:
+    """Why the order of the dims is kept: true of the references, as analyze reports them
+    ("already coalesced" only when no global reference is uncoalesced)."""
+    bad = [r for r in analysis.global_references if r.coalesced is False]
+    if not bad:
+        return "already coalesced: no permutation lowers the cost"
+    return (f"no permutation lowers the cost ({len(bad)} uncoalesced reference"
+            f"{'s' if len(bad) > 1 else ''} stay{'' if len(bad) > 1 else 's'} so: "
+            f"{bad[0].access.text} at line {bad[0].access.location.line})")
 
 
 def redundant_axes(analysis: KernelAnalysis) -> set[str]:

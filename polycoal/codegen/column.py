@@ -110,9 +110,10 @@ def _before_after(original: str, kernel: Kernel, model: KernelModel, column: str
 def _accumulators(model: KernelModel, kernel: Kernel, names: dict[str, str]) -> list[dict]:
     out = []
     for s in (s for s in model.statements if s.loops):
-        target, _, value = render_accumulation(model, kernel, s, names)
+        update = render_accumulation(model, kernel, s, names)
         element = next(a for a in s.accesses if a.kind == "write").element_type
-        out.append({"target": target, "value": value, "type": element})
+        out.append({"target": update.target, "value": update.value, "type": element,
+                    "sign": "-" if update.inverse else ""})
     return out
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from polycoal.codegen.isl_c import expr_to_c
-from polycoal.codegen.statements import render_accumulation, render_statement
+from polycoal.codegen.statements import (render_accumulation, render_promoted,
+                                         render_statement)
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
@@ -218,11 +219,12 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 for k in range(expr.get_op_n_arg() - 1)]
         used.update(v for a in args for v in params if v in a)
         if warp_reduction and state["inside"]:
-            target, op, value = render_accumulation(model, kernel, by_name[name],
-                                                    dict(zip(dims, args)))
+            update = render_accumulation(model, kernel, by_name[name], dict(zip(dims, args)))
+            if update is None or not update.reassociable:
+                raise ValueError(f"statement {name} is not a reassociable update")
             k = len(in_reduction)
-            in_reduction.append((name, target, op, value))
-            return f"pc_acc{k} {op}= {value};"
+            in_reduction.append((name, update))
+            return f"pc_acc{k} {update.op}= {update.value};"
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
         if warp_reduction:
@@ -253,15 +255,20 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         mine = in_reduction[first:]
         init = expr_to_c(node.for_get_init(), device=True)
         cond = expr_to_c(node.for_get_cond(), device=True)
+        inc = expr_to_c(node.for_get_inc(), device=True)
         lines = ["{"]
-        for k, (name, target, op, _) in enumerate(mine, first):
+        for k, (name, update) in enumerate(mine, first):
             element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
-            lines.append(f"  {element} pc_acc{k} = {'0' if op == '+' else '1'};")
+            lines.append(f"  {element} pc_acc{k} = {'0' if update.op == '+' else '1'};")
             if column_groups:
                 shared.append(f"__shared__ {element} pc_part{k}[{column_groups}][32];")
-        loop = [f"for (int {iterator} = ({init}) + " +
-                (f"(int)threadIdx.y; {cond}; {iterator} += {column_groups}) {{" if column_groups
-                 else f"pc_lane; {cond}; {iterator} += 32) {{")]
+        # the loop's own step (isl's increment) times the number of lanes (rows)
+        # splitting it: lane l runs the iterations init + (l + 32 k) * inc
+        lanes, lane = (column_groups, "(int)threadIdx.y") if column_groups else (32, "pc_lane")
+        lines.append(f"  int {iterator} = {init};")
+        lines.append(f"  const bool pc_runs = {cond};")   # the loop runs at least once
+        stride = "" if inc == "1" else f" * ({inc})"
+        loop = [f"for ({iterator} += {lane}{stride}; {cond}; {iterator} += {lanes}{stride}) {{"]
         loop += ["  " + l for l in body] + ["}"]
         if column_groups:
             # the rows of the block meet in shared memory; every thread of the block
@@ -271,22 +278,23 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             lines += [f"  pc_part{k}[threadIdx.y][threadIdx.x] = pc_acc{k};"
                       for k in range(first, len(in_reduction))]
             lines.append("  __syncthreads();")
-            lines.append(f"  if ({leader}) {{")
-            for k, (_, target, op, _) in enumerate(mine, first):
+            lines.append(f"  if ({leader} && pc_runs) {{")
+            for k, (_, update) in enumerate(mine, first):
                 lines.append(f"    for (int pc_r = 1; pc_r < {column_groups}; ++pc_r) "
-                             f"pc_acc{k} {op}= pc_part{k}[pc_r][threadIdx.x];")
-                lines.append(f"    {target} {op}= pc_acc{k};")
+                             f"pc_acc{k} {update.op}= pc_part{k}[pc_r][threadIdx.x];")
+                lines.append(f"    {update.target} {update.apply} pc_acc{k};")
             lines += ["  }", "  __syncthreads();", "}"]
             return lines
         lines += ["  " + l for l in loop]
         lines.append("  for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {")
-        for k, (_, _, op, _) in enumerate(mine, first):
-            lines.append(f"    pc_acc{k} {op}= __shfl_down_sync(0xffffffffu, pc_acc{k}, "
+        for k, (_, update) in enumerate(mine, first):
+            lines.append(f"    pc_acc{k} {update.op}= __shfl_down_sync(0xffffffffu, pc_acc{k}, "
                          "pc_offset);")
         lines.append("  }")
-        lines.append(f"  if ({leader}) {{")
-        for k, (_, target, op, _) in enumerate(mine, first):
-            lines.append(f"    {target} {op}= pc_acc{k};")
+        # memory is updated only where the original loop ran (it may run zero times)
+        lines.append(f"  if ({leader} && pc_runs) {{")
+        for k, (_, update) in enumerate(mine, first):
+            lines.append(f"    {update.target} {update.apply} pc_acc{k};")
         lines += ["  }", "}"]
         return lines
 
@@ -308,12 +316,14 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             return None
         args = [expr_to_c(expr.get_op_arg(k + 1), device=True)
                 for k in range(expr.get_op_n_arg() - 1)]
-        rendered = render_accumulation(model, kernel, st, dict(zip(dims, args)))
-        if rendered is None or re.search(rf"\b{re.escape(iterator)}\b", rendered[0]):
+        names = dict(zip(dims, args))
+        rendered = render_accumulation(model, kernel, st, names)
+        if rendered is None or re.search(rf"\b{re.escape(iterator)}\b", rendered.target):
             return None
         emitted.append(st.name)
-        ref, op, value = rendered
-        return (f"{target.element_type} pc_acc = {ref};", f"pc_acc {op}= {value};",
+        ref = rendered.target
+        return (f"{target.element_type} pc_acc = {ref};",
+                render_promoted(model, kernel, st, names, "pc_acc") + ";",
                 f"{ref} = pc_acc;")
 
     body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None)
@@ -378,9 +388,12 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
         head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
         promoted = promotion(node.for_get_body(), it)
         if promoted:
+            # the element is loaded and stored only when the loop runs at least once:
+            # the original touches it in no other case (it may lie outside the array)
             before, statement, after = promoted
-            return ["{", "  " + before, "  " + head, "    " + statement, "  }",
-                    "  " + after, "}"]
+            return ["{", f"  int {it} = {init};", f"  if ({cond}) {{", "    " + before,
+                    f"    for (; {cond}; {it} += {inc}) {{", "      " + statement, "    }",
+                    "    " + after, "  }", "}"]
         body = _render_ast(node.for_get_body(), user, promotion, special, guards)
         return [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:

@@ -8,9 +8,12 @@ kept (their operand is rewritten), so the arithmetic types of the original are k
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pycparser import c_ast, c_generator
 
 from polycoal.frontend.program import Kernel
+from polycoal.model.accumulation import accumulation, text
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope
 from polycoal.model.kernel_model import KernelModel, Statement
 from polycoal.model.poly import Poly
@@ -43,8 +46,12 @@ class _Renderer(c_generator.CGenerator):
         self.scope = scope
         self.names = names
         self.used: set[str] = set()
+        self.replace: tuple[str, str] | None = None   # (text of a reference, its new text)
 
     def visit(self, node):
+        if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID)) and \
+                text(node) == self.replace[0]:
+            return self.replace[1]
         if isinstance(node, _INDEX_NODES) and not (isinstance(node, c_ast.UnaryOp)
                                                    and node.op in ("sizeof", "&", "*")):
             try:
@@ -60,27 +67,51 @@ class _Renderer(c_generator.CGenerator):
 def render_statement(model: KernelModel, kernel: Kernel, s: Statement,
                      names: dict[str, str]) -> tuple[str, set[str]]:
     """(C statement text, model variables it uses) with dims renamed via `names`."""
-    params = {p.name for p in kernel.parameters if not p.is_pointer}
-    scope = Scope(model.axes, dict(s.bindings), params)
-    r = _Renderer(scope, names)
-    text = r.visit(s.node)
-    return text, r.used
+    r = _renderer(model, kernel, s, names)
+    return r.visit(s.node), r.used
+
+
+@dataclass(frozen=True)
+class RenderedUpdate:
+    """An update X = X op e (model/accumulation.py) with X and e rendered for new indices."""
+
+    target: str
+    op: str
+    value: str
+    inverse: bool          # X -= e, X /= e: the combined contributions are subtracted
+    #                        (divided) at the end
+    reassociable: bool
+
+    @property
+    def apply(self) -> str:
+        """The compound assignment that adds a combined contribution to X."""
+        return {"+": "-=", "*": "/="}[self.op] if self.inverse else f"{self.op}="
 
 
 def render_accumulation(model: KernelModel, kernel: Kernel, s: Statement,
-                        names: dict[str, str]) -> tuple[str, str, str] | None:
-    """For an update `X[f] op= e` (or `X[f] = X[f] op e`): (X[f], op, e) rendered, else None."""
-    node = s.node
+                        names: dict[str, str]) -> RenderedUpdate | None:
+    """The statement's update (any spelling model/accumulation.py reads) rendered with
+    dims renamed via `names`, or None when the statement is not an update."""
+    found = accumulation(s.node)
+    if found is None:
+        return None
+    r = _renderer(model, kernel, s, names)
+    element = next(a for a in s.accesses if a.kind == "write").element_type
+    return RenderedUpdate(r.visit(found.target), found.op, r.visit(found.value),
+                          found.inverse, found.reassociable(element))
+
+
+def render_promoted(model: KernelModel, kernel: Kernel, s: Statement,
+                    names: dict[str, str], register: str) -> str:
+    """The statement as written, with its accumulator X replaced by `register`: the same
+    operations in the same order, on a register instead of memory."""
+    found = accumulation(s.node)
+    r = _renderer(model, kernel, s, names)
+    r.replace = (text(found.target), register)
+    return r.visit(s.node)
+
+
+def _renderer(model: KernelModel, kernel: Kernel, s: Statement,
+              names: dict[str, str]) -> "_Renderer":
     params = {p.name for p in kernel.parameters if not p.is_pointer}
-    r = _Renderer(Scope(model.axes, dict(s.bindings), params), names)
-    if isinstance(node, c_ast.Assignment) and node.op in ("+=", "*=") and \
-            isinstance(node.lvalue, c_ast.ArrayRef):
-        return r.visit(node.lvalue), node.op[0], r.visit(node.rvalue)
-    if isinstance(node, c_ast.Assignment) and node.op == "=" and \
-            isinstance(node.lvalue, c_ast.ArrayRef) and isinstance(node.rvalue, c_ast.BinaryOp) \
-            and node.rvalue.op in ("+", "*"):
-        target = c_generator.CGenerator().visit(node.lvalue)
-        left = c_generator.CGenerator().visit(node.rvalue.left)
-        if left == target:
-            return r.visit(node.lvalue), node.rvalue.op, r.visit(node.rvalue.right)
-    return None
+    return _Renderer(Scope(model.axes, dict(s.bindings), params), names)

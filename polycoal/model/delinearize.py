@@ -163,6 +163,12 @@ def assign_array_shapes(model: KernelModel) -> None:
                             "(an inner index may leave its row)")
                 continue
             sizes, subs = found
+            if any(not p.is_affine() for sub in subs for p in sub) or \
+                    any(not p.is_affine() for p in sizes):
+                # isl reads affine expressions only: a product of parameters left in a
+                # subscript (nx*ny*nz + i) is outside the model
+                _non_affine(model, uses, "a subscript multiplies parameters")
+                continue
             for (_, a), sub in zip(uses, subs):
                 a.subscripts = sub
             model.arrays[array] = (space, sizes)

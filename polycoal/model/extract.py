@@ -20,6 +20,7 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
 from polycoal.frontend.program import Kernel, Program
+from polycoal.model.accumulation import accumulation
 from polycoal.model.delinearize import assign_array_shapes
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, ThreadAxes, builtin
 from polycoal.model.kernel_model import (Access, KernelModel, Loop, OutsideModel, Statement,
@@ -373,36 +374,19 @@ class _Extractor:
     # statements and references ---------------------------------------------------
     def statement(self, node: c_ast.Node, ctx: _Context, text: str | None = None) -> None:
         refs: list[Access] = []
-        update = None
+        found = accumulation(node)
+        update = found.op if found else None
         if isinstance(node, c_ast.Assignment):
             self.references(node.rvalue, "read", refs, ctx)
             if node.op != "=":
                 self.references(node.lvalue, "read", refs, ctx)
-                update = {"+=": "+", "-=": "+", "*=": "*", "/=": "*", "|=": "|",
-                          "&=": "&", "^=": "^"}.get(node.op)
-            else:
-                update = self._self_update(node)
             self.references(node.lvalue, "write", refs, ctx)
         elif isinstance(node, c_ast.UnaryOp) and node.op in ("++", "--", "p++", "p--"):
             self.references(node.expr, "read", refs, ctx)
             self.references(node.expr, "write", refs, ctx)
-            update = "+"
         else:
             self.references(node, "read", refs, ctx)
         self.add_statement(node, ctx, refs, text, update)
-
-    def _self_update(self, node: c_ast.Assignment) -> str | None:
-        """`s = s + e` (or min/max(s, e)) -> the operator, for reduction detection."""
-        lhs = _text(node.lvalue)
-        r = node.rvalue
-        if isinstance(r, c_ast.BinaryOp) and r.op in ("+", "*") and \
-                (_text(r.left) == lhs or _text(r.right) == lhs):
-            return r.op
-        if isinstance(r, c_ast.FuncCall) and isinstance(r.name, c_ast.ID) and r.args and \
-                r.name.name in ("min", "max", "fminf", "fmaxf", "fmin", "fmax") and \
-                any(_text(a) == lhs for a in r.args.exprs):
-            return "min" if "min" in r.name.name else "max"
-        return None
 
     def add_statement(self, node: c_ast.Node, ctx: _Context, refs: list[Access],
                       text: str | None = None, update: str | None = None) -> None:

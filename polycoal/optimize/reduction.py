@@ -16,6 +16,7 @@ loop's references coalesce along the loop, not along the threads.
 
 from __future__ import annotations
 
+from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
 
 
@@ -42,6 +43,10 @@ def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]
             return f"statement at line {s.location.line} is not an update of one element"
         if sum(1 for a in s.accesses if a.array == target.array) != 2:
             return f"statement at line {s.location.line} reads its accumulator's array"
+        found = accumulation(s.node)
+        if found is None or not found.reassociable(target.element_type):
+            return (f"statement at line {s.location.line} is an update whose partial "
+                    "results cannot be combined in another order (a division, say)")
         targets.add(target.array)
     for s in inside:
         own = next(a for a in s.accesses if a.kind == "write").array
@@ -103,6 +108,11 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> str | None:
     if not cols.reset_tuple_id().flat_product(rows.reset_tuple_id()).is_equal(
             first.reset_tuple_id()):
         return "the rows a column sums depend on the column"
+    # the split form runs every row and column between the bounds: a loop with a step,
+    # or a guard that skips columns (j % 2 == 0), leaves holes it would fill
+    for part, what in ((rows, "rows"), (cols, "columns")):
+        if not part.is_equal(part.polyhedral_hull()):
+            return f"the {what} it sums have gaps (a loop step or a modulo guard)"
     if any(v.startswith(("nthreads_", "gridDim_", "blockDim_")) for v in model.parameters
            if v in str(first)):
         return "its range depends on the launch geometry"
