@@ -30,6 +30,7 @@ from polycoal.codegen.column import (generate_column_blocks, generate_column_spl
                                      generate_tiled_reduction, split_extents)
 from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
+from polycoal.validate.lanes import lane_split_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model.extract import extract_model
 
@@ -404,6 +405,13 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
               options: TransformOptions) -> list[Diagnostic]:
     """Translation validation of every restructured kernel; failures are reverted."""
     diagnostics = []
+    for d in decisions:
+        # reduction loops split over lanes: each iteration on exactly one lane
+        if d.action in GENERATED and d.generated is not None:
+            problems = [p for split in d.generated.lane_splits
+                        for p in lane_split_problems(split)]
+            if problems:
+                _reject(program, d, problems, diagnostics)
     try:
         new_program = read_program(program.path, options.preprocessor, text=text)
     except InputError as e:
@@ -422,13 +430,18 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
             new_model = extract_model(new_kernel, new_program)
             problems = validate_translation(d.analysis.model, new_model, d.generated)
         if problems:
-            d.action = "unchanged"
-            d.reason = "translation validation failed: " + "; ".join(problems[:3])
-            kernel = program.kernel(d.kernel)
-            diagnostics.append(Diagnostic("error", "validation-failed",
-                                          f"kernel '{d.kernel}': {d.reason}; the original "
-                                          "kernel is kept", kernel.location, d.kernel))
+            _reject(program, d, problems, diagnostics)
     return diagnostics
+
+
+def _reject(program: Program, d: KernelDecision, problems: list[str],
+            diagnostics: list[Diagnostic]) -> None:
+    d.action = "unchanged"
+    d.reason = "translation validation failed: " + "; ".join(problems[:3])
+    kernel = program.kernel(d.kernel)
+    diagnostics.append(Diagnostic("error", "validation-failed",
+                                  f"kernel '{d.kernel}': {d.reason}; the original "
+                                  "kernel is kept", kernel.location, d.kernel))
 
 
 def _empirical_note(d: KernelDecision, kernel: Kernel) -> Diagnostic:
@@ -453,7 +466,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
     decisions = [plan_kernel(program, k, options) for k in kernels]
     text = _splice(program.text, _replacements(program, decisions))
     diagnostics = []
-    if any(d.action == "restructured" for d in decisions):
+    if any(d.action in GENERATED for d in decisions):
         diagnostics = _validate(program, text, decisions, options)
         if options.promote:
             # the validated kernels, with their accumulators promoted to registers: a

@@ -119,7 +119,7 @@ def test_divisions_and_float_products_are_not_reassociated():
 def test_step_loops_stride_over_the_lanes():
     """The warp form of `for (j = 1; j < M; j += 3)` runs j = 1 + 3 (lane + 32 k)."""
     _, result = _transform("rows", "default")
-    assert "pc_lane * (3)" in result.text and "32 * (3)" in result.text
+    assert "(1) + pc_lane * 3; (pc_i1 <= 69); pc_i1 += 96)" in result.text
 
 
 def test_promotion_is_guarded_by_the_loop_running(write_cu):
@@ -178,3 +178,18 @@ def test_reasons_are_true_of_the_references():
 def test_golden_files_cover_every_fixture_and_option():
     expected = {f"{s}.{o}.{x}" for s in FIXTURE_FILES for o in OPTIONS for x in ("cu", "txt")}
     assert expected <= {p.name for p in GOLDEN.iterdir()}
+
+
+def test_lane_split_check_accepts_the_emitted_splits_and_rejects_wrong_ones():
+    from polycoal.codegen.kernel import LaneSplit
+    from polycoal.validate.lanes import lane_split_problems
+    _, result = _transform("rows", "default")
+    splits = [s for d in result.decisions if d.generated for s in d.generated.lane_splits]
+    assert {s.lane_step for s in splits} == {1, 2, 3}
+    assert all(lane_split_problems(s) == [] for s in splits)
+    # the landed main's miscompile: a loop of step 2 split as if its step were 1
+    forgot_step = LaneSplit("c", "0", "c <= 69", "2", 32, 1, 32)
+    assert lane_split_problems(forgot_step) == [
+        "loop c: the lanes do not run the loop's iterations"]
+    overlapping = LaneSplit("c", "0", "c <= 69", "1", 32, 1, 16)
+    assert "an iteration runs on more than one lane" in lane_split_problems(overlapping)[0]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from polycoal.codegen.isl_c import expr_to_c
+from polycoal.codegen.isl_text import expr_to_isl
 from polycoal.codegen.statements import (render_accumulation, render_promoted,
                                          render_statement)
 from polycoal.frontend.lexer import matching, tokenize
@@ -63,12 +64,29 @@ class GeneratedKernel:
     per_block: tuple[int, int, int] = (1, 1, 1)   # values of each axis one block covers
     extra_stages: list["Stage"] = field(default_factory=list)   # (see stages)
     first_stages: list["Stage"] = field(default_factory=list)
+    lane_splits: list[LaneSplit] = field(default_factory=list)   # reduction loops split
 
     @property
     def stages(self) -> list["Stage"]:
         """The launches that replace one launch of the original, in order."""
         main = Stage(self.name, self.ranges, self.block, self.per_block)
         return self.first_stages + [main] + self.extra_stages
+
+
+@dataclass(frozen=True)
+class LaneSplit:
+    """A loop `for (it = init; cond; it += inc)` of isl's AST run by `lanes` lanes (or
+    rows of a block): lane l runs it = init + l * lane_step + k * split_step, k >= 0,
+    while cond holds (as emitted; validate/lanes.py checks it against the loop). Texts
+    in isl syntax over the enclosing iterators and the parameters."""
+
+    iterator: str
+    init: str
+    cond: str
+    inc: str
+    lanes: int
+    lane_step: int        # distance between the first iterations of neighbouring lanes
+    split_step: int       # distance between a lane's consecutive iterations
 
 
 @dataclass
@@ -224,7 +242,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 raise ValueError(f"statement {name} is not a reassociable update")
             k = len(in_reduction)
             in_reduction.append((name, update))
-            return f"pc_acc{k} {update.op}= {update.value};"
+            return f"pc_acc{k} {update.op}= {update.value}; pc_hit{k} = 1;"
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
         if warp_reduction:
@@ -239,6 +257,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
 
     leader = "threadIdx.y == 0 && pc_active" if column_groups else "pc_lane == 0"
     shared: list[str] = []
+    lane_splits: list[LaneSplit] = []
 
     def warp_loop(node: isl.AstNode, iterator: str, guards: tuple[str, ...]):
         """The reduction loop, split over the lanes of a warp (or the rows of a block)."""
@@ -252,49 +271,61 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         state["inside"] = True
         body = _render_ast(node.for_get_body(), user)
         state["inside"] = False
-        mine = in_reduction[first:]
+        mine = list(enumerate(in_reduction[first:], first))
         init = expr_to_c(node.for_get_init(), device=True)
         cond = expr_to_c(node.for_get_cond(), device=True)
-        inc = expr_to_c(node.for_get_inc(), device=True)
         lines = ["{"]
-        for k, (name, update) in enumerate(mine, first):
+        for k, (name, update) in mine:
             element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
             lines.append(f"  {element} pc_acc{k} = {'0' if update.op == '+' else '1'};")
+            lines.append(f"  int pc_hit{k} = 0;")
             if column_groups:
                 shared.append(f"__shared__ {element} pc_part{k}[{column_groups}][32];")
+                shared.append(f"__shared__ int pc_hits{k}[{column_groups}][32];")
         # the loop's own step (isl's increment) times the number of lanes (rows)
-        # splitting it: lane l runs the iterations init + (l + 32 k) * inc
+        # splitting it: lane l runs the iterations init + (l + L k) * inc, k >= 0
         lanes, lane = (column_groups, "(int)threadIdx.y") if column_groups else (32, "pc_lane")
-        lines.append(f"  int {iterator} = {init};")
-        lines.append(f"  const bool pc_runs = {cond};")   # the loop runs at least once
-        stride = "" if inc == "1" else f" * ({inc})"
-        loop = [f"for ({iterator} += {lane}{stride}; {cond}; {iterator} += {lanes}{stride}) {{"]
+        step = node.for_get_inc().get_val().to_python()   # isl's loops step by constants
+        split = LaneSplit(iterator, expr_to_isl(node.for_get_init()),
+                          expr_to_isl(node.for_get_cond()), str(step), lanes, step,
+                          lanes * step)
+        lane_splits.append(split)
+        scaled = lane if split.lane_step == 1 else f"{lane} * {split.lane_step}"
+        loop = [f"for (int {iterator} = ({init}) + {scaled}; {cond}; "
+                f"{iterator} += {split.split_step}) {{"]
         loop += ["  " + l for l in body] + ["}"]
+        # pc_hit<k>: whether the thread ran update k at all. Memory is updated only where
+        # some lane (row) ran it, as the original updates it only where its loop ran
+        # the statement (a loop may run zero times, or skip the update by a guard).
         if column_groups:
             # the rows of the block meet in shared memory; every thread of the block
             # reaches both barriers (the tile loop around is uniform)
             lines.append("  if (pc_active) {")
             lines += ["    " + l for l in loop] + ["  }"]
-            lines += [f"  pc_part{k}[threadIdx.y][threadIdx.x] = pc_acc{k};"
-                      for k in range(first, len(in_reduction))]
+            for k, _ in mine:
+                lines.append(f"  pc_part{k}[threadIdx.y][threadIdx.x] = pc_acc{k};")
+                lines.append(f"  pc_hits{k}[threadIdx.y][threadIdx.x] = pc_hit{k};")
             lines.append("  __syncthreads();")
-            lines.append(f"  if ({leader} && pc_runs) {{")
-            for k, (_, update) in enumerate(mine, first):
-                lines.append(f"    for (int pc_r = 1; pc_r < {column_groups}; ++pc_r) "
-                             f"pc_acc{k} {update.op}= pc_part{k}[pc_r][threadIdx.x];")
-                lines.append(f"    {update.target} {update.apply} pc_acc{k};")
+            lines.append(f"  if ({leader}) {{")
+            for k, (_, update) in mine:
+                lines.append(f"    for (int pc_r = 1; pc_r < {column_groups}; ++pc_r) {{")
+                lines.append(f"      pc_acc{k} {update.op}= pc_part{k}[pc_r][threadIdx.x];")
+                lines.append(f"      pc_hit{k} |= pc_hits{k}[pc_r][threadIdx.x];")
+                lines.append("    }")
+                lines.append(f"    if (pc_hit{k}) {update.target} {update.apply} pc_acc{k};")
             lines += ["  }", "  __syncthreads();", "}"]
             return lines
         lines += ["  " + l for l in loop]
         lines.append("  for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {")
-        for k, (_, update) in enumerate(mine, first):
+        for k, (_, update) in mine:
             lines.append(f"    pc_acc{k} {update.op}= __shfl_down_sync(0xffffffffu, pc_acc{k}, "
                          "pc_offset);")
+            lines.append(f"    pc_hit{k} |= __shfl_down_sync(0xffffffffu, pc_hit{k}, "
+                         "pc_offset);")
         lines.append("  }")
-        # memory is updated only where the original loop ran (it may run zero times)
-        lines.append(f"  if ({leader} && pc_runs) {{")
-        for k, (_, update) in enumerate(mine, first):
-            lines.append(f"    {update.target} {update.apply} pc_acc{k};")
+        lines.append(f"  if ({leader}) {{")
+        for k, (_, update) in mine:
+            lines.append(f"    if (pc_hit{k}) {update.target} {update.apply} pc_acc{k};")
         lines += ["  }", "}"]
         return lines
 
@@ -360,7 +391,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         per_block = (block[0] // 32, block[1], block[2])
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
-                           axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block)
+                           axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block,
+                           lane_splits=lane_splits)
 
 
 def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,

@@ -23,23 +23,27 @@ __global__ void minus_assign(const float *__restrict__ A, const float *__restric
    *   block 32x32x1; each axis is a grid-stride loop over its whole range.
    */
   __shared__ float pc_part0[32][32];
+  __shared__ int pc_hits0[32][32];
   for (int pc_tile = (0) + (int)(blockIdx.x * 32); pc_tile <= (99); pc_tile += (int)(gridDim.x * 32)) {
     const int pc_x = pc_tile + (int)threadIdx.x;
     const bool pc_active = pc_x <= (99);
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 1099);
+      int pc_hit0 = 0;
       if (pc_active) {
-        for (pc_i1 += (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
-          pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)];
+        for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
+          pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
         }
       }
       pc_part0[threadIdx.y][threadIdx.x] = pc_acc0;
+      pc_hits0[threadIdx.y][threadIdx.x] = pc_hit0;
       __syncthreads();
-      if (threadIdx.y == 0 && pc_active && pc_runs) {
-        for (int pc_r = 1; pc_r < 32; ++pc_r) pc_acc0 += pc_part0[pc_r][threadIdx.x];
-        y[(pc_x)] -= pc_acc0;
+      if (threadIdx.y == 0 && pc_active) {
+        for (int pc_r = 1; pc_r < 32; ++pc_r) {
+          pc_acc0 += pc_part0[pc_r][threadIdx.x];
+          pc_hit0 |= pc_hits0[pc_r][threadIdx.x];
+        }
+        if (pc_hit0) y[(pc_x)] -= pc_acc0;
       }
       __syncthreads();
     }
@@ -59,23 +63,27 @@ __global__ void accumulator_on_the_right(const float *__restrict__ A,
    *   block 32x32x1; each axis is a grid-stride loop over its whole range.
    */
   __shared__ float pc_part0[32][32];
+  __shared__ int pc_hits0[32][32];
   for (int pc_tile = (0) + (int)(blockIdx.x * 32); pc_tile <= (99); pc_tile += (int)(gridDim.x * 32)) {
     const int pc_x = pc_tile + (int)threadIdx.x;
     const bool pc_active = pc_x <= (99);
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 1099);
+      int pc_hit0 = 0;
       if (pc_active) {
-        for (pc_i1 += (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
-          pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)];
+        for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
+          pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
         }
       }
       pc_part0[threadIdx.y][threadIdx.x] = pc_acc0;
+      pc_hits0[threadIdx.y][threadIdx.x] = pc_hit0;
       __syncthreads();
-      if (threadIdx.y == 0 && pc_active && pc_runs) {
-        for (int pc_r = 1; pc_r < 32; ++pc_r) pc_acc0 += pc_part0[pc_r][threadIdx.x];
-        y[(pc_x)] += pc_acc0;
+      if (threadIdx.y == 0 && pc_active) {
+        for (int pc_r = 1; pc_r < 32; ++pc_r) {
+          pc_acc0 += pc_part0[pc_r][threadIdx.x];
+          pc_hit0 |= pc_hits0[pc_r][threadIdx.x];
+        }
+        if (pc_hit0) y[(pc_x)] += pc_acc0;
       }
       __syncthreads();
     }

@@ -27,16 +27,16 @@ __global__ void private_sum(const float *__restrict__ A, const float *__restrict
     if (pc_lane == 0) { s = 0; }
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        s += pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) s += pc_acc0;
       }
     }
     if (pc_lane == 0) { y[(pc_x)] = s; }
@@ -58,16 +58,16 @@ __global__ void minus_assign(const float *__restrict__ A, const float *__restric
   for (int pc_x = (0) + (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); pc_x <= (99); pc_x += (int)((blockDim.x * gridDim.x) >> 5)) {
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] -= pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] -= pc_acc0;
       }
     }
   }
@@ -89,16 +89,16 @@ __global__ void step_two(const float *__restrict__ A, const float *__restrict__ 
     if (pc_lane == 0) { y[(pc_x)] = 0; }
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane * (2); (pc_i1 <= 69); pc_i1 += 32 * (2)) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane * 2; (pc_i1 <= 69); pc_i1 += 64) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] += pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] += pc_acc0;
       }
     }
   }
@@ -118,16 +118,16 @@ __global__ void step_three_from_one(const float *__restrict__ A, float *__restri
   for (int pc_x = (0) + (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); pc_x <= (99); pc_x += (int)((blockDim.x * gridDim.x) >> 5)) {
     {
       float pc_acc0 = 0;
-      int pc_i1 = 1;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane * (3); (pc_i1 <= 69); pc_i1 += 32 * (3)) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (1) + pc_lane * 3; (pc_i1 <= 69); pc_i1 += 96) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] += pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] += pc_acc0;
       }
     }
   }
@@ -148,16 +148,16 @@ __global__ void accumulator_on_the_right(const float *__restrict__ A,
   for (int pc_x = (0) + (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); pc_x <= (99); pc_x += (int)((blockDim.x * gridDim.x) >> 5)) {
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] += pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] += pc_acc0;
       }
     }
   }
@@ -177,16 +177,16 @@ __global__ void subtract_spelled_out(const float *__restrict__ A, float *__restr
   for (int pc_x = (0) + (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); pc_x <= (99); pc_x += (int)((blockDim.x * gridDim.x) >> 5)) {
     {
       float pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] -= pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] -= pc_acc0;
       }
     }
   }
@@ -220,16 +220,16 @@ __global__ void int_product(const int *__restrict__ A, int *__restrict__ y)
   for (int pc_x = (0) + (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5); pc_x <= (99); pc_x += (int)((blockDim.x * gridDim.x) >> 5)) {
     {
       int pc_acc0 = 1;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 *= A[(pc_i1 + 70 * pc_x)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 *= A[(pc_i1 + 70 * pc_x)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 *= __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        y[(pc_x)] *= pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) y[(pc_x)] *= pc_acc0;
       }
     }
   }
@@ -265,16 +265,16 @@ __global__ void double_private(const double *__restrict__ A, double *__restrict_
     if (pc_lane == 0) { s = 1.0; }
     {
       double pc_acc0 = 0;
-      int pc_i1 = 0;
-      const bool pc_runs = (pc_i1 <= 69);
-      for (pc_i1 += pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
-        pc_acc0 += A[(pc_i1 + 70 * pc_x)];
+      int pc_hit0 = 0;
+      for (int pc_i1 = (0) + pc_lane; (pc_i1 <= 69); pc_i1 += 32) {
+        pc_acc0 += A[(pc_i1 + 70 * pc_x)]; pc_hit0 = 1;
       }
       for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {
         pc_acc0 += __shfl_down_sync(0xffffffffu, pc_acc0, pc_offset);
+        pc_hit0 |= __shfl_down_sync(0xffffffffu, pc_hit0, pc_offset);
       }
-      if (pc_lane == 0 && pc_runs) {
-        s += pc_acc0;
+      if (pc_lane == 0) {
+        if (pc_hit0) s += pc_acc0;
       }
     }
     if (pc_lane == 0) { y[(pc_x)] = 2.0 * s; }

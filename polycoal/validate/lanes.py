@@ -1,0 +1,55 @@
+"""Check that a reduction loop split over lanes runs exactly the loop's iterations.
+
+The warp-per-row and block-cooperative forms run isl's loop
+`for (it = init; cond; it += inc)` on L lanes (or rows of threads): lane l runs
+it = init + l s + k S for k >= 0 while cond holds, as emitted (s = inc, S = L inc when
+right). With isl: the iterations of all
+lanes together must be the loop's own iterations { init + m inc : m >= 0, cond }, and
+no iteration may run on two lanes (the map (l, k) -> it is injective). A split that
+forgot the loop's step (lanes at init + l + 32 k of a loop with step 2) fails the first.
+Inside the loop the statements are isl's own; each lane's partial result reaches memory
+only if the lane ran the update (the pc_hit flags), so the updates are the original's,
+combined in another order.
+"""
+
+from __future__ import annotations
+
+import re
+
+import islpy as isl
+
+from polycoal.codegen.kernel import LaneSplit
+
+_KEYWORDS = {"min", "max", "floor", "and", "or", "mod", "not"}
+
+
+def _names(*texts: str) -> list[str]:
+    found = set()
+    for text in texts:
+        found |= set(re.findall(r"\b[A-Za-z_]\w*\b", text))
+    return sorted(found - _KEYWORDS)
+
+
+def lane_split_problems(split: LaneSplit) -> list[str]:
+    """What is wrong with the split (empty when it runs each iteration exactly once)."""
+    it = split.iterator
+    try:
+        step = int(split.inc)
+    except ValueError:
+        return [f"loop {it}: its step {split.inc} is not a constant"]
+    if step < 1:
+        return [f"loop {it}: its step {step} is not positive"]
+    params = [n for n in _names(split.init, split.cond) if n != it]
+    head = f"[{', '.join(params)}] -> "
+    lanes = isl.Map(
+        f"{head}{{ [pc_l, pc_k] -> [{it}] : 0 <= pc_l < {split.lanes} and pc_k >= 0 and "
+        f"{it} = {split.init} + pc_l * {split.lane_step} + pc_k * {split.split_step} and "
+        f"{split.cond} }}")
+    loop = isl.Map(f"{head}{{ [pc_m] -> [{it}] : pc_m >= 0 and "
+                   f"{it} = {split.init} + pc_m * {step} and {split.cond} }}")
+    problems = []
+    if not lanes.range().is_equal(loop.range()):
+        problems.append(f"loop {it}: the lanes do not run the loop's iterations")
+    if not lanes.is_injective():
+        problems.append(f"loop {it}: an iteration runs on more than one lane")
+    return problems
