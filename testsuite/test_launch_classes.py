@@ -19,6 +19,8 @@ from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.transform import TransformOptions, transform_program
 
 RUNTIME = FIXTURES / "runtime_sizes.cu"
+TYPED = FIXTURES / "typed_bounds.cu"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
 def transform(path: Path, defines=(), **options):
@@ -26,6 +28,16 @@ def transform(path: Path, defines=(), **options):
                             **options)
     program = read_program(str(path), opts.preprocessor)
     return program, transform_program(program, opts)
+
+
+def nvcc_errors(tmp_path: Path, text: str, source: Path, *flags: str) -> str:
+    """nvcc's complaints about `text` compiled next to `source` (its headers), or ""."""
+    out = tmp_path / f"pc_{source.name}"
+    out.write_text(text)
+    proc = subprocess.run(["nvcc", "-arch=sm_90", *flags, "-c", str(out), "-o",
+                           str(out) + ".o", f"-I{source.parent}"],
+                          capture_output=True, text=True)
+    return "" if proc.returncode == 0 else proc.stdout + proc.stderr
 
 
 def actions(result) -> dict[str, str]:
@@ -40,3 +52,14 @@ def test_runtime_sizes_and_host_loop_variables_validate():
     _, result = transform(RUNTIME)
     assert not failures(result), failures(result)
     assert set(actions(result).values()) == {"restructured"}, actions(result)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path", [RUNTIME, TYPED], ids=lambda p: p.stem)
+def test_bounds_with_run_time_sizes_of_any_integer_type_compile(path, tmp_path):
+    # a bound mixing an int size with the launch's long long thread count, long and
+    # unsigned sizes: every min/max polycoal writes has operands of one type
+    _, result = transform(path)
+    assert not failures(result), failures(result)
+    assert "unchanged" not in actions(result).values(), actions(result)
+    assert not nvcc_errors(tmp_path, result.text, path)
