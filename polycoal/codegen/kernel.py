@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from polycoal.codegen.isl_c import expr_to_c
+from polycoal.codegen.isl_c import expr_to_c, min_max, rename_c, wide_parameters
 from polycoal.codegen.isl_text import expr_to_isl
 from polycoal.codegen.statements import (render_accumulation, render_promoted,
                                          render_statement)
@@ -135,25 +135,18 @@ def _signature(original: str, kernel: Kernel) -> str:
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
-def _nested(op: str, items: list[str], device: bool) -> str:
-    out = items[0]
-    for item in items[1:]:
-        if device:
-            out = f"{op}({out}, {item})"
-        else:
-            cmp = "<" if op == "min" else ">"
-            out = f"(({out}) {cmp} ({item}) ? ({out}) : ({item}))"
-    return out
-
-
-def thread_range(model: KernelModel, dim: str, axis: str) -> AxisRange:
+def thread_range(model: KernelModel, dim: str, axis: str,
+                 wide: dict[str, str] | None = None) -> AxisRange:
+    """The range of `dim` over all instances; on the device, parameters named in `wide`
+    are written as it says (isl_c.wide_parameters)."""
     lowers, uppers = isl_helpers.dim_bounds(model, dim)
     if not lowers or not uppers:
         raise ValueError(f"the range of {dim} is unbounded")
     lo = lowers[0].to_c("*")
     his = [b.to_c("*") for b in uppers]
-    return AxisRange(axis, dim, lo, _nested("min", his, True), lo, _nested("min", his, False),
-                     [lowers[0]], uppers)
+    device = [rename_c(h, wide or {}) for h in his]
+    return AxisRange(axis, dim, rename_c(lo, wide or {}), min_max("min", device, True), lo,
+                     min_max("min", his, False), [lowers[0]], uppers)
 
 
 def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list[str]]:
@@ -199,7 +192,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     dims = model.dims
 
     # ranges of the dims put on thread axes, over all instances
-    ranges = [thread_range(model, dim, axis) for dim, axis in axis_of.items()]
+    wide = wide_parameters(kernel.parameters)
+    ranges = [thread_range(model, dim, axis, wide) for dim, axis in axis_of.items()]
 
     # sequential schedule per statement, with the thread dims as parameters
     schedules = sequential_schedules(model, mapping)
@@ -269,11 +263,11 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             raise ValueError("the reduction loop runs under a condition on the thread")
         first = len(in_reduction)
         state["inside"] = True
-        body = _render_ast(node.for_get_body(), user)
+        body = _render_ast(node.for_get_body(), user, names=wide)
         state["inside"] = False
         mine = list(enumerate(in_reduction[first:], first))
-        init = expr_to_c(node.for_get_init(), device=True)
-        cond = expr_to_c(node.for_get_cond(), device=True)
+        init = expr_to_c(node.for_get_init(), wide, device=True)
+        cond = expr_to_c(node.for_get_cond(), wide, device=True)
         lines = ["{"]
         for k, (name, update) in mine:
             element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
@@ -357,7 +351,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 render_promoted(model, kernel, st, names, "pc_acc") + ";",
                 f"{ref} = pc_acc;")
 
-    body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None)
+    body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None,
+                       names=wide)
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
@@ -396,17 +391,19 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
 
 
 def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
-                special=None, guards: tuple[str, ...] = ()) -> list[str]:
+                special=None, guards: tuple[str, ...] = (),
+                names: dict[str, str] | None = None) -> list[str]:
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
     `promotion(body, iterator)` may turn a loop into (before, statement, after);
     `special(node, iterator, guards)` may render a loop entirely (lines) or decline
-    (None); `guards`: the conditions of the ifs around the node ("else" for an else)."""
+    (None); `guards`: the conditions of the ifs around the node ("else" for an else);
+    `names`: how loop bounds and conditions write parameters (isl_c.wide_parameters)."""
     t = node.get_type()
     if t == isl.ast_node_type.block:
         children = node.block_get_children()
         out = []
         for k in range(children.n_ast_node()):
-            out += _render_ast(children.get_at(k), user, promotion, special, guards)
+            out += _render_ast(children.get_at(k), user, promotion, special, guards, names)
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
@@ -414,8 +411,8 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
             lines = special(node, it, guards)
             if lines is not None:
                 return lines
-        init = expr_to_c(node.for_get_init(), device=True)
-        cond = expr_to_c(node.for_get_cond(), device=True)
+        init = expr_to_c(node.for_get_init(), names, device=True)
+        cond = expr_to_c(node.for_get_cond(), names, device=True)
         inc = expr_to_c(node.for_get_inc())
         head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
         promoted = promotion(node.for_get_body(), it)
@@ -426,20 +423,20 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
             return ["{", f"  int {it} = {init};", f"  if ({cond}) {{", "    " + before,
                     f"    for (; {cond}; {it} += {inc}) {{", "      " + statement, "    }",
                     "    " + after, "  }", "}"]
-        body = _render_ast(node.for_get_body(), user, promotion, special, guards)
+        body = _render_ast(node.for_get_body(), user, promotion, special, guards, names)
         return [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:
-        cond = expr_to_c(node.if_get_cond(), device=True)
+        cond = expr_to_c(node.if_get_cond(), names, device=True)
         out = [f"if ({cond}) {{"]
         out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion,
-                                              special, guards + (cond,))]
+                                              special, guards + (cond,), names)]
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in
                                    _render_ast(node.if_get_else_node(), user, promotion,
-                                               special, guards + ("else",))]
+                                               special, guards + ("else",), names)]
         return out + ["}"]
     if t == isl.ast_node_type.user:
         return [user(node.user_get_expr())]
     if t == isl.ast_node_type.mark:
-        return _render_ast(node.mark_get_node(), user, promotion, special, guards)
+        return _render_ast(node.mark_get_node(), user, promotion, special, guards, names)
     raise ValueError(f"unexpected isl AST node {t}")

@@ -63,18 +63,21 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         k = position[p.name]
         if k >= len(args):
             continue
+        # host values in long long, as the device's bounds (codegen/isl_c.py): a size_t
+        # or unsigned size would wrap at `n - 1` and mix types in the comparisons
         if _SIMPLE.match(args[k]):
-            values[p.name] = f"({args[k].strip()})"
+            values[p.name] = f"((long long)({args[k].strip()}))"
         else:          # evaluate an argument with a call or side effect once
             temporaries.append({"name": f"pc_arg{k}", "value": args[k]})
-            values[p.name] = launch_args[k] = f"pc_arg{k}"
+            launch_args[k] = f"pc_arg{k}"
+            values[p.name] = f"((long long)pc_arg{k})"
     original_geometry = bool(hidden) or bool(
         re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text))
     if original_geometry:
         for a in "xyz":
             for prefix in ("", "pc_"):
-                values[f"{prefix}gridDim_{a}"] = f"pc_grid0.{a}"
-                values[f"{prefix}blockDim_{a}"] = f"pc_block0.{a}"
+                values[f"{prefix}gridDim_{a}"] = f"((long long)pc_grid0.{a})"
+                values[f"{prefix}blockDim_{a}"] = f"((long long)pc_block0.{a})"
                 values[f"{prefix}nthreads_{a}"] = f"((long long)pc_grid0.{a} * pc_block0.{a})"
     extents, launches, seen = [], [], {}
     for st in stages:

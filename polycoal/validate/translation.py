@@ -18,19 +18,28 @@ sequential schedule equals the counter of the loop the isl AST made for coordina
    new program's flow dependences, mapped through phi, are exactly the original ones:
    every read sees the same write.
 
+The two kernels run under different launches: the generated kernel's own geometry
+(its nthreads_x, blockDim_y...) has nothing to do with the original's, whose values it
+receives as extra arguments pc_nthreads_x... (`gen.hidden`) where the original domain
+depends on them. Before any comparison, the generated model's own geometry parameters
+get fresh names and its pc_<name> arguments become <name>, the original's parameter
+they carry: both models then speak of one set of parameters, with one meaning each.
+
 Any failure is reported and the original kernel is kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import islpy as isl
 
 from polycoal.analysis.dependences import _pair_relation, compute_dependences
-from polycoal.codegen.kernel import GeneratedKernel
+from polycoal.codegen.kernel import LAUNCH_PARAMS, GeneratedKernel
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel, Statement
+from polycoal.model.poly import Poly
 
 
 def _rename(text: str, names: dict[str, str]) -> str:
@@ -38,6 +47,54 @@ def _rename(text: str, names: dict[str, str]) -> str:
         return text
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
     return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def _renamed_parameters(model: KernelModel, names: dict[str, str]) -> KernelModel:
+    """A copy of `model` with its parameters renamed (simultaneously) as `names` says."""
+    if not names:
+        return model
+    polys = {old: Poly.var(new) for old, new in names.items()}
+
+    def poly(p):
+        return None if p is None else p.substitute(polys)
+
+    def access(a):
+        return dataclasses.replace(a, flat=poly(a.flat), subscripts=None if a.subscripts is None
+                                   else tuple(poly(x) for x in a.subscripts))
+
+    def loop(l):
+        return dataclasses.replace(l, lower=poly(l.lower))
+
+    statements = [dataclasses.replace(
+        s, constraints=[_rename(c, names) for c in s.constraints],
+        loops=tuple(loop(l) for l in s.loops), accesses=[access(a) for a in s.accesses],
+        bindings={v: poly(b) for v, b in s.bindings.items()}) for s in model.statements]
+    return dataclasses.replace(
+        model, parameters=sorted(names.get(p, p) for p in model.parameters),
+        context=[_rename(c, names) for c in model.context], statements=statements,
+        thread_dims=[dataclasses.replace(d, extent=poly(d.extent)) for d in model.thread_dims],
+        arrays={a: (space, None if sizes is None else tuple(poly(x) for x in sizes))
+                for a, (space, sizes) in model.arrays.items()},
+        parameter_values={names.get(p, p): v for p, v in model.parameter_values.items()})
+
+
+def _shared_parameters(old: KernelModel, new: KernelModel, gen: GeneratedKernel
+                       ) -> KernelModel:
+    """The generated model in the original's parameters: its own launch geometry renamed
+    apart (a name neither model uses), its argument pc_<h> for each hidden h renamed h."""
+    taken = set(old.parameters) | set(new.parameters)
+    names = {}
+    for p in new.parameters:
+        if p.startswith(LAUNCH_PARAMS):
+            fresh = f"pc_new_{p}"
+            while fresh in taken:
+                fresh = "_" + fresh
+            names[p] = fresh
+            taken.add(fresh)
+    for h in gen.hidden:
+        if f"pc_{h}" in new.parameters:
+            names[f"pc_{h}"] = h
+    return _renamed_parameters(new, names)
 
 
 def _context(old: KernelModel, new: KernelModel) -> isl.Set:
@@ -63,8 +120,6 @@ def _phi(old: KernelModel, new: KernelModel, gen: GeneratedKernel, s: Statement,
         if not m:
             raise ValueError(f"loop '{loop.source_name}' is not one the generator made")
         ties.append(f"{schedule[int(m.group(1))]} = {suffix[loop.counter]}")
-    for h in gen.hidden:
-        ties.append(f"pc_{h} = {h}")
     params = sorted(set(old.parameters) | set(new.parameters))
     cons = [isl_helpers.domain_constraints(old, s),
             _rename(isl_helpers.domain_constraints(new, n), suffix)] + ties
@@ -82,6 +137,7 @@ def validate_translation(old: KernelModel, new: KernelModel, gen: GeneratedKerne
     if len(new.statements) != len(gen.emitted):
         return [f"the generated kernel has {len(new.statements)} statements, "
                 f"the generator emitted {len(gen.emitted)}"]
+    new = _shared_parameters(old, new, gen)
     ctx = _context(old, new)
     by_name = {s.name: s for s in old.statements}
     copies: dict[str, list[tuple[Statement, isl.Map]]] = {s.name: [] for s in old.statements}
