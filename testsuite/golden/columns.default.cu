@@ -30,7 +30,7 @@ __global__ void minus_assign(const float *__restrict__ A, const float *__restric
   if (pc_x0 <= (99)) {
     for (long long pc_chunk = blockIdx.y; pc_chunk * 64 <= (long long)(1099) - (0); pc_chunk += gridDim.y) {
       const int pc_first = (0) + (int)(pc_chunk * 64);
-      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min(1099, pc_first + 63); pc_i += 8) {
+      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min((long long)(1099), (long long)(pc_first + 63)); pc_i += 8) {
 #pragma unroll
         for (int pc_c = 0; pc_c < 1; ++pc_c) {
           const int pc_x = pc_x0 + 32 * pc_c;
@@ -76,7 +76,7 @@ __global__ void accumulator_on_the_right(const float *__restrict__ A,
   if (pc_x0 <= (99)) {
     for (long long pc_chunk = blockIdx.y; pc_chunk * 64 <= (long long)(1099) - (0); pc_chunk += gridDim.y) {
       const int pc_first = (0) + (int)(pc_chunk * 64);
-      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min(1099, pc_first + 63); pc_i += 8) {
+      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min((long long)(1099), (long long)(pc_first + 63)); pc_i += 8) {
 #pragma unroll
         for (int pc_c = 0; pc_c < 1; ++pc_c) {
           const int pc_x = pc_x0 + 32 * pc_c;
@@ -148,7 +148,7 @@ __global__ void guarded_sum(const float *__restrict__ A, float *__restrict__ y)
   if (pc_x0 <= (99)) {
     for (long long pc_chunk = blockIdx.y; pc_chunk * 64 <= (long long)(1099) - (0); pc_chunk += gridDim.y) {
       const int pc_first = (0) + (int)(pc_chunk * 64);
-      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min(1099, pc_first + 63); pc_i += 8) {
+      for (int pc_i = pc_first + (int)threadIdx.y; pc_i <= min((long long)(1099), (long long)(pc_first + 63)); pc_i += 8) {
 #pragma unroll
         for (int pc_c = 0; pc_c < 1; ++pc_c) {
           const int pc_x = pc_x0 + 32 * pc_c;
