@@ -219,18 +219,30 @@ def _preprocessor_options(args):
 
 def _read(args):
     from polycoal.frontend import read_program
+    from polycoal.output import decode
     options = _preprocessor_options(args)
     if args.input == "-":
-        return read_program("<stdin>.cu", options, text=sys.stdin.read())
+        stream = getattr(sys.stdin, "buffer", None)      # bytes, as from a file
+        text = decode(stream.read()) if stream is not None else sys.stdin.read()
+        return read_program("<stdin>.cu", options, text=text)
     return read_program(args.input, options)
 
 
 def _write(text: str, path: str | None) -> None:
+    from polycoal.output import write_atomically, write_stdout
     if path is None or path == "-":
-        sys.stdout.write(text)
-        return
-    from polycoal.output import write_atomically
-    write_atomically(path, text)
+        write_stdout(text)
+    else:
+        write_atomically(path, text)
+
+
+def _check_outputs(args) -> None:
+    """Before any work: every file the command will write can take it (see
+    polycoal.output.check_output)."""
+    from polycoal.output import check_output
+    inputs = (getattr(args, "input", None),)
+    for name in ("output", "depfile"):
+        check_output(getattr(args, name, None), inputs)
 
 
 def cmd_analyze(args) -> int:
@@ -374,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         return launch(argv[1:])
     args = _parser().parse_args(argv)
     try:
+        _check_outputs(args)
         return {"analyze": cmd_analyze, "transform": cmd_transform, "validate": cmd_validate,
                 "trace": cmd_trace, "prepare": cmd_prepare}[args.command](args)
     except InputError as error:
