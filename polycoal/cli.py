@@ -379,8 +379,39 @@ def cmd_prepare(args) -> int:
     return prepare_file(args.input, args.output, _preprocessor_options(args), args.depfile)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+INTERNAL_ERROR = 3      # exit status of a failure inside polycoal (a bug), see README
+
+
+def _internal_error(error: Exception) -> int:
+    """One line on standard error instead of a traceback (POLYCOAL_TRACEBACK=1 prints
+    the traceback too, for a bug report)."""
+    import os
+    import traceback
+    if os.environ.get("POLYCOAL_TRACEBACK", "") not in ("", "0"):
+        traceback.print_exc()
+    message = (str(error).splitlines() or [""])[0]
+    print(f"polycoal: internal error: {type(error).__name__}"
+          + (f": {message}" if message else "")
+          + " (a bug in polycoal; POLYCOAL_TRACEBACK=1 shows where)", file=sys.stderr)
+    return INTERNAL_ERROR
+
+
+def _closed_stdout() -> int:
+    """Standard output closed under us (`polycoal transform in.cu | head`): say so once
+    and keep Python from complaining again when it flushes at exit."""
+    import os
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    print("polycoal: error: standard output was closed before the output was written",
+          file=sys.stderr)
+    return 2
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["launch"]:           # everything after it belongs to the compiler
         from polycoal.build.launcher import launch
         return launch(argv[1:])
@@ -392,5 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         print(error, file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0, 1 (a finding or a failed validation, per command), 2 (unusable
+    input or output), 3 (an internal error), 130 (interrupted)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _dispatch(argv)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_stdout()
+    except Exception as error:          # a bug: one clear line, never a traceback
+        return _internal_error(error)

@@ -236,3 +236,65 @@ def test_a_directory_is_unusable_input(tmp_path, capsys):
     assert main(["transform", str(tmp_path), "-o", str(tmp_path / "o.cu")]) == 2
     assert "is a directory" in capsys.readouterr().err
     assert not (tmp_path / "o.cu").exists()
+
+
+# --------------------------------------------------------------------------- internal errors
+
+def test_an_internal_error_is_one_line_and_status_3(monkeypatch, capsys):
+    import polycoal.transform
+    from polycoal.cli import INTERNAL_ERROR, main
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom\nsecond line")
+    monkeypatch.setattr(polycoal.transform, "transform_program", broken)
+    assert main(["transform", str(CASES)]) == INTERNAL_ERROR == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "polycoal: internal error: RuntimeError: boom (a bug in polycoal; "
+        "POLYCOAL_TRACEBACK=1 shows where)"]
+
+
+def _only_for(kernel: str, real, name_of):
+    """`real`, except that it raises for the kernel named `kernel`."""
+    def wrapper(*args, **kwargs):
+        if name_of(*args, **kwargs) == kernel:
+            raise ZeroDivisionError("injected")
+        return real(*args, **kwargs)
+    return wrapper
+
+
+def _definition(path, name: str) -> str:
+    from polycoal.frontend import read_program
+    program = read_program(str(path))
+    span = program.kernel(name).span
+    return program.text[span.start:span.end]
+
+
+@pytest.mark.parametrize("stage, target, name_of", [
+    ("planning it", "analyze_kernel", lambda kernel, *rest, **kw: kernel.name),
+    ("rendering it and its launches", "rewrite_launch",
+     lambda text, launch, *rest, **kw: launch.kernel),
+    ("validating it", "validate_translation", lambda old, *rest, **kw: old.kernel),
+    ("promoting its accumulators", "generate_kernel",         # only the promoting call
+     lambda text, kernel, *rest, promote=False, **kw: kernel.name if promote else None),
+])
+def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypatch, capsys,
+                                                            stage, target, name_of):
+    """The failure is confined to the kernel (reported at its line, the kernel and its
+    launches byte-identical, exit status 1); the other kernels are transformed."""
+    import polycoal.transform
+    from polycoal.cli import main
+    real = getattr(polycoal.transform, target)
+    monkeypatch.setattr(polycoal.transform, target, _only_for("row_fill", real, name_of))
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(CASES), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (f"{CASES}:17:1: error: kernel 'row_fill': internal error in polycoal while "
+            f"{stage} (ZeroDivisionError: injected); the kernel is left unchanged "
+            "[internal-error]") in err
+    assert "Traceback" not in err and "left unchanged: internal" not in err
+    written = out.read_text()
+    assert _definition(out, "row_fill") == _definition(CASES, "row_fill")
+    assert "row_fill<<<(ROWS + 127) / 128, 128>>>(a, v, ROWS, COLS);" in written
+    assert _definition(out, "wrong_axis") != _definition(CASES, "wrong_axis")
