@@ -219,18 +219,30 @@ def _preprocessor_options(args):
 
 def _read(args):
     from polycoal.frontend import read_program
+    from polycoal.output import decode
     options = _preprocessor_options(args)
     if args.input == "-":
-        return read_program("<stdin>.cu", options, text=sys.stdin.read())
+        stream = getattr(sys.stdin, "buffer", None)      # bytes, as from a file
+        text = decode(stream.read()) if stream is not None else sys.stdin.read()
+        return read_program("<stdin>.cu", options, text=text)
     return read_program(args.input, options)
 
 
 def _write(text: str, path: str | None) -> None:
+    from polycoal.output import write_atomically, write_stdout
     if path is None or path == "-":
-        sys.stdout.write(text)
-        return
-    from polycoal.output import write_atomically
-    write_atomically(path, text)
+        write_stdout(text)
+    else:
+        write_atomically(path, text)
+
+
+def _check_outputs(args) -> None:
+    """Before any work: every file the command will write can take it (see
+    polycoal.output.check_output)."""
+    from polycoal.output import check_output
+    inputs = (getattr(args, "input", None),)
+    for name in ("output", "depfile"):
+        check_output(getattr(args, name, None), inputs)
 
 
 def cmd_analyze(args) -> int:
@@ -367,17 +379,61 @@ def cmd_prepare(args) -> int:
     return prepare_file(args.input, args.output, _preprocessor_options(args), args.depfile)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+INTERNAL_ERROR = 3      # exit status of a failure inside polycoal (a bug), see README
+
+
+def _internal_error(error: Exception) -> int:
+    """One line on standard error instead of a traceback (POLYCOAL_TRACEBACK=1 prints
+    the traceback too, for a bug report)."""
+    import os
+    import traceback
+    if os.environ.get("POLYCOAL_TRACEBACK", "") not in ("", "0"):
+        traceback.print_exc()
+    message = (str(error).splitlines() or [""])[0]
+    print(f"polycoal: internal error: {type(error).__name__}"
+          + (f": {message}" if message else "")
+          + " (a bug in polycoal; POLYCOAL_TRACEBACK=1 shows where)", file=sys.stderr)
+    return INTERNAL_ERROR
+
+
+def _closed_stdout() -> int:
+    """Standard output closed under us (`polycoal transform in.cu | head`): say so once
+    and keep Python from complaining again when it flushes at exit."""
+    import os
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    print("polycoal: error: standard output was closed before the output was written",
+          file=sys.stderr)
+    return 2
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["launch"]:           # everything after it belongs to the compiler
         from polycoal.build.launcher import launch
         return launch(argv[1:])
     args = _parser().parse_args(argv)
     try:
+        _check_outputs(args)
         return {"analyze": cmd_analyze, "transform": cmd_transform, "validate": cmd_validate,
                 "trace": cmd_trace, "prepare": cmd_prepare}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0, 1 (a finding or a failed validation, per command), 2 (unusable
+    input or output), 3 (an internal error), 130 (interrupted)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _dispatch(argv)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_stdout()
+    except Exception as error:          # a bug: one clear line, never a traceback
+        return _internal_error(error)

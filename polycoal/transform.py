@@ -444,6 +444,63 @@ def _reject(program: Program, d: KernelDecision, problems: list[str],
                                   "kernel is kept", kernel.location, d.kernel))
 
 
+def _fail(program: Program, d: KernelDecision, error: Exception, stage: str,
+          errors: list[Diagnostic]) -> None:
+    """A failure inside polycoal while working on one kernel: the kernel is left as it
+    is, with an error at its definition (file:line) that names the exception."""
+    message = (str(error).splitlines() or [""])[0]
+    what = type(error).__name__ + (f": {message}" if message else "")
+    d.action, d.generated = "unchanged", None
+    d.reason = f"internal error while {stage} ({what})"
+    errors.append(Diagnostic("error", "internal-error",
+                             f"kernel '{d.kernel}': internal error in polycoal while {stage} "
+                             f"({what}); the kernel is left unchanged",
+                             program.kernel(d.kernel).location, d.kernel))
+
+
+def _planned(program: Program, kernel: Kernel, options: TransformOptions,
+             errors: list[Diagnostic]) -> KernelDecision:
+    """plan_kernel, a failure in it confined to the kernel (see _fail)."""
+    try:
+        return plan_kernel(program, kernel, options)
+    except Exception as error:
+        d = KernelDecision(kernel.name, "unchanged", "")
+        _fail(program, d, error, "planning it", errors)
+        return d
+
+
+def _rendered(program: Program, decisions: list[KernelDecision],
+              errors: list[Diagnostic]) -> list[tuple[Span, str]]:
+    """_replacements kernel by kernel, a failure confined to its kernel (see _fail)."""
+    out = []
+    for d in decisions:
+        try:
+            out += _replacements(program, [d])
+        except Exception as error:
+            _fail(program, d, error, "rendering it and its launches", errors)
+    return out
+
+
+def _validated(program: Program, text: str, decisions: list[KernelDecision],
+               options: TransformOptions, errors: list[Diagnostic]) -> list[Diagnostic]:
+    """_validate; when it fails inside, the decisions are restored and validated one at
+    a time (the program read back once each), the failure confined to its kernel."""
+    before = [(d, d.action, d.reason) for d in decisions]
+    try:
+        return _validate(program, text, decisions, options)
+    except Exception:
+        for d, action, reason in before:
+            d.action, d.reason = action, reason
+    diagnostics = []
+    for d in decisions:
+        if d.action in GENERATED:
+            try:
+                diagnostics += _validate(program, text, [d], options)
+            except Exception as error:
+                _fail(program, d, error, "validating it", errors)
+    return diagnostics
+
+
 def _empirical_note(d: KernelDecision, kernel: Kernel) -> Diagnostic:
     """The empirical search's figures, every candidate's."""
     choice = d.empirical
@@ -463,11 +520,12 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         known = ", ".join(k.name for k in program.kernels) or "none"
         raise InputError(f"{program.path}: no kernel named '{options.kernel}' "
                          f"(kernels: {known})")
-    decisions = [plan_kernel(program, k, options) for k in kernels]
-    text = _splice(program.text, _replacements(program, decisions))
+    errors: list[Diagnostic] = []      # internal errors, each leaving its kernel unchanged
+    decisions = [_planned(program, k, options, errors) for k in kernels]
+    text = _splice(program.text, _rendered(program, decisions, errors))
     diagnostics = []
     if any(d.action in GENERATED for d in decisions):
-        diagnostics = _validate(program, text, decisions, options)
+        diagnostics = _validated(program, text, decisions, options, errors)
         if options.promote:
             # the validated kernels, with their accumulators promoted to registers: a
             # local rewrite that is legal by itself (one element, loop-invariant, no other
@@ -476,9 +534,14 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
             for d in decisions:
                 if d.action == "restructured":
                     kernel = program.kernel(d.kernel)
-                    d.generated = generate_kernel(program.text, kernel, d.analysis.model,
-                                                  d.mapping, d.generated.block, promote=True)
-        text = _splice(program.text, _replacements(program, decisions))
+                    try:
+                        d.generated = generate_kernel(program.text, kernel, d.analysis.model,
+                                                      d.mapping, d.generated.block,
+                                                      promote=True)
+                    except Exception as error:
+                        _fail(program, d, error, "promoting its accumulators", errors)
+        text = _splice(program.text, _rendered(program, decisions, errors))
+    diagnostics += errors
     for d in decisions:
         kernel = program.kernel(d.kernel)
         if d.action in CHANGED:
@@ -499,7 +562,7 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
                     f"kernel '{d.kernel}': its pointer arguments were assumed not to alias "
                     "(--assume-no-alias); the transformation is wrong if they do",
                     kernel.location, d.kernel))
-        elif not any(x.kernel == d.kernel and x.code == "validation-failed"
+        elif not any(x.kernel == d.kernel and x.code in ("validation-failed", "internal-error")
                      for x in diagnostics):
             diagnostics.append(Diagnostic("note", "unchanged",
                                           f"kernel '{d.kernel}' left unchanged: {d.reason}",

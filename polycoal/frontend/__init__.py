@@ -3,18 +3,41 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from polycoal.diagnostics import InputError
 from polycoal.frontend.kernels import read_functions
 from polycoal.frontend.launches import find_launches
 from polycoal.frontend.preprocess import PreprocessedSource, PreprocessorOptions, preprocess
 from polycoal.frontend.program import Program
+from polycoal.output import decode
 
 
 def read_source(path: str) -> str:
-    """The text of a source file, bytes kept (surrogate escapes), newlines as they are."""
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
-        return f.read()
+    """The text of a source file, bytes kept (surrogate escapes: a Latin-1 comment is
+    written back as the same bytes), newlines as they are. OSError when it cannot be
+    read; InputError for a binary file."""
+    with open(path, "rb") as f:
+        text = decode(f.read())
+    _require_text(path, text)
+    return text
+
+
+def _require_text(path: str, text: str) -> None:
+    """A NUL byte never occurs in source text: the file is binary (or UTF-16)."""
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise InputError(f"{path}: a binary file, not a CUDA source (a NUL byte on "
+                         f"line {line})")
+
+
+def _check_input_path(path: str) -> None:
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a CUDA source")
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if not (os.path.isfile(path) or stat.S_ISFIFO(os.stat(path).st_mode)):
+        raise InputError(f"{path}: not a regular file or a pipe")     # /dev/zero...
 
 
 def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions(),
@@ -22,15 +45,17 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     """Preprocess and read `path` (or `text` given for it, e.g. from stdin; with `source`
     as well, the text already preprocessed with `options`)."""
     if text is None:
-        if not os.path.isfile(path):
-            raise InputError(f"{path}: no such file")
+        _check_input_path(path)
         try:
             text = read_source(path)
         except OSError as error:
             raise InputError(f"{path}: cannot read: {error.strerror}") from error
-        source = preprocess(path, options)
-    elif source is None:
-        source = preprocess(path, options, text=text)
+        # a pipe (`<(...)`) can be read only once: preprocess the text read
+        source = preprocess(path, options, text=None if os.path.isfile(path) else text)
+    else:
+        _require_text(path, text)
+        if source is None:
+            source = preprocess(path, options, text=text)
     kernels, device_functions, variables, diagnostics = read_functions(source, text)
     launches = find_launches(source, text)
     by_name = {k.name: k for k in kernels}

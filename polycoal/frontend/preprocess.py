@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from polycoal.diagnostics import Diagnostic, InputError, Location
+from polycoal.output import decode, encode
 
 _LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _MISSING = re.compile(r'^(.*?):(\d+):(\d+): fatal error: ([^:]+): No such file or directory', re.M)
@@ -98,7 +99,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
             if os.path.dirname(path):
                 cmd.append(f"-I{os.path.dirname(path)}")
         for _ in range(64):
-            proc = subprocess.run(cmd + [source_arg], input=text, capture_output=True, text=True)
+            proc = _run(cmd + [source_arg], text)
             if proc.returncode == 0:
                 break
             missing = _MISSING.search(proc.stderr)
@@ -124,6 +125,20 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
         output = output.replace('"<stdin>"', '"' + path + '"')
     origins, system = _origins(output, path)
     return PreprocessedSource(path, output, origins, system, diagnostics)
+
+
+def _run(cmd: list[str], text: str | None) -> subprocess.CompletedProcess:
+    """Run the preprocessor on `text` (or the file named in `cmd`). Text travels as the
+    bytes of the file (a Latin-1 comment stays the same bytes, see polycoal.output), and
+    the output's line ends are read as universal newlines."""
+    proc = subprocess.run(cmd, input=None if text is None else encode(text),
+                          capture_output=True)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, _text(proc.stdout),
+                                       _text(proc.stderr))
+
+
+def _text(data: bytes) -> str:
+    return decode(data).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _display(name: str, path: str, text: str | None) -> str:

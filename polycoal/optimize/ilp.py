@@ -3,9 +3,21 @@ supports: pulp 4 bundles no solver, pulp 3 bundles CBC, kept as a fallback).
 
 pulp 3 and pulp 4 differ in how variables are made, how constraints are listed and
 what `solve` returns; this module hides the difference behind four functions.
+
+The solver must print nothing: polycoal's standard output may be the program it writes
+(`transform` with the default `-o -`). pulp's `msg=False` sets HiGHS's `output_flag`
+off, which silences the solve, but highspy prints its banner ("Running HiGHS ...") from
+the constructor of the first `Highs` object of the process, before any option can be
+set. So every solve also runs with file descriptor 1 pointed at /dev/null (see
+`stdout_silenced`).
 """
 
 from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
 
 import pulp
 
@@ -28,8 +40,51 @@ def binary(prob: pulp.LpProblem, name: str):
     return prob.add_variable(name, cat="Binary")
 
 
+def _flush_c_stdio() -> None:
+    """Flush the C library's stdio buffers (what a native solver printf'd and the C
+    library still holds), so that it goes where file descriptor 1 points now."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+def _flush_python_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):     # no stdout, or a closed one
+        pass
+
+
+@contextlib.contextmanager
+def stdout_silenced():
+    """Run the body with file descriptor 1 on /dev/null, whatever native code in it
+    prints; Python's and the C library's buffers are flushed on both sides so that
+    output written before stays and output written inside never leaks out later. When
+    descriptor 1 cannot be saved (closed), the body runs as it is."""
+    _flush_python_stdout()
+    _flush_c_stdio()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+        finally:
+            os.close(null)
+        yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def solve(prob: pulp.LpProblem) -> None:
-    result = prob.solve(solver())
+    with stdout_silenced():
+        result = prob.solve(solver())
     if hasattr(result, "has_solution"):              # pulp 4: LpSolveStats
         ok = result.has_solution and int(result.status) == 1
     else:                                            # pulp 3: a status code

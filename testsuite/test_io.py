@@ -1,0 +1,300 @@
+"""Input, output and the command line's safety: standard output carries the program and
+nothing else, exit statuses for bad input, output written through symlinks and to
+devices and pipes without replacing them, the input never overwritten, bytes that are
+not UTF-8 kept, line endings kept, internal errors reported without a traceback.
+
+Every test writes inside its own tmp_path; commands that must be seen from outside the
+process (what reaches file descriptor 1) run in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BICG = REPO / "polybench_inputs" / "bicg" / "bicg.cu"
+PROJECT = Path(__file__).resolve().parent / "projects" / "cuda_app"
+
+
+def polycoal(*args, cwd=None, env=None, stdin=None) -> subprocess.CompletedProcess:
+    """`python -m polycoal ARGS` in a fresh process: (returncode, stdout, stderr) as bytes."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("POLYCOAL_")}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "polycoal", *map(str, args)], cwd=cwd,
+                          env=environment, input=stdin, capture_output=True, timeout=600)
+
+
+# --------------------------------------------------------------------------- standard output
+
+def test_stdout_carries_the_program_alone(tmp_path):
+    """The solver's banner ("Running HiGHS ...") is printed by native code on file
+    descriptor 1 the first time a solver is made in a process: it must not precede the
+    program on standard output, nor reach standard error."""
+    piped = polycoal("transform", BICG)
+    assert piped.returncode == 0, piped.stderr.decode()
+    written = tmp_path / "out.cu"
+    to_file = polycoal("transform", BICG, "-o", written)
+    assert to_file.returncode == 0 and to_file.stdout == b""
+    assert piped.stdout != BICG.read_bytes()          # kernels were planned: ILPs solved
+    first_line = BICG.read_bytes().split(b"\n", 1)[0]
+    assert piped.stdout.split(b"\n", 1)[0] == first_line
+    assert piped.stdout == written.read_bytes()
+    assert b"HiGHS" not in piped.stderr + to_file.stderr
+
+
+def test_a_build_step_shows_no_solver_output(tmp_path):
+    compiler = tmp_path / "cc"
+    compiler.write_text(f"#!{sys.executable}\n")
+    compiler.chmod(0o755)
+    source = PROJECT / "src" / "rows.cu"
+    run = polycoal("launch", compiler, "-c", source, "-o", tmp_path / "rows.o", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr.decode()
+    assert run.stdout == b"" and b"HiGHS" not in run.stderr
+    copies = list((tmp_path / ".polycoal").glob("*/rows.cu"))
+    assert copies and "restructured" in copies[0].read_text()
+
+
+# --------------------------------------------------------------------------- output
+
+CASES = Path(__file__).resolve().parent / "fixtures" / "transform_cases.cu"
+
+
+def transformed(tmp_path) -> bytes:
+    """transform_cases.cu transformed, as written to a plain new file."""
+    from polycoal.cli import main
+    plain = tmp_path / "plain.cu"
+    assert main(["transform", str(CASES), "-o", str(plain)]) == 0
+    return plain.read_bytes()
+
+
+def test_output_through_a_symlink_writes_its_target(tmp_path):
+    from polycoal.cli import main
+    target = tmp_path / "real.cu"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link = tmp_path / "link.cu"
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling.cu"
+    dangling.symlink_to(tmp_path / "new.cu")
+    assert main(["transform", str(CASES), "-o", str(link)]) == 0
+    assert main(["transform", str(CASES), "-o", str(dangling)]) == 0
+    expected = transformed(tmp_path)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_bytes() == expected and target.stat().st_mode & 0o777 == 0o640
+    assert dangling.is_symlink() and (tmp_path / "new.cu").read_bytes() == expected
+
+
+def test_output_into_a_pipe_writes_through_it(tmp_path):
+    """The read end is opened first without blocking, so that the write finds a reader;
+    the program is smaller than a pipe's buffer, so the write does not wait for it."""
+    from polycoal.cli import main
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        status = main(["transform", str(CASES), "-o", str(fifo)])
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(reader, 1 << 16)
+            except BlockingIOError:          # nothing was ever written
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(reader)
+    assert status == 0
+    expected = transformed(tmp_path)
+    assert len(expected) < 1 << 16 and b"".join(chunks) == expected
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_output_onto_a_device_writes_into_it(tmp_path):
+    """A null device made inside tmp_path (so that a failure cannot harm /dev/null) stays
+    a device. Making one needs root (CI runs as root) and a mount that allows devices."""
+    from polycoal.cli import main
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        open(device, "wb").close()
+    except OSError as error:
+        pytest.skip(f"cannot make and open a device node here: {error}")
+    assert main(["transform", str(CASES), "-o", str(device)]) == 0
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]     # no temporary left
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "relative path"])
+def test_output_naming_the_input_is_refused(tmp_path, monkeypatch, capsys, how):
+    from polycoal.cli import main
+    source = tmp_path / "k.cu"
+    source.write_bytes(CASES.read_bytes())
+    before = (source.read_bytes(), source.stat().st_mtime_ns)
+    output = {"same path": source, "symlink": tmp_path / "link.cu",
+              "hard link": tmp_path / "hard.cu", "relative path": Path("k.cu")}[how]
+    if how == "symlink":
+        output.symlink_to(source)
+    elif how == "hard link":
+        os.link(source, output)
+    monkeypatch.chdir(tmp_path)
+    assert main(["transform", str(source), "-o", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert "is the input file" in err and "Traceback" not in err
+    assert (source.read_bytes(), source.stat().st_mtime_ns) == before
+
+
+def test_output_problems_are_found_before_the_work(tmp_path, monkeypatch, capsys):
+    import polycoal.transform
+    from polycoal.cli import main
+
+    def never(*args, **kwargs):
+        raise AssertionError("the work started")
+    monkeypatch.setattr(polycoal.transform, "transform_program", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for output, message in [(tmp_path / "missing" / "o.cu", "does not exist"),
+                            (blocker / "o.cu", "does not exist"),
+                            (tmp_path, "is a directory")]:
+        assert main(["transform", str(CASES), "-o", str(output)]) == 2
+        assert message in capsys.readouterr().err
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(
+        tmp_path) else real_access(path, mode))
+    assert main(["transform", str(CASES), "-o", str(tmp_path / "o.cu")]) == 2
+    assert "is not writable" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_a_failed_write_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    import tempfile
+    from polycoal.cli import main
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    assert main(["transform", str(CASES), "-o", str(tmp_path / "o.cu")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write: No space left on device" in err and "Traceback" not in err
+
+
+def test_regular_output_is_replaced_atomically_keeping_its_mode(tmp_path):
+    from polycoal.cli import main
+    out = tmp_path / "o.cu"
+    out.write_text("old contents\n" * 1000)
+    out.chmod(0o600)
+    inode = out.stat().st_ino
+    assert main(["transform", str(CASES), "-o", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert out.stat().st_ino != inode                 # a new file renamed over the old
+    assert b"old contents" not in out.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.cu"]
+
+
+# --------------------------------------------------------------------------- input
+
+LATIN1_COMMENT = b"// r\xe9sum\xe9: \xa9 2024, na\xefve Latin-1 bytes\n"
+
+
+def test_a_latin1_comment_is_kept_byte_for_byte(tmp_path, capsys):
+    from polycoal.cli import main
+    source = tmp_path / "latin1.cu"
+    body = CASES.read_bytes()
+    cut = body.index(b"__global__")              # a comment inside a kernel, too
+    source.write_bytes(LATIN1_COMMENT + body[:cut] + b"/* \xb5s */ " + body[cut:])
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(source), "-o", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    written = out.read_bytes()
+    assert written.startswith(LATIN1_COMMENT + body[:cut])
+    assert b"restructured" in written                       # the work was done
+    piped = polycoal("transform", "-", stdin=source.read_bytes())
+    assert piped.returncode == 0, piped.stderr.decode(errors="replace")
+    assert piped.stdout == written
+
+
+@pytest.mark.parametrize("command", ["transform", "analyze"])
+def test_a_binary_file_is_unusable_input(tmp_path, capsys, command):
+    from polycoal.cli import main
+    source = tmp_path / "blob.cu"
+    source.write_bytes(b"__global__ void k(float *a) { a[0] = 1; }\n\x7fELF\x00\x01\x02")
+    out = tmp_path / "out.cu"
+    assert main([command, str(source), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "a binary file" in err and "line 2" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_directory_is_unusable_input(tmp_path, capsys):
+    from polycoal.cli import main
+    assert main(["transform", str(tmp_path), "-o", str(tmp_path / "o.cu")]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert not (tmp_path / "o.cu").exists()
+
+
+# --------------------------------------------------------------------------- internal errors
+
+def test_an_internal_error_is_one_line_and_status_3(monkeypatch, capsys):
+    import polycoal.transform
+    from polycoal.cli import INTERNAL_ERROR, main
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom\nsecond line")
+    monkeypatch.setattr(polycoal.transform, "transform_program", broken)
+    assert main(["transform", str(CASES)]) == INTERNAL_ERROR == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "polycoal: internal error: RuntimeError: boom (a bug in polycoal; "
+        "POLYCOAL_TRACEBACK=1 shows where)"]
+
+
+def _only_for(kernel: str, real, name_of):
+    """`real`, except that it raises for the kernel named `kernel`."""
+    def wrapper(*args, **kwargs):
+        if name_of(*args, **kwargs) == kernel:
+            raise ZeroDivisionError("injected")
+        return real(*args, **kwargs)
+    return wrapper
+
+
+def _definition(path, name: str) -> str:
+    from polycoal.frontend import read_program
+    program = read_program(str(path))
+    span = program.kernel(name).span
+    return program.text[span.start:span.end]
+
+
+@pytest.mark.parametrize("stage, target, name_of", [
+    ("planning it", "analyze_kernel", lambda kernel, *rest, **kw: kernel.name),
+    ("rendering it and its launches", "rewrite_launch",
+     lambda text, launch, *rest, **kw: launch.kernel),
+    ("validating it", "validate_translation", lambda old, *rest, **kw: old.kernel),
+    ("promoting its accumulators", "generate_kernel",         # only the promoting call
+     lambda text, kernel, *rest, promote=False, **kw: kernel.name if promote else None),
+])
+def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypatch, capsys,
+                                                            stage, target, name_of):
+    """The failure is confined to the kernel (reported at its line, the kernel and its
+    launches byte-identical, exit status 1); the other kernels are transformed."""
+    import polycoal.transform
+    from polycoal.cli import main
+    real = getattr(polycoal.transform, target)
+    monkeypatch.setattr(polycoal.transform, target, _only_for("row_fill", real, name_of))
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(CASES), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (f"{CASES}:17:1: error: kernel 'row_fill': internal error in polycoal while "
+            f"{stage} (ZeroDivisionError: injected); the kernel is left unchanged "
+            "[internal-error]") in err
+    assert "Traceback" not in err and "left unchanged: internal" not in err
+    written = out.read_text()
+    assert _definition(out, "row_fill") == _definition(CASES, "row_fill")
+    assert "row_fill<<<(ROWS + 127) / 128, 128>>>(a, v, ROWS, COLS);" in written
+    assert _definition(out, "wrong_axis") != _definition(CASES, "wrong_axis")
