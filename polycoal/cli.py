@@ -277,7 +277,7 @@ def cmd_transform(args) -> int:
     diagnostics = program.diagnostics + result.diagnostics
     if args.report == "json":
         report = {"schema": "polycoal-transform", "schema_version": 1, "file": program.path,
-                  "kernels": [{"name": d.kernel, "action": d.action, "reason": d.reason,
+                  "kernels": [{"name": d.kernel, "action": d.action, "code": d.code, "reason": d.reason,
                                "axes": dict(d.generated.axis_dims) if d.generated else None,
                                "block": list(d.generated.block) if d.generated else None,
                                "empirical": [asdict(f) for f in d.empirical.candidates]

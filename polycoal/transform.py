@@ -5,23 +5,28 @@ For each kernel, in this order of preference:
    restructuring ILP chooses the dims for the new thread axes; the kernel is generated
    from the isl AST, its launches rewritten, and the result proven equivalent by
    translation validation, or the kernel is kept;
-2. otherwise it is left byte-identical, with a diagnostic that says why.
-Only the text of transformed kernels and of their launch statements changes.
+2. a reduction form (one warp per row, a column split, a block per 32 columns, tiles);
+3. a permutation of the thread axes (kernels outside the affine model);
+4. otherwise it is left byte-identical, with a diagnostic and a reason code that say why.
+Decisions are immutable values (polycoal/decisions.py); every change goes through the
+validators of its kind (VALIDATORS) before it is emitted. Only the text of transformed
+kernels and of their launch statements changes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
 from polycoal.analysis.aliasing import distinct_arrays
-from polycoal.codegen.kernel import GeneratedKernel, default_block, generate_kernel
+from polycoal.codegen.kernel import default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
+from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOptions,
+                                TransformResult)
 from polycoal.diagnostics import Diagnostic, InputError
-from polycoal.dynamic.empirical import Choice, candidate_sources, search
+from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import read_program
 from polycoal.frontend.lexer import tokenize
-from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
@@ -30,51 +35,9 @@ from polycoal.codegen.column import (generate_column_blocks, generate_column_spl
                                      generate_tiled_reduction, split_extents)
 from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
-from polycoal.validate.lanes import lane_split_problems
+from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model.extract import extract_model
-
-
-@dataclass(frozen=True)
-class TransformOptions:
-    kernel: str | None = None
-    block: tuple[int, int, int] | None = None
-    polyhedral: bool = True
-    assume_no_alias: bool = False
-    collapse_redundant: bool = False  # run one copy of threads racing along unread axes
-    reduction: str = "auto"   # auto (warp rows, split columns) | warp | block | tiles | split
-    #                                  | none: how reduction loops are restructured
-    promote: bool = True             # register promotion of accumulators in new kernels
-    empirical: bool = False          # choose permutations by tracing (dynamic/empirical.py)
-    empirical_fallback: bool = True  # ... also when the static model cannot tell the axes apart
-    arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
-    preprocessor: PreprocessorOptions = PreprocessorOptions()
-
-# Actions whose kernels add floating-point values in another order than the original's.
-REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured"}     # the kernel is regenerated (d.generated)
-CHANGED = GENERATED | {"permuted"}                # the output differs from the input
-
-
-@dataclass
-class KernelDecision:
-    kernel: str
-    action: str                      # "restructured" | "permuted" | "unchanged"
-    reason: str
-    mapping: Mapping | None = None
-    permutation: Permutation | None = None
-    alias_evidence: str = ""
-    collapsed: frozenset = frozenset()   # axes whose redundant copies were collapsed
-    generated: GeneratedKernel | None = None
-    analysis: KernelAnalysis | None = None
-    empirical: Choice | None = None  # the traced candidates, when the search ran
-
-
-@dataclass
-class TransformResult:
-    text: str
-    decisions: list[KernelDecision]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
 def _other_uses(program: Program, kernel: Kernel) -> list[int]:
@@ -99,88 +62,109 @@ def _prototype_lines(program: Program, kernel: Kernel) -> set[int]:
 
 
 def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
+    """The decision for one kernel: the first check that refuses keeps the kernel with
+    its reason code; otherwise the best change the model allows."""
     name = kernel.name
     if kernel.ast is None:
-        return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse")
-    analysis = analyze_kernel(kernel, program)
-    model = analysis.model
-    d = KernelDecision(name, "unchanged", "", analysis=analysis)
-    if analysis.races:
-        d.reason = "threads race in the original kernel (see the race diagnostics)"
-        redundant = redundant_axes(analysis)
-        if not redundant:
+        return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
+                              code="unparsed")
+    d = KernelDecision(name, "unchanged", "", analysis=analyze_kernel(kernel, program))
+    if d.analysis.races:
+        d = _without_races(program, kernel, d, options)
+        if d.action == "unchanged" and d.code:
             return d
-        if not options.collapse_redundant:
-            d.reason += (f"; they are copies along axis {', '.join(sorted(redundant))}, which "
-                         "the kernel never reads: --collapse-redundant-threads runs one copy")
+    for check in (_placement_check, _alias_check):
+        d = check(program, kernel, d, options)
+        if d.code:
             return d
-        collapsed = analyze_kernel(kernel, program, frozenset(redundant))
-        if collapsed.races:
-            return d
-        analysis = d.analysis = collapsed
-        model = analysis.model
-        d.collapsed = frozenset(redundant)
-    if kernel.span is None:
-        d.reason = "the definition is not in the input file's text (a macro or a header)"
-        return d
-    launches = program.launches_of(name)
-    if not launches:
-        d.reason = "no launch site in this file: the new geometry could not be launched"
-        return d
-    if any(l.span is None for l in launches):
-        d.reason = "a launch site cannot be located in the source text (a macro?)"
-        return d
-    others = set(_other_uses(program, kernel)) - _prototype_lines(program, kernel)
-    if others:
-        d.reason = (f"the kernel is referenced outside its launches (line "
-                    f"{min(others)}), where a new geometry could not be applied")
-        return d
-    distinct, evidence = distinct_arrays(program, kernel, model)
-    if not distinct and not options.assume_no_alias:
-        d.reason = (f"its pointer arguments may alias ({evidence}); mark them __restrict__ "
-                    "or pass --assume-no-alias")
-        return d
-    d.alias_evidence = evidence if distinct else "assumed (--assume-no-alias)"
+    model = d.analysis.model
     if not model.is_affine or not options.polyhedral:
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"
                if first else "polyhedral restructuring disabled (--no-polyhedral)")
         return _plan_permutation(program, kernel, d, why, options)
-    mapping = solve_mapping(model, analysis.dependences, analysis.global_references)
-    d.mapping = mapping
+    mapping = solve_mapping(model, d.analysis.dependences, d.analysis.global_references)
+    d = replace(d, mapping=mapping)
     old = original_axes(model)
     if not mapping.axes:
-        d.reason = "no dimension is free of dependences"
-        return d
+        return d.keep("no-parallel-dimension", "no dimension is free of dependences")
     old_cost = mapping.costs.get(old[0]) if old else None
     new_cost = mapping.costs[mapping.axes[0]]
     if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost):
-        reductions = [l for l in analysis.loops if l.reduction]
-        d.reason = _kept_order_reason(analysis)
-        if reductions:
-            why_not = _plan_reduction(program, kernel, d, options, reductions[0])
-            if why_not is None:
-                return d
-            d.reason += (f"; loop '{reductions[0].loop.source_name}' carries a reduction "
-                         f"({why_not})")
-        return d
+        kept = _kept_order(d)
+        reductions = [l for l in d.analysis.loops if l.reduction]
+        if not reductions:
+            return kept
+        reduced = _plan_reduction(program, kernel, d, options, reductions[0])
+        if reduced.action != "unchanged":
+            return reduced
+        return kept.keep(kept.code, f"{kept.reason}; loop '{reductions[0].loop.source_name}' "
+                         f"carries a reduction ({reduced.reason})")
     block = options.block or default_block(len(mapping.axes))
-    d.generated = generate_kernel(program.text, kernel, model, mapping, block)
-    d.action = "restructured"
-    d.reason = "new geometry: " + ", ".join(
-        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping))
+    return d.change("restructured", "new geometry: " + ", ".join(
+        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)),
+        generated=generate_kernel(program.text, kernel, model, mapping, block))
+
+
+def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
+                   options: TransformOptions) -> KernelDecision:
+    """A racy kernel is kept (code "race"), unless its races are only copies of each
+    thread along axes it never reads and --collapse-redundant-threads asks for one copy:
+    then the decision goes on with the analysis of one copy (code left empty)."""
+    raced = d.keep("race", "threads race in the original kernel (see the race diagnostics)")
+    redundant = redundant_axes(d.analysis)
+    if not redundant:
+        return raced
+    if not options.collapse_redundant:
+        return raced.keep("redundant-copies", raced.reason + (
+            f"; they are copies along axis {', '.join(sorted(redundant))}, which the kernel "
+            "never reads: --collapse-redundant-threads runs one copy"))
+    collapsed = analyze_kernel(kernel, program, frozenset(redundant))
+    if collapsed.races:
+        return raced
+    return replace(d, analysis=collapsed, collapsed=frozenset(redundant))
+
+
+def _placement_check(program: Program, kernel: Kernel, d: KernelDecision,
+                     options: TransformOptions) -> KernelDecision:
+    """Can a new kernel and new launches be put in the text? (code when not)"""
+    if kernel.span is None:
+        return d.keep("not-in-text", "the definition is not in the input file's text (a "
+                      "macro or a header)")
+    launches = program.launches_of(kernel.name)
+    if not launches:
+        return d.keep("no-launch", "no launch site in this file: the new geometry could "
+                      "not be launched")
+    if any(l.span is None for l in launches):
+        return d.keep("launch-not-in-text", "a launch site cannot be located in the source "
+                      "text (a macro?)")
+    others = set(_other_uses(program, kernel)) - _prototype_lines(program, kernel)
+    if others:
+        return d.keep("used-elsewhere", f"the kernel is referenced outside its launches "
+                      f"(line {min(others)}), where a new geometry could not be applied")
     return d
 
 
-def _kept_order_reason(analysis: KernelAnalysis) -> str:
-    """Why the order of the dims is kept: true of the references, as analyze reports them
-    ("already coalesced" only when no global reference is uncoalesced)."""
-    bad = [r for r in analysis.global_references if r.coalesced is False]
+def _alias_check(program: Program, kernel: Kernel, d: KernelDecision,
+                 options: TransformOptions) -> KernelDecision:
+    """Are the pointer arguments distinct arrays? (the evidence, or code "may-alias")"""
+    distinct, evidence = distinct_arrays(program, kernel, d.analysis.model)
+    if not distinct and not options.assume_no_alias:
+        return d.keep("may-alias", f"its pointer arguments may alias ({evidence}); mark them "
+                      "__restrict__ or pass --assume-no-alias")
+    return replace(d, alias_evidence=evidence if distinct else "assumed (--assume-no-alias)")
+
+
+def _kept_order(d: KernelDecision) -> KernelDecision:
+    """The order of the dims is kept, with a reason true of the references as analyze
+    reports them ("already coalesced" only when no global reference is uncoalesced)."""
+    bad = [r for r in d.analysis.global_references if r.coalesced is False]
     if not bad:
-        return "already coalesced: no permutation lowers the cost"
-    return (f"no permutation lowers the cost ({len(bad)} uncoalesced reference"
-            f"{'s' if len(bad) > 1 else ''} stay{'' if len(bad) > 1 else 's'} so: "
-            f"{bad[0].access.text} at line {bad[0].access.location.line})")
+        return d.keep("already-coalesced", "already coalesced: no permutation lowers the cost")
+    return d.keep("no-better-order", (
+        f"no permutation lowers the cost ({len(bad)} uncoalesced reference"
+        f"{'s' if len(bad) > 1 else ''} stay{'' if len(bad) > 1 else 's'} so: "
+        f"{bad[0].access.text} at line {bad[0].access.location.line})"))
 
 
 def redundant_axes(analysis: KernelAnalysis) -> set[str]:
@@ -198,96 +182,92 @@ def redundant_axes(analysis: KernelAnalysis) -> set[str]:
 
 
 def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                    options: TransformOptions, loop) -> str | None:
+                    options: TransformOptions, loop) -> KernelDecision:
     """Restructure a reduction as options.reduction says (auto: one warp per row for an
     uncoalesced row reduction, a split for a coalesced but starved column reduction);
-    None when done, else why not."""
+    the changed decision, or the kernel kept with why not."""
     model, analysis = d.analysis.model, d.analysis
     if options.reduction == "none":
-        return "reduction restructuring disabled (--reduction none)"
+        return d.keep("reduction-disabled", "reduction restructuring disabled (--reduction "
+                      "none)")
     row = row_reduction_obstacle(model, analysis)
     if options.reduction in ("auto", "warp") and row is None:
-        _plan_row_reduction(program, kernel, d, options)
-        return None
+        return _plan_row_reduction(program, kernel, d, options, loop)
     shape = column_reduction_obstacle(model, analysis)
     if options.reduction == "tiles":
-        if row is not None or shape is not None:
-            return row or shape
-        d.generated = generate_tiled_reduction(program.text, kernel, model, loop.loop.counter)
-        d.mapping = Mapping((loop.loop.counter, model.thread_dims[0].name), (),
-                            d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
-        d.action = "tiled"
-        d.reason = (f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): the "
-                    "core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
-                    "floating-point additions are reassociated")
-        return None
+        refusal = row or shape
+        if refusal is not None:
+            return d.keep(refusal.code, refusal.text)
+        return d.change(
+            "tiled", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
+            "the core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
+            "floating-point additions are reassociated",
+            generated=generate_tiled_reduction(program.text, kernel, model, loop.loop.counter),
+            mapping=_mapping(d, (loop.loop.counter, model.thread_dims[0].name), ()))
     if options.reduction in ("auto", "block", "split") and row is not None and \
-            "coalesced along the threads" in row:
+            row.code == "coalesced-along-threads":
         if shape is not None:
-            return shape
+            return d.keep(shape.code, shape.text)
         extents = split_extents(model, loop.loop.counter)
         if extents[1] is not None and extents[1] < 1024:   # does not pay for its launches
-            return f"its loop runs {extents[1]} times: too short to split"
-        _plan_column_reduction(program, kernel, d, options.reduction, extents)
-        return None
-    return row
+            return d.keep("short-loop", f"its loop runs {extents[1]} times: too short to split")
+        return _plan_column_reduction(program, kernel, d, options.reduction, extents, loop)
+    if row is None:
+        return d.keep("row-reduction", f"a row reduction, which --reduction "
+                      f"{options.reduction} does not restructure")
+    return d.keep(row.code, row.text)
+
+
+def _mapping(d: KernelDecision, axes: tuple[str, ...], sequential: tuple[str, ...]) -> Mapping:
+    """The restructuring ILP's mapping with the axes a reduction form puts on threads."""
+    return Mapping(axes, sequential, d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
 
 
 def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                           form: str, extents: tuple[int | None, int | None]
+                           form: str, extents: tuple[int | None, int | None], loop
                            ) -> KernelDecision:
     """A coalesced but starved column reduction: split over row chunks (2-D blocks,
     atomicAdd), or block-cooperative when asked (`--reduction block`: one launch, a block
     per 32 columns, no atomics, so the sums come out the same on every run; it keeps fewer
     loads in flight and measured 10% slower at n = 16384 on the H200)."""
     model = d.analysis.model
-    loop = next(l for l in d.analysis.loops if l.reduction)
     fallback = ""
     if form == "block":
         try:
-            d.generated = generate_column_blocks(program.text, kernel, model,
-                                                 loop.loop.counter)
+            generated = generate_column_blocks(program.text, kernel, model, loop.loop.counter)
         except ValueError as e:
             fallback = f" (not one block per 32 columns: {e})"
         else:
-            d.mapping = Mapping((model.thread_dims[0].name,), (loop.loop.counter,),
-                                d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
-            d.action = "columns"
-            d.reason = (f"column reduction over '{loop.loop.source_name}' (into "
-                        f"{loop.reduction}): a block of {d.generated.block[0]}x"
-                        f"{d.generated.block[1]} threads per 32 columns, its rows split the "
-                        "loop and add up in shared memory; floating-point additions are "
-                        "reassociated")
-            return d
-    d.mapping = Mapping((model.thread_dims[0].name, loop.loop.counter), (), d.mapping.costs,
-                        d.mapping.parallel, d.mapping.ilp)
-    d.generated = generate_column_split(program.text, kernel, model, loop.loop.counter,
-                                        extents)
-    d.action = "split"
-    columns, rows = d.generated.per_block[:2]
-    d.reason = (f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
-                f"split over more threads: {columns} columns x {rows} rows per block "
-                f"({columns // 32} per thread), register sums, a shared-memory combine and "
-                "atomicAdd; floating-point additions are reassociated" + fallback)
-    return d
+            return d.change(
+                "columns", f"column reduction over '{loop.loop.source_name}' (into "
+                f"{loop.reduction}): a block of {generated.block[0]}x{generated.block[1]} "
+                "threads per 32 columns, its rows split the loop and add up in shared "
+                "memory; floating-point additions are reassociated", generated=generated,
+                mapping=_mapping(d, (model.thread_dims[0].name,), (loop.loop.counter,)))
+    generated = generate_column_split(program.text, kernel, model, loop.loop.counter, extents)
+    columns, rows = generated.per_block[:2]
+    return d.change(
+        "split", f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
+        f"split over more threads: {columns} columns x {rows} rows per block "
+        f"({columns // 32} per thread), register sums, a shared-memory combine and "
+        "atomicAdd; floating-point additions are reassociated" + fallback,
+        generated=generated,
+        mapping=_mapping(d, (model.thread_dims[0].name, loop.loop.counter), ()))
 
 
 def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                        options: TransformOptions) -> KernelDecision:
+                        options: TransformOptions, loop) -> KernelDecision:
     """One warp per row: the reduction loop split over the lanes (see codegen.kernel)."""
     model = d.analysis.model
-    loop = next(l for l in d.analysis.loops if l.reduction)
-    d.mapping = Mapping((model.thread_dims[-1].name,), (loop.loop.counter,), d.mapping.costs,
-                        d.mapping.parallel, d.mapping.ilp)
+    mapping = _mapping(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
     block = options.block if options.block and options.block[0] % 32 == 0 and \
         options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
-    d.generated = generate_kernel(program.text, kernel, model, d.mapping, block,
-                                  warp_reduction=loop.loop.counter)
-    d.action = "reduced"
-    d.reason = (f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): one "
-                "warp per row, the lanes split the loop (coalesced) and add up with a shuffle "
-                "tree; floating-point additions are reassociated")
-    return d
+    return d.change(
+        "reduced", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): one "
+        "warp per row, the lanes split the loop (coalesced) and add up with a shuffle tree; "
+        "floating-point additions are reassociated", mapping=mapping,
+        generated=generate_kernel(program.text, kernel, model, mapping, block,
+                                  warp_reduction=loop.loop.counter))
 
 
 def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str,
@@ -301,45 +281,42 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     warp = sorted(words & (dialect.warp_functions | {"warpSize"}))
     launches = program.launches_of(kernel.name)
     if warp:
-        d.reason = f"{why}; no permutation: the kernel uses {warp[0]}, which depends on warps"
-        return d
+        return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
+                      "which depends on warps")
     callees = [f for f in program.device_functions.values() if f.name in words]
     if any(builtin_uses(f.expanded) for f in callees):
-        d.reason = f"{why}; no permutation: a called device function reads thread indices"
-        return d
+        return d.keep("thread-index-in-callee", f"{why}; no permutation: a called device "
+                      "function reads thread indices")
     if builtin_uses(program.text[kernel.span.start:kernel.span.end]) != \
             builtin_uses(kernel.expanded):
-        d.reason = f"{why}; no permutation: thread indices are used through macros"
-        return d
+        return d.keep("thread-index-in-macro", f"{why}; no permutation: thread indices are "
+                      "used through macros")
     if any(l.block_shape is None or l.grid_shape is None for l in launches):
-        d.reason = (f"{why}; no permutation: a launch's grid or block is not a compile-time "
-                    "constant, so the hardware limits of the permuted geometry are unknown")
-        return d
+        return d.keep("run-time-geometry", f"{why}; no permutation: a launch's grid or block "
+                      "is not a compile-time constant, so the hardware limits of the "
+                      "permuted geometry are unknown")
     blocks, grids = [l.block_shape for l in launches], [l.grid_shape for l in launches]
-    perm = solve_permutation(d.analysis.global_references, blocks, grids)
-    d.permutation = perm
+    d = replace(d, permutation=solve_permutation(d.analysis.global_references, blocks, grids))
     unknown = any(r.access.flat is None for r in d.analysis.global_references)
     traced = ""
     if options.empirical or (unknown and options.empirical_fallback):
-        traced = _search_permutation(program, kernel, d, blocks, grids, options)
+        d, traced = _search_permutation(program, kernel, d, blocks, grids, options)
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
-        d.reason = f"{why}; the thread axes are already in the best order{traced}"
-        return d
-    d.action = "permuted"
-    d.reason = (f"{why}; thread axes permuted ({d.permutation.describe()}, new <- "
-                f"original){traced}")
-    return d
+        return d.keep("best-axis-order", f"{why}; the thread axes are already in the best "
+                      f"order{traced}")
+    return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
+                    f"new <- original){traced}")
 
 
 def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blocks, grids,
-                        options: TransformOptions) -> str:
+                        options: TransformOptions) -> tuple[KernelDecision, str]:
     """Run the empirical search (dynamic/empirical.py) over the candidates that the
     launches allow; when every candidate was traced, its choice replaces the static one
-    in d.permutation (its costs: sectors beyond ideal). Returns how the choice was made,
+    (its costs: sectors beyond ideal). Returns the decision and how the choice was made,
     for the reason, or "" when there was nothing to search (one candidate)."""
     sources = candidate_sources(blocks, grids)
     if len(sources) < 2:
-        return ""
+        return d, ""
 
     def render(source: dict[str, str]) -> str:
         if is_identity(source):
@@ -347,15 +324,16 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blo
         trial = KernelDecision(kernel.name, "permuted", "",
                                permutation=Permutation(source, 0, 0, ""))
         return _splice(program.text, _replacements(program, [trial]))
-    d.empirical = search(program.path, options.preprocessor, kernel.name, sources, render,
-                         dict(options.arguments))
-    failed = [f for f in d.empirical.candidates if f.error]
+    choice = search(program.path, options.preprocessor, kernel.name, sources, render,
+                    dict(options.arguments))
+    d = replace(d, empirical=choice)
+    failed = [f for f in choice.candidates if f.error]
     if failed:
-        return (f" (static choice: the empirical search could not trace "
-                f"{failed[0].label()}: {failed[0].error})")
-    best, identity = d.empirical.best, d.empirical.candidates[0]
-    d.permutation = Permutation(best.source, best.excess, identity.excess, "")
-    return " (chosen by tracing)"
+        return d, (f" (static choice: the empirical search could not trace "
+                   f"{failed[0].label()}: {failed[0].error})")
+    best, identity = choice.best, choice.candidates[0]
+    return replace(d, permutation=Permutation(best.source, best.excess, identity.excess,
+                                              "")), " (chosen by tracing)"
 
 
 def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
@@ -401,61 +379,99 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
     return out
 
 
+# Validators: every kind of change is checked by its own validator before it is
+# emitted; each returns the problems it finds (none: accepted).
+
+def _translation(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """Restructured kernels: read back from the output and checked with isl (the same
+    instances, each once, the same accesses, every dependence respected)."""
+    if new_program is None:
+        return ["the generated program does not preprocess"]
+    new_kernel = new_program.kernel(d.kernel)
+    if new_kernel is None or new_kernel.ast is None:
+        return ["the generated kernel does not parse"]
+    return validate_translation(d.analysis.model, extract_model(new_kernel, new_program),
+                                d.generated)
+
+
+def _lanes(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """Warp-per-row and block-cooperative reductions: every iteration of each split loop
+    on exactly one lane (validate/lanes.py)."""
+    return [p for split in d.generated.lane_splits for p in lane_split_problems(split)]
+
+
+def _reduction_shape(program: Program, new_program: Program | None,
+                     d: KernelDecision) -> list[str]:
+    """Column splits and tiles sum every (column, row) of a rectangle with atomicAdd: the
+    model must be one (a sum over a rectangle of columns and rows without gaps)."""
+    refusal = column_reduction_obstacle(d.analysis.model, d.analysis)
+    return [refusal.text] if refusal else []
+
+
+def _promotion(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """Promoted accumulators: loaded and stored exactly where the loop runs."""
+    return [p for loop in d.generated.promoted for p in promotion_problems(loop)]
+
+
+def _reparses(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """Permuted kernels: the output's kernel parses and has the original's references."""
+    if new_program is None:
+        return ["the generated program does not preprocess"]
+    new_kernel = new_program.kernel(d.kernel)
+    if new_kernel is None or new_kernel.ast is None:
+        return ["the permuted kernel does not parse"]
+    old_model = d.analysis.model
+    new_model = extract_model(new_kernel, new_program)
+    # the thread indices in the references are renamed; the arrays and kinds are not
+    if sorted((a.array, a.kind) for _, a in new_model.accesses()) != \
+            sorted((a.array, a.kind) for _, a in old_model.accesses()):
+        return ["the permuted kernel's references differ from the original's"]
+    return []
+
+
+VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),
+              "columns": (_lanes,), "split": (_reduction_shape,),
+              "tiled": (_reduction_shape,), "permuted": (_reparses,)}
+
+
 def _validate(program: Program, text: str, decisions: list[KernelDecision],
-              options: TransformOptions) -> list[Diagnostic]:
-    """Translation validation of every restructured kernel; failures are reverted."""
-    diagnostics = []
-    for d in decisions:
-        # reduction loops split over lanes: each iteration on exactly one lane
-        if d.action in GENERATED and d.generated is not None:
-            problems = [p for split in d.generated.lane_splits
-                        for p in lane_split_problems(split)]
-            if problems:
-                _reject(program, d, problems, diagnostics)
+              options: TransformOptions, errors: list[Diagnostic]) -> list[KernelDecision]:
+    """Every changed decision through the validators of its kind; a rejected kernel is
+    kept (an error says why), a validator's own failure is confined to its kernel."""
     try:
         new_program = read_program(program.path, options.preprocessor, text=text)
-    except InputError as e:
-        for d in decisions:
-            if d.action == "restructured":
-                d.action, d.reason = "unchanged", f"generated code does not preprocess: {e}"
-        return diagnostics
+    except InputError:
+        new_program = None
+    out = []
     for d in decisions:
-        if d.action != "restructured":
-            continue
-        new_kernel = new_program.kernel(d.kernel)
-        problems = []
-        if new_kernel is None or new_kernel.ast is None:
-            problems = ["the generated kernel does not parse"]
-        else:
-            new_model = extract_model(new_kernel, new_program)
-            problems = validate_translation(d.analysis.model, new_model, d.generated)
+        try:
+            problems = [p for check in VALIDATORS.get(d.action, ())
+                        for p in check(program, new_program, d)]
+        except Exception as error:
+            d = _fail(program, d, error, "validating it", errors)
+            problems = []
         if problems:
-            _reject(program, d, problems, diagnostics)
-    return diagnostics
-
-
-def _reject(program: Program, d: KernelDecision, problems: list[str],
-            diagnostics: list[Diagnostic]) -> None:
-    d.action = "unchanged"
-    d.reason = "translation validation failed: " + "; ".join(problems[:3])
-    kernel = program.kernel(d.kernel)
-    diagnostics.append(Diagnostic("error", "validation-failed",
-                                  f"kernel '{d.kernel}': {d.reason}; the original "
-                                  "kernel is kept", kernel.location, d.kernel))
+            d = d.keep("validation-failed",
+                       "translation validation failed: " + "; ".join(problems[:3]))
+            errors.append(Diagnostic("error", "validation-failed",
+                                     f"kernel '{d.kernel}': {d.reason}; the original "
+                                     "kernel is kept", program.kernel(d.kernel).location,
+                                     d.kernel))
+        out.append(d)
+    return out
 
 
 def _fail(program: Program, d: KernelDecision, error: Exception, stage: str,
-          errors: list[Diagnostic]) -> None:
+          errors: list[Diagnostic]) -> KernelDecision:
     """A failure inside polycoal while working on one kernel: the kernel is left as it
     is, with an error at its definition (file:line) that names the exception."""
     message = (str(error).splitlines() or [""])[0]
     what = type(error).__name__ + (f": {message}" if message else "")
-    d.action, d.generated = "unchanged", None
-    d.reason = f"internal error while {stage} ({what})"
     errors.append(Diagnostic("error", "internal-error",
                              f"kernel '{d.kernel}': internal error in polycoal while {stage} "
                              f"({what}); the kernel is left unchanged",
                              program.kernel(d.kernel).location, d.kernel))
+    return d.keep("internal-error", f"internal error while {stage} ({what})")
 
 
 def _planned(program: Program, kernel: Kernel, options: TransformOptions,
@@ -464,41 +480,37 @@ def _planned(program: Program, kernel: Kernel, options: TransformOptions,
     try:
         return plan_kernel(program, kernel, options)
     except Exception as error:
-        d = KernelDecision(kernel.name, "unchanged", "")
-        _fail(program, d, error, "planning it", errors)
-        return d
+        return _fail(program, KernelDecision(kernel.name, "unchanged", ""), error,
+                     "planning it", errors)
 
 
-def _rendered(program: Program, decisions: list[KernelDecision],
-              errors: list[Diagnostic]) -> list[tuple[Span, str]]:
-    """_replacements kernel by kernel, a failure confined to its kernel (see _fail)."""
-    out = []
+def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Diagnostic]
+              ) -> tuple[list[KernelDecision], str]:
+    """The program text with every decision's edits (a kernel and its launches); a
+    failure to render one is confined to its kernel (see _fail)."""
+    out, edits = [], []
     for d in decisions:
         try:
-            out += _replacements(program, [d])
+            edits += _replacements(program, [d])
         except Exception as error:
-            _fail(program, d, error, "rendering it and its launches", errors)
-    return out
+            d = _fail(program, d, error, "rendering it and its launches", errors)
+        out.append(d)
+    return out, _splice(program.text, edits)
 
 
-def _validated(program: Program, text: str, decisions: list[KernelDecision],
-               options: TransformOptions, errors: list[Diagnostic]) -> list[Diagnostic]:
-    """_validate; when it fails inside, the decisions are restored and validated one at
-    a time (the program read back once each), the failure confined to its kernel."""
-    before = [(d, d.action, d.reason) for d in decisions]
+def _promoted(program: Program, d: KernelDecision, errors: list[Diagnostic]) -> KernelDecision:
+    """A validated restructured kernel with its accumulators promoted to registers: a
+    local rewrite that is legal by itself (one element, loop-invariant, no other access
+    to its array in the loop, arrays distinct) and keeps the order of the operations, so
+    results are identical; its loads and stores are checked by _promotion."""
+    if d.action != "restructured":
+        return d
     try:
-        return _validate(program, text, decisions, options)
-    except Exception:
-        for d, action, reason in before:
-            d.action, d.reason = action, reason
-    diagnostics = []
-    for d in decisions:
-        if d.action in GENERATED:
-            try:
-                diagnostics += _validate(program, text, [d], options)
-            except Exception as error:
-                _fail(program, d, error, "validating it", errors)
-    return diagnostics
+        generated = generate_kernel(program.text, program.kernel(d.kernel), d.analysis.model,
+                                    d.mapping, d.generated.block, promote=True)
+    except Exception as error:
+        return _fail(program, d, error, "promoting its accumulators", errors)
+    return replace(d, generated=generated)
 
 
 def _empirical_note(d: KernelDecision, kernel: Kernel) -> Diagnostic:
@@ -520,28 +532,20 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
         known = ", ".join(k.name for k in program.kernels) or "none"
         raise InputError(f"{program.path}: no kernel named '{options.kernel}' "
                          f"(kernels: {known})")
-    errors: list[Diagnostic] = []      # internal errors, each leaving its kernel unchanged
+    errors: list[Diagnostic] = []      # internal errors and rejections, per kernel
     decisions = [_planned(program, k, options, errors) for k in kernels]
-    text = _splice(program.text, _rendered(program, decisions, errors))
-    diagnostics = []
-    if any(d.action in GENERATED for d in decisions):
-        diagnostics = _validated(program, text, decisions, options, errors)
+    decisions, text = _rendered(program, decisions, errors)
+    if any(d.action in CHANGED for d in decisions):
+        # translation validation of the plain restructured kernels (promotion's register
+        # code is outside what the front end reads back), then their promotion, checked
+        # by its own validator; a promotion it rejects falls back to the plain kernel
+        decisions = _validate(program, text, decisions, options, errors)
         if options.promote:
-            # the validated kernels, with their accumulators promoted to registers: a
-            # local rewrite that is legal by itself (one element, loop-invariant, no other
-            # access to its array in the loop, arrays distinct) and keeps the order of the
-            # additions, so results are identical; both executors run this final text
-            for d in decisions:
-                if d.action == "restructured":
-                    kernel = program.kernel(d.kernel)
-                    try:
-                        d.generated = generate_kernel(program.text, kernel, d.analysis.model,
-                                                      d.mapping, d.generated.block,
-                                                      promote=True)
-                    except Exception as error:
-                        _fail(program, d, error, "promoting its accumulators", errors)
-        text = _splice(program.text, _rendered(program, decisions, errors))
-    diagnostics += errors
+            promoted = [_promoted(program, d, errors) for d in decisions]
+            decisions = [d if p.action == "restructured" and _promotion(program, None, p)
+                         else p for d, p in zip(decisions, promoted)]
+        decisions, text = _rendered(program, decisions, errors)
+    diagnostics = list(errors)
     for d in decisions:
         kernel = program.kernel(d.kernel)
         if d.action in CHANGED:

@@ -148,9 +148,11 @@ def _prepared(*kernels, error=None):
 
 
 def test_report_warns_only_about_kernels_polycoal_could_not_transform():
-    p = _prepared(("a", "k.cu", 3, "restructured", "new geometry"),
-                  ("b", "k.cu", 9, "unchanged", "already coalesced: no permutation lowers"),
-                  ("c", "k.cu", 20, "unchanged", "its pointer arguments may alias"))
+    p = _prepared(("a", "k.cu", 3, "restructured", "new geometry", "restructured"),
+                  ("b", "k.cu", 9, "unchanged", "already coalesced: no permutation lowers",
+                   "already-coalesced"),
+                  ("c", "k.cu", 20, "unchanged", "its pointer arguments may alias",
+                   "may-alias"))
     lines, stop = report(p, strict=False, verbose=False)
     assert lines == ["polycoal: warning: k.cu:20: kernel c left unchanged: its pointer "
                      "arguments may alias"]

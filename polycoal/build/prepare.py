@@ -18,6 +18,7 @@ from polycoal.build.lines import with_line_directives
 from polycoal.diagnostics import InputError
 from polycoal.frontend import read_program, read_source
 from polycoal.frontend.preprocess import PreprocessedSource, preprocess, stub_include_dir
+from polycoal.decisions import FINE_AS_IS
 from polycoal.transform import TransformOptions, transform_program
 
 
@@ -28,12 +29,12 @@ class KernelOutcome:
     line: int
     action: str                      # as KernelDecision.action: "unchanged", "restructured"...
     reason: str
+    code: str = ""                   # as KernelDecision.code
 
     @property
     def fine_as_is(self) -> bool:
         """Unchanged because nothing would be better (not because polycoal could not)."""
-        return self.reason.startswith("already coalesced") or \
-            "already in the best order" in self.reason
+        return self.code in FINE_AS_IS
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def _transform(path: str, absolute: str, original: str, source: PreprocessedSour
         return Prepared(path, None, error=f"internal error ({type(error).__name__}: "
                         f"{_first_line(error)})")
     kernels = tuple(KernelOutcome(d.kernel, program.kernel(d.kernel).location.file,
-                                  program.kernel(d.kernel).location.line, d.action, d.reason)
+                                  program.kernel(d.kernel).location.line, d.action, d.reason,
+                                  d.code)
                     for d in result.decisions)
     text = None
     if result.text != original:

@@ -65,6 +65,7 @@ class GeneratedKernel:
     extra_stages: list["Stage"] = field(default_factory=list)   # (see stages)
     first_stages: list["Stage"] = field(default_factory=list)
     lane_splits: list[LaneSplit] = field(default_factory=list)   # reduction loops split
+    promoted: list[PromotedLoop] = field(default_factory=list)   # accumulators in registers
 
     @property
     def stages(self) -> list["Stage"]:
@@ -87,6 +88,20 @@ class LaneSplit:
     lanes: int
     lane_step: int        # distance between the first iterations of neighbouring lanes
     split_step: int       # distance between a lane's consecutive iterations
+
+
+@dataclass(frozen=True)
+class PromotedLoop:
+    """A loop `for (it = init; cond; it += inc)` whose accumulator was promoted to a
+    register: loaded before it and stored after it under the guard `guard` (isl texts
+    over the enclosing iterators and the parameters; validate/lanes.py checks that the
+    guard holds exactly where the loop runs at least once)."""
+
+    iterator: str
+    init: str
+    cond: str
+    inc: str
+    guard: str
 
 
 @dataclass
@@ -252,6 +267,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     leader = "threadIdx.y == 0 && pc_active" if column_groups else "pc_lane == 0"
     shared: list[str] = []
     lane_splits: list[LaneSplit] = []
+    promoted: list[PromotedLoop] = []
 
     def warp_loop(node: isl.AstNode, iterator: str, guards: tuple[str, ...]):
         """The reduction loop, split over the lanes of a warp (or the rows of a block)."""
@@ -323,11 +339,12 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         lines += ["  }", "}"]
         return lines
 
-    def promotion(body: isl.AstNode, iterator: str):
+    def promotion(loop: isl.AstNode, iterator: str):
         """Register promotion (scalar replacement) of a loop that only accumulates into
         one element, X[f] op= e with f free of the loop's iterator and no other access to
         X in the loop: the element is loaded once before the loop, accumulated in a
         register (in the same order, so the result is identical) and stored after it."""
+        body = loop.for_get_body()
         while body.get_type() == isl.ast_node_type.block and \
                 body.block_get_children().n_ast_node() == 1:
             body = body.block_get_children().get_at(0)
@@ -347,6 +364,10 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             return None
         emitted.append(st.name)
         ref = rendered.target
+        init, cond = expr_to_isl(loop.for_get_init()), expr_to_isl(loop.for_get_cond())
+        promoted.append(PromotedLoop(iterator, init, cond, expr_to_isl(loop.for_get_inc()),
+                                     re.sub(rf"\b{re.escape(iterator)}\b", f"({init})",
+                                            cond)))
         return (f"{target.element_type} pc_acc = {ref};",
                 render_promoted(model, kernel, st, names, "pc_acc") + ";",
                 f"{ref} = pc_acc;")
@@ -387,14 +408,14 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
                            axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block,
-                           lane_splits=lane_splits)
+                           lane_splits=lane_splits, promoted=promoted)
 
 
-def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
+def _render_ast(node: isl.AstNode, user, promotion=lambda loop, iterator: None,
                 special=None, guards: tuple[str, ...] = (),
                 names: dict[str, str] | None = None) -> list[str]:
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
-    `promotion(body, iterator)` may turn a loop into (before, statement, after);
+    `promotion(loop, iterator)` may turn a loop into (before, statement, after);
     `special(node, iterator, guards)` may render a loop entirely (lines) or decline
     (None); `guards`: the conditions of the ifs around the node ("else" for an else);
     `names`: how loop bounds and conditions write parameters (isl_c.wide_parameters)."""
@@ -415,7 +436,7 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda body, iterator: None,
         cond = expr_to_c(node.for_get_cond(), names, device=True)
         inc = expr_to_c(node.for_get_inc())
         head = f"for (int {it} = {init}; {cond}; {it} += {inc}) {{"
-        promoted = promotion(node.for_get_body(), it)
+        promoted = promotion(node, it)
         if promoted:
             # the element is loaded and stored only when the loop runs at least once:
             # the original touches it in no other case (it may lie outside the array)

@@ -88,7 +88,7 @@ def candidate_sources(blocks: list[tuple[int, int, int]],
 
 def measure(source: dict[str, str], trace) -> Figures:
     """The figures of a candidate from its KernelTrace (collect.py)."""
-    from polycoal.dynamic.algorithm1 import algorithm1   # collect imports transform
+    from polycoal.dynamic.algorithm1 import algorithm1   # (imports the executors)
     if trace.error:
         return Figures(source, error=trace.error)
     stats = algorithm1(trace.sites, trace.records)

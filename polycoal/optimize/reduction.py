@@ -16,8 +16,21 @@ loop's references coalesce along the loop, not along the threads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """Why a reduction form does not apply: a reason code and its prose."""
+
+    code: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]):
@@ -26,12 +39,12 @@ def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]
     each statement an update X[f] op= e (op in `operators`) of one element, f free of the
     counter, X accessed nowhere else in it; else why not."""
     if len(model.thread_dims) != 1 or model.thread_dims[0].kind != "global":
-        return "more than one thread dimension"
+        return Obstacle("reduction-shape", "more than one thread dimension")
     if model.depth != 1:
-        return "not a single loop"
+        return Obstacle("reduction-shape", "not a single loop")
     loops = [l for l in analysis.loops if l.reduction]
     if len(loops) != 1 or len(analysis.loops) != 1:
-        return "the loop carries more than reductions"
+        return Obstacle("reduction-shape", "the loop carries more than reductions")
     counter = loops[0].loop.counter
     inside = [s for s in model.statements if s.loops]
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
@@ -40,26 +53,30 @@ def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]
         target = next((a for a in s.accesses if a.kind == "write"), None)
         if s.update not in operators or target is None or target.subscripts is None or \
                 any(counter in p.variables for p in target.subscripts) or not s.exact:
-            return f"statement at line {s.location.line} is not an update of one element"
+            return Obstacle("reduction-shape", f"statement at line {s.location.line} is not "
+                            "an update of one element")
         if sum(1 for a in s.accesses if a.array == target.array) != 2:
-            return f"statement at line {s.location.line} reads its accumulator's array"
+            return Obstacle("reduction-shape", f"statement at line {s.location.line} reads "
+                            "its accumulator's array")
         found = accumulation(s.node)
         if found is None or not found.reassociable(target.element_type):
-            return (f"statement at line {s.location.line} is an update whose partial "
-                    "results cannot be combined in another order (a division, say)")
+            return Obstacle("not-reassociable", f"statement at line {s.location.line} is an "
+                            "update whose partial results cannot be combined in another "
+                            "order (a floating-point product or a division)")
         targets.add(target.array)
     for s in inside:
         own = next(a for a in s.accesses if a.kind == "write").array
         for a in s.accesses:
             if a.kind == "read" and a.array in written and a.array != own:
-                return f"the loop reads '{a.array}', which the kernel writes"
+                return Obstacle("reduction-shape",
+                                f"the loop reads '{a.array}', which the kernel writes")
     return counter, inside, written, targets
 
 
-def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
+def row_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
     """None when the warp-per-row form applies, else why not."""
     shape = _one_reduction_loop(model, analysis, ("+", "*"))
-    if isinstance(shape, str):
+    if isinstance(shape, Obstacle):
         return shape
     counter, inside, written, targets = shape
     thread = model.thread_dims[0].name
@@ -75,13 +92,15 @@ def row_reduction_obstacle(model: KernelModel, analysis) -> str | None:
             if step.is_constant() and abs(step.constant()) == 1:
                 along_loop += 1
     if along_threads == 0:
-        return "its loads are already coalesced along the threads"
+        return Obstacle("coalesced-along-threads",
+                        "its loads are already coalesced along the threads")
     if along_loop == 0:
-        return "its loads are not contiguous along the loop either"
+        return Obstacle("not-contiguous-along-loop",
+                        "its loads are not contiguous along the loop either")
     return None
 
 
-def column_reduction_obstacle(model: KernelModel, analysis) -> str | None:
+def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
     """None when a coalesced column reduction can be split over more threads (a 2-D
     geometry, partial sums, atomicAdd), else why not: the update must be a sum (atomicAdd
     adds), of float, double or int elements, over a rectangle of (column, row) the same
@@ -90,30 +109,32 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> str | None:
 
     from polycoal.model import isl_helpers
     shape = _one_reduction_loop(model, analysis, ("+",))
-    if isinstance(shape, str):
+    if isinstance(shape, Obstacle):
         return shape
     counter, inside, written, targets = shape
     for s in inside:
         target = next(a for a in s.accesses if a.kind == "write")
         if target.element_type not in ("float", "double", "int", "unsigned") or \
                 target.space != "global":
-            return f"atomicAdd cannot update '{target.text}'"
+            return Obstacle("not-atomic", f"atomicAdd cannot update '{target.text}'")
     domains = [isl_helpers.domain(model, s) for s in inside]
     first = domains[0]
     for dom in domains:
         if not dom.reset_tuple_id().is_equal(first.reset_tuple_id()):
-            return "the statements in the loop run over different ranges"
+            return Obstacle("ranges-differ",
+                            "the statements in the loop run over different ranges")
     rows = first.project_out(isl.dim_type.set, 0, 1)
     cols = first.project_out(isl.dim_type.set, 1, 1)
     if not cols.reset_tuple_id().flat_product(rows.reset_tuple_id()).is_equal(
             first.reset_tuple_id()):
-        return "the rows a column sums depend on the column"
+        return Obstacle("rows-depend-on-column", "the rows a column sums depend on the column")
     # the split form runs every row and column between the bounds: a loop with a step,
     # or a guard that skips columns (j % 2 == 0), leaves holes it would fill
     for part, what in ((rows, "rows"), (cols, "columns")):
         if not part.is_equal(part.polyhedral_hull()):
-            return f"the {what} it sums have gaps (a loop step or a modulo guard)"
+            return Obstacle("gaps", f"the {what} it sums have gaps (a loop step or a "
+                            "modulo guard)")
     if any(v.startswith(("nthreads_", "gridDim_", "blockDim_")) for v in model.parameters
            if v in str(first)):
-        return "its range depends on the launch geometry"
+        return Obstacle("geometry-dependent", "its range depends on the launch geometry")
     return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from polycoal.model import isl_helpers
-from polycoal.transform import KernelDecision
+from polycoal.decisions import KernelDecision
 
 
 def dump_model(d: KernelDecision) -> str:

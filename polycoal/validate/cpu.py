@@ -20,7 +20,7 @@ from polycoal.analysis.counting import count_statement
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
 from polycoal.templates import render_template
-from polycoal.transform import KernelDecision, TransformOptions, TransformResult
+from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
 from polycoal.validate.experiment import NotRunnable, prepare, run_changed
 
 MAX_INSTANCES = 200_000_000      # statement instances one CPU run may execute

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from polycoal.diagnostics import InputError
 from polycoal.frontend.program import Program
-from polycoal.transform import KernelDecision, TransformOptions, TransformResult
+from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
 from polycoal.validate.experiment import NotRunnable, prepare, run_changed
 
 L2_BYTES = 64 << 20

@@ -19,7 +19,7 @@ from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
-from polycoal.transform import REASSOCIATING, KernelDecision
+from polycoal.decisions import REASSOCIATING, KernelDecision
 
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",

@@ -1,4 +1,6 @@
-"""Check that a reduction loop split over lanes runs exactly the loop's iterations.
+"""Check rewritten loops against isl's: lanes of a reduction, promoted accumulators.
+
+A reduction loop split over lanes must run exactly the loop's iterations.
 
 The warp-per-row and block-cooperative forms run isl's loop
 `for (it = init; cond; it += inc)` on L lanes (or rows of threads): lane l runs
@@ -18,7 +20,7 @@ import re
 
 import islpy as isl
 
-from polycoal.codegen.kernel import LaneSplit
+from polycoal.codegen.kernel import LaneSplit, PromotedLoop
 
 _KEYWORDS = {"min", "max", "floor", "and", "or", "mod", "not"}
 
@@ -53,3 +55,24 @@ def lane_split_problems(split: LaneSplit) -> list[str]:
     if not lanes.is_injective():
         problems.append(f"loop {it}: an iteration runs on more than one lane")
     return problems
+
+
+def promotion_problems(loop: PromotedLoop) -> list[str]:
+    """A promoted accumulator is loaded and stored under a guard: the guard must hold
+    exactly where the loop runs at least once (where the original executes its update,
+    and so loads and stores the element), no more (no load or store the original did not
+    execute), no less."""
+    it = loop.iterator
+    try:
+        step = int(loop.inc)
+    except ValueError:
+        return [f"loop {it}: its step {loop.inc} is not a constant"]
+    params = [n for n in _names(loop.init, loop.cond, loop.guard) if n != it]
+    head = f"[{', '.join(params)}] -> "
+    runs = isl.Set(f"{head}{{ : exists ({it}, pc_m : pc_m >= 0 and "
+                   f"{it} = {loop.init} + pc_m * {step} and {loop.cond}) }}")
+    guarded = isl.Set(f"{head}{{ : {loop.guard} }}")
+    if not runs.is_equal(guarded):
+        return [f"loop {it}: the promoted load and store are guarded by {loop.guard}, "
+                "not by the loop running"]
+    return []

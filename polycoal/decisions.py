@@ -1,0 +1,81 @@
+"""What `transform` decided for each kernel, as plain immutable values.
+
+A decision is one of a few kinds (`action`): the kernel is restructured, reduced (one
+warp per row), split / columns / tiled (column reductions), permuted, or kept
+("unchanged"), with a reason code (`code`, stable, for programs: the build plugin, the
+JSON report, tests) and a reason (prose, for people). The driver (polycoal.transform)
+chooses them by named checks that return reason codes, and every kind of change has a
+validator that must accept it before it is emitted (validator_of). This module sits
+below the driver and the executors (validate/, dynamic/): they read decisions, none of
+them imports the driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from polycoal.diagnostics import Diagnostic
+from polycoal.frontend.preprocess import PreprocessorOptions
+
+if TYPE_CHECKING:                      # types only: no import of the layers above
+    from polycoal.analysis import KernelAnalysis
+    from polycoal.codegen.kernel import GeneratedKernel
+    from polycoal.dynamic.empirical import Choice
+    from polycoal.optimize.permutation import Permutation
+    from polycoal.optimize.restructure import Mapping
+
+
+@dataclass(frozen=True)
+class TransformOptions:
+    kernel: str | None = None
+    block: tuple[int, int, int] | None = None
+    polyhedral: bool = True
+    assume_no_alias: bool = False
+    collapse_redundant: bool = False  # run one copy of threads racing along unread axes
+    reduction: str = "auto"   # auto (warp rows, split columns) | warp | block | tiles | split
+    #                                  | none: how reduction loops are restructured
+    promote: bool = True             # register promotion of accumulators in new kernels
+    empirical: bool = False          # choose permutations by tracing (dynamic/empirical.py)
+    empirical_fallback: bool = True  # ... also when the static model cannot tell the axes apart
+    arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
+    preprocessor: PreprocessorOptions = PreprocessorOptions()
+
+
+# Actions whose kernels add floating-point values in another order than the original's.
+REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
+GENERATED = REASSOCIATING | {"restructured"}     # the kernel is regenerated (d.generated)
+CHANGED = GENERATED | {"permuted"}                # the output differs from the input
+
+# Reason codes of kept kernels whose code is as good as polycoal can make it: nothing
+# would be better (not: polycoal could not).
+FINE_AS_IS = frozenset({"already-coalesced", "best-axis-order"})
+
+
+@dataclass(frozen=True)
+class KernelDecision:
+    kernel: str
+    action: str                      # "unchanged" or one of CHANGED
+    reason: str                      # prose
+    code: str = ""                   # reason code: the action, or why the kernel is kept
+    mapping: "Mapping | None" = None
+    permutation: "Permutation | None" = None
+    alias_evidence: str = ""
+    collapsed: frozenset = frozenset()   # axes whose redundant copies were collapsed
+    generated: "GeneratedKernel | None" = None
+    analysis: "KernelAnalysis | None" = None
+    empirical: "Choice | None" = None  # the traced candidates, when the search ran
+
+    def keep(self, code: str, reason: str) -> "KernelDecision":
+        """The kernel left as it is, for `reason` (code `code`)."""
+        return replace(self, action="unchanged", code=code, reason=reason, generated=None)
+
+    def change(self, action: str, reason: str, **values) -> "KernelDecision":
+        return replace(self, action=action, code=action, reason=reason, **values)
+
+
+@dataclass(frozen=True)
+class TransformResult:
+    text: str
+    decisions: list[KernelDecision]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
