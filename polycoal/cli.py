@@ -228,6 +228,21 @@ def _read(args):
     return read_program(args.input, options)
 
 
+def _require_usable(program) -> None:
+    """Input `transform` and `validate` cannot work on (exit status 2): a syntax error in
+    a kernel or device function (the C++ compiler's verdict, see frontend/syntax.py), or
+    a header that is not found (the kernels would be read without its macros; a CUDA
+    library's header, which polycoal has no use for, is only a note)."""
+    unusable = [d for d in program.diagnostics
+                if d.code == "syntax-error" and d.severity == "error"
+                or d.code == "missing-header" and d.severity == "warning"]
+    if unusable:
+        first = unusable[0]
+        message = first.message if first.code == "syntax-error" else \
+            first.message.split(";")[0] + " (give its directory with -I)"
+        raise InputError(message, first.location, [str(d) for d in unusable[1:]])
+
+
 def _write(text: str, path: str | None) -> None:
     from polycoal.output import write_atomically, write_stdout
     if path is None or path == "-":
@@ -267,6 +282,7 @@ def cmd_transform(args) -> int:
     from polycoal.report import dumps, json_report
     from polycoal.transform import transform_program
     program = _read(args)
+    _require_usable(program)
     options = _transform_options(args)
     result = transform_program(program, options)
     for d in result.decisions:
@@ -298,6 +314,7 @@ def cmd_validate(args) -> int:
     from polycoal.validate.cpu import validate_cpu
     arguments = _arguments(args)
     program = _read(args)
+    _require_usable(program)
     options = _transform_options(args)
     result = transform_program(program, options)
     if args.device:

@@ -298,3 +298,124 @@ def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypat
     assert _definition(out, "row_fill") == _definition(CASES, "row_fill")
     assert "row_fill<<<(ROWS + 127) / 128, 128>>>(a, v, ROWS, COLS);" in written
     assert _definition(out, "wrong_axis") != _definition(CASES, "wrong_axis")
+
+
+# --------------------------------------------------------------------------- bad input
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+KERNEL = "__global__ void ok(float *a) { a[threadIdx.x] = 0.0f; }\n"
+MAIN = "int main() { float *a; ok<<<1, 32>>>(a); return 0; }\n"
+
+
+def _transform_status(tmp_path, capsys, source, *options):
+    from polycoal.cli import main
+    out = tmp_path / "out.cu"
+    status = main(["transform", str(source), "-o", str(out), *options])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err, out
+
+
+@pytest.mark.parametrize("options", [(), ("--kernel", "ok_kernel")])
+def test_a_syntax_error_anywhere_in_the_kernels_is_unusable_input(tmp_path, capsys,
+                                                                  options):
+    source = FIXTURES / "syntax_error.cu"
+    status, err, out = _transform_status(tmp_path, capsys, source, *options)
+    assert status == 2 and not out.exists()
+    assert f"{source}:25:" in err and "syntax error in kernel 'broken'" in err
+
+
+def test_a_syntax_error_in_a_device_function_is_unusable_input(write_cu, tmp_path, capsys):
+    source = write_cu("__device__ float twice(float x) { return 2 * x }\n" + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:1:" in err and "function 'twice'" in err
+
+
+@pytest.mark.parametrize("text, line", [
+    (KERNEL + "int main() { if (1) { return 0; }\n", 2),
+    (KERNEL + "int main() { return 0; }}\n", 2),
+    ("__global__ void ok(float *a) { a[threadIdx.x] = (0.0f; }\n" + MAIN, 1)])
+def test_unbalanced_brackets_are_unusable_input(write_cu, tmp_path, capsys, text, line):
+    source = write_cu(text)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:{line}:" in err and "syntax error" in err
+
+
+CPP_KERNEL = """\
+__global__ void cpp_only(float *a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float scale{2.0f};
+    if (i < n) a[i] = float(i) * scale;
+}
+"""
+
+
+def test_cpp_that_the_compiler_accepts_is_not_a_syntax_error(write_cu, tmp_path, capsys):
+    """Functional casts and brace initialisation: C++ that pycparser does not parse and
+    nvcc does; the kernel is left unchanged with a warning, the file is transformed."""
+    from polycoal.cli import main
+    source = write_cu(CPP_KERNEL + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 0 and out.exists()
+    assert "warning: kernel 'cpp_only': C++ outside the C subset" in err
+    assert main(["analyze", str(source)]) == 0
+    assert "[syntax-error]" not in capsys.readouterr().out
+
+
+def test_names_from_elsewhere_do_not_make_a_syntax_error(write_cu, tmp_path, capsys):
+    """A type from a header polycoal does not read (a CUDA library's: only a note) and a
+    user template: compiled alone, the function is undecided, so it is not an error."""
+    from polycoal.cli import main
+    source = write_cu("#include <curand_kernel.h>\n"
+                      "template <typename T> struct Pair { T a, b; };\n"
+                      "__global__ void rng(curandState *states,\n"
+                      "                    float *a)\n"
+                      "{\n"
+                      "    Pair<float> p;\n"
+                      "    curandState s = states[threadIdx.x];\n"
+                      "    a[threadIdx.x] = curand_uniform(&s);\n"
+                      "}\n" + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 0 and out.exists()
+    assert "kernel 'rng': not parsed" in err and "not a proven syntax error" in err
+    assert main(["analyze", str(source)]) == 0
+
+
+def test_a_missing_header_is_unusable_input(write_cu, tmp_path, capsys):
+    source = write_cu('#include "sizes.h"\n' + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:1:" in err and "header 'sizes.h' not found" in err and "-I" in err
+    library = write_cu("#include <cublas_v2.h>\n" + KERNEL + MAIN, "library.cu")
+    status, err, out = _transform_status(tmp_path, capsys, library)
+    assert status == 0 and out.exists()
+
+
+def test_an_unknown_kernel_is_unusable_input(tmp_path, capsys):
+    status, err, out = _transform_status(tmp_path, capsys, CASES, "--kernel", "nope")
+    assert status == 2 and not out.exists() and "no kernel named 'nope'" in err
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("missing semicolon", "void f(int n) {\n int i = n\n if (i) i = 2;\n}", ("syntax", 3)),
+    ("else without if", "void f(int n) { if (n) n = 1; else n = 2; else n = 3; }",
+     ("syntax", 1)),
+    ("CUDA C++", "__global__ void k(float *a) {\n auto i = threadIdx.x; float &r = a[i];\n"
+     " child<<<dim3(1, 2), 32>>>(a); r = fmaxf(float(i), 1.0f);\n"
+     " __shared__ float4 t[8]; t[0].w = __shfl_down_sync(~0u, r, 1);\n}", ("accepted", 0)),
+    ("unknown template cascades", "void f(float *a) {\n typedef cub::BlockReduce<float,\n"
+     "   256> R;\n}", ("undecided", 0)),
+    ("unknown parameter type", "void f(curandState *s,\n float *a) { a[0] = 1; }",
+     ("undecided", 0)),
+    ("unknown name, then a syntax error", "void f(float *a) {\n Foo x = a[0];\n"
+     " a[1] = (a[2] + 1;\n}", ("syntax", 3)),
+])
+def test_the_compiler_decides_what_is_a_syntax_error(name, text, expected):
+    from polycoal.frontend.syntax import check_function, compiler, function_declarations
+    if compiler() is None:
+        pytest.skip("no C++ compiler on PATH")
+    verdict = check_function(text, "c++17", function_declarations(["child"]))
+    assert (verdict.kind, verdict.line) == expected, verdict.message
