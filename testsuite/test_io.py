@@ -10,6 +10,7 @@ process (what reaches file descriptor 1) run in a subprocess.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -419,3 +420,60 @@ def test_the_compiler_decides_what_is_a_syntax_error(name, text, expected):
         pytest.skip("no C++ compiler on PATH")
     verdict = check_function(text, "c++17", function_declarations(["child"]))
     assert (verdict.kind, verdict.line) == expected, verdict.message
+
+
+# --------------------------------------------------------------------------- line endings
+
+def _transform_bytes(tmp_path, data: bytes, name: str) -> bytes:
+    from polycoal.cli import main
+    source, out = tmp_path / f"{name}.cu", tmp_path / f"{name}.out.cu"
+    source.write_bytes(data)
+    assert main(["transform", str(source), "-o", str(out)]) == 0
+    return out.read_bytes()
+
+
+def test_a_lone_carriage_return_ends_a_line_as_for_the_preprocessor(tmp_path, capsys):
+    """The preprocessor counts a lone \\r as a line end: so must the line map, or no
+    kernel after it is found in the file's text. The file transforms exactly as the same
+    file with a \\n there."""
+    body = CASES.read_bytes()
+    cut = body.index(b"\n")                            # inside the leading comment
+    with_cr = _transform_bytes(tmp_path, body[:cut] + b" one\rtwo" + body[cut:], "cr")
+    with_lf = _transform_bytes(tmp_path, body[:cut] + b" one\ntwo" + body[cut:], "lf")
+    assert "not in the input file's text" not in capsys.readouterr().err
+    assert with_cr == with_lf.replace(b" one\ntwo", b" one\rtwo", 1)
+    assert with_cr.count(b"polycoal: restructured") >= 3
+
+
+def test_crlf_files_keep_crlf_in_the_changed_code(tmp_path):
+    crlf = _transform_bytes(tmp_path, CASES.read_bytes().replace(b"\n", b"\r\n"), "crlf")
+    lf = _transform_bytes(tmp_path, CASES.read_bytes(), "lf")
+    assert crlf.count(b"\n") == crlf.count(b"\r\n")    # no bare \n
+    assert crlf.replace(b"\r\n", b"\n") == lf != CASES.read_bytes()
+
+
+def test_line_directives_count_lines_as_the_preprocessor(tmp_path):
+    """With a lone \\r (a line end) and a form feed (none) before a replaced block, the
+    build's #line directives still give each line of the output its original line
+    (checked by the preprocessor itself)."""
+    import subprocess
+    from polycoal.build.lines import with_line_directives
+    original = "// a\rb\nint x;\fint z;\nint old;\nint y;\n"      # \f ends no line
+    directed = with_line_directives(original, original.replace("int old;", "int new_;\n"
+                                                               "int more;"), "f.cu")
+    path = tmp_path / "d.cu"
+    path.write_text(directed, newline="")
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ on PATH")
+    listing = subprocess.run(["g++", "-E", "-x", "c++", str(path)], capture_output=True,
+                             text=True).stdout
+    lines, current = {}, 0
+    for raw in listing.split("\n"):
+        if raw.startswith("# "):
+            current = int(raw.split()[1])
+            continue
+        if raw.strip():
+            lines[" ".join(raw.split())] = current
+        current += 1
+    assert lines == {"b": 2, "int x; int z;": 3, "int new_;": 4, "int more;": 5,
+                     "int y;": 5}
