@@ -477,3 +477,76 @@ def test_line_directives_count_lines_as_the_preprocessor(tmp_path):
         current += 1
     assert lines == {"b": 2, "int x; int z;": 3, "int new_;": 4, "int more;": 5,
                      "int y;": 5}
+
+
+# --------------------------------------------------------------------------- the build cache
+
+def _key(environ) -> str:
+    from polycoal.build import cache
+    from polycoal.build.settings import build_options
+    from polycoal.transform import TransformOptions
+    return cache.cache_key(["source", build_options(environ, TransformOptions()).key_part()])
+
+
+@pytest.mark.parametrize("name", ["POLYCOAL_SPLIT", "POLYCOAL_COLUMN_GROUPS", "POLYCOAL_CPP",
+                                  "CXX"])
+def test_every_output_setting_of_the_environment_is_in_the_cache_key(name):
+    base = {"PATH": os.environ.get("PATH", "")}
+    keys = {_key(base), _key({**base, name: "g++ -E -x c++"}),
+            _key({**base, name: "clang++ -E"})}
+    assert len(keys) == 3
+    assert _key({**base, "POLYCOAL_VERBOSE": "1", "POLYCOAL_CACHE_DIR": "/x"}) == _key(base)
+
+
+def test_the_preprocessor_and_compiler_found_are_in_the_cache_key(tmp_path):
+    """The same command name resolving to another file (another PATH, or an upgrade)."""
+    real = shutil.which("g++")
+    if real is None:
+        pytest.skip("no g++ on PATH")
+    wrapper = tmp_path / "g++"
+    wrapper.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    path = os.environ.get("PATH", "")
+    assert _key({"PATH": f"{tmp_path}:{path}"}) != _key({"PATH": path})
+    before = _key({"PATH": f"{tmp_path}:{path}"})
+    wrapper.write_text(f'#!/bin/sh\n# upgraded\nexec {real} "$@"\n')
+    assert _key({"PATH": f"{tmp_path}:{path}"}) != before
+
+
+def test_a_build_does_not_reuse_output_made_with_other_settings(tmp_path, monkeypatch,
+                                                                  capsys):
+    """The column split's group count comes from the environment: a cached result made
+    with another count must not be reused."""
+    from polycoal.build.launcher import launch
+    compiler = tmp_path / "cc"
+    compiler.write_text(f"#!{sys.executable}\n")
+    compiler.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    source = PROJECT / "src" / "rows.cu"
+    command = [str(compiler), "-c", str(source), "-o", str(tmp_path / "rows.o")]
+    environ = {**{k: v for k, v in os.environ.items() if not k.startswith("POLYCOAL_")},
+               "POLYCOAL_VERBOSE": "1"}
+    answers = []
+    for groups in ("4", "4", "2"):
+        monkeypatch.setenv("POLYCOAL_COLUMN_GROUPS", groups)     # as codegen reads it
+        assert launch(command, {**environ, "POLYCOAL_COLUMN_GROUPS": groups}) == 0
+        answers.append("cache hit" in capsys.readouterr().err)
+    assert answers == [False, True, False]
+
+
+def test_every_environment_setting_read_is_classified():
+    """A new environment setting must be put in the key's list (it changes the output)
+    or in this list of settings that only steer how a command runs."""
+    import re
+    from polycoal.build.settings import OUTPUT_ENVIRONMENT
+    steering = {"POLYCOAL_DISABLE", "POLYCOAL_STRICT", "POLYCOAL_VERBOSE", "POLYCOAL_CACHE_DIR",
+                "POLYCOAL_NVCC", "POLYCOAL_NCU", "POLYCOAL_OPTIONS", "POLYCOAL_TRACEBACK",
+                "PATH"}
+    read = set()
+    for path in (REPO / "polycoal").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"""(?:environ\.get|getenv|environ)\(?\[?\s*["']([A-Z_]+)["']""",
+                               text))
+        read |= set(re.findall(r"""_flag\(\s*\w+\s*,\s*["']([A-Z_]+)["']""", text))
+    assert {"POLYCOAL_SPLIT", "POLYCOAL_CPP", "POLYCOAL_STRICT"} <= read   # the scan works
+    assert read - steering <= set(OUTPUT_ENVIRONMENT), read - steering - set(OUTPUT_ENVIRONMENT)

@@ -57,14 +57,17 @@ class Verdict:
     message: str = ""
 
 
-def compiler() -> list[str] | None:
+def compiler(environ=None) -> list[str] | None:
     """The C++ compiler driver: the preprocessor's when POLYCOAL_CPP names a C++ driver,
     else the first of g++, c++, clang++ on PATH; None when there is none."""
-    override = os.environ.get("POLYCOAL_CPP", "").split()
-    if override and "++" in os.path.basename(override[0]) and shutil.which(override[0]):
+    environ = os.environ if environ is None else environ
+    path = environ.get("PATH")
+    override = environ.get("POLYCOAL_CPP", "").split()
+    if override and "++" in os.path.basename(override[0]) and shutil.which(override[0],
+                                                                          path=path):
         return [override[0]]
     for exe in _COMPILERS:
-        if shutil.which(exe):
+        if shutil.which(exe, path=path):
             return [exe]
     return None
 
