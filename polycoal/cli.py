@@ -233,8 +233,8 @@ def _require_usable(program) -> None:
     a header that is not found (the kernels would be read without its macros; a CUDA
     library's header, which polycoal has no use for, is only a note)."""
     unusable = [d for d in program.diagnostics
-                if d.code == "syntax-error" and d.severity == "error"
-                or d.code == "missing-header" and d.severity == "warning"]
+                if (d.code, d.severity) in (("syntax-error", "error"),
+                                            ("missing-header", "warning"))]
     if unusable:
         first = unusable[0]
         message = first.message if first.code == "syntax-error" else \

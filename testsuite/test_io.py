@@ -161,7 +161,7 @@ def test_output_problems_are_found_before_the_work(tmp_path, monkeypatch, capsys
     blocker = tmp_path / "file"
     blocker.write_text("")
     for output, message in [(tmp_path / "missing" / "o.cu", "does not exist"),
-                            (blocker / "o.cu", "does not exist"),
+                            (blocker / "o.cu", "is not a directory"),
                             (tmp_path, "is a directory")]:
         assert main(["transform", str(CASES), "-o", str(output)]) == 2
         assert message in capsys.readouterr().err
