@@ -42,12 +42,12 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    "evidence (restrict, distinct cudaMalloc allocations)")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
-                   "permutation by tracing each candidate on the CPU (small sizes: use -D, "
-                   "--arg) instead of by the static ILP")
+                   "permutation by tracing each candidate on the CPU (compiles and runs "
+                   "the kernel; small sizes: use -D, --arg) instead of by the static ILP; "
+                   "off by default")
     p.add_argument("--no-empirical", action="store_true",
-                   help="never trace to choose a permutation (by default the search runs "
-                   "when the static model cannot classify a reference of such a kernel; "
-                   "builds through the launcher never run it unless given --empirical)")
+                   help="accepted for compatibility, changes nothing: the search runs only "
+                   "with --empirical")
 
 
 def _transform_options(args):
@@ -58,7 +58,6 @@ def _transform_options(args):
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             empirical=args.empirical,
-                            empirical_fallback=not args.no_empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
 
@@ -70,14 +69,14 @@ class _OptionsParser(argparse.ArgumentParser):
 
 def transform_options_from(argv: list[str], preprocessor):
     """TransformOptions from `transform`'s options in `argv` (the build plugin's
-    POLYCOAL_OPTIONS) and the build's preprocessor options. A build does not trace kernels
-    (compiles and runs them on the CPU, seconds each) unless --empirical asks for it."""
+    POLYCOAL_OPTIONS) and the build's preprocessor options. As `transform`, a build does
+    not trace kernels (compiles and runs them on the CPU, seconds each) unless
+    --empirical asks for it."""
     from dataclasses import replace
     parser = _OptionsParser(prog="POLYCOAL_OPTIONS", add_help=False)
     _add_transform_options(parser)
     parser.set_defaults(include_dirs=[], defines=[], undefines=[])
-    return replace(_transform_options(parser.parse_args(argv)), preprocessor=preprocessor,
-                   empirical_fallback=False)
+    return replace(_transform_options(parser.parse_args(argv)), preprocessor=preprocessor)
 
 
 class _CMakeDir(argparse.Action):
@@ -228,6 +227,21 @@ def _read(args):
     return read_program(args.input, options)
 
 
+def _require_usable(program) -> None:
+    """Input `transform` and `validate` cannot work on (exit status 2): a syntax error in
+    a kernel or device function (the C++ compiler's verdict, see frontend/syntax.py), or
+    a header that is not found (the kernels would be read without its macros; a CUDA
+    library's header, which polycoal has no use for, is only a note)."""
+    unusable = [d for d in program.diagnostics
+                if (d.code, d.severity) in (("syntax-error", "error"),
+                                            ("missing-header", "warning"))]
+    if unusable:
+        first = unusable[0]
+        message = first.message if first.code == "syntax-error" else \
+            first.message.split(";")[0] + " (give its directory with -I)"
+        raise InputError(message, first.location, [str(d) for d in unusable[1:]])
+
+
 def _write(text: str, path: str | None) -> None:
     from polycoal.output import write_atomically, write_stdout
     if path is None or path == "-":
@@ -267,6 +281,7 @@ def cmd_transform(args) -> int:
     from polycoal.report import dumps, json_report
     from polycoal.transform import transform_program
     program = _read(args)
+    _require_usable(program)
     options = _transform_options(args)
     result = transform_program(program, options)
     for d in result.decisions:
@@ -298,6 +313,7 @@ def cmd_validate(args) -> int:
     from polycoal.validate.cpu import validate_cpu
     arguments = _arguments(args)
     program = _read(args)
+    _require_usable(program)
     options = _transform_options(args)
     result = transform_program(program, options)
     if args.device:

@@ -37,7 +37,8 @@ class TransformOptions:
     #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
     empirical: bool = False          # choose permutations by tracing (dynamic/empirical.py)
-    empirical_fallback: bool = True  # ... also when the static model cannot tell the axes apart
+    empirical_fallback: bool = False  # ... only where the static model cannot tell the axes
+    #                                   apart (opt-in: tracing compiles and runs user code)
     arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 

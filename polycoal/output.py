@@ -71,6 +71,8 @@ def check_output(path: str | None, inputs: tuple[str | None, ...] = ()) -> None:
             raise InputError(f"{path}: not writable")
         return
     directory = os.path.dirname(target)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputError(f"{path}: {directory} is not a directory")
     if not os.path.isdir(directory):
         raise InputError(f"{path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):

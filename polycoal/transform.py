@@ -26,7 +26,7 @@ from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOpt
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import read_program
-from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
@@ -342,13 +342,15 @@ def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
 
 
 def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
+    """`text` with the replacements, their lines ended as the file's (CRLF stays CRLF)."""
+    ending = line_ending(text)
     out = []
     pos = 0
     for span, new in sorted(replacements, key=lambda r: r[0].start):
         if span.start < pos:
             raise ValueError("overlapping replacements")
         out.append(text[pos:span.start])
-        out.append(new)
+        out.append(with_line_ending(new, ending))
         pos = span.end
     out.append(text[pos:])
     return "".join(out)

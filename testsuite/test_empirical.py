@@ -26,7 +26,7 @@ SWAP_XY = {"x": "y", "y": "x", "z": "z"}
 _results: dict = {}
 
 
-def transformed(kernel=None, empirical=False, arguments=(), path=EMPIRICAL, defines=SMALL):
+def transformed(kernel=None, empirical=True, arguments=(), path=EMPIRICAL, defines=SMALL):
     key = (str(path), kernel, empirical, arguments, defines)
     if key not in _results:
         options = TransformOptions(kernel=kernel, empirical=empirical, arguments=arguments,
@@ -183,7 +183,7 @@ def test_validate_cpu_passes_on_the_empirical_choice(capsys):
 
 def test_json_report_lists_the_candidates(capsys):
     assert main(["transform", str(EMPIRICAL), "-D", "N=64", "--kernel", "gather_cols",
-                 "--report", "json", "-o", "-"]) == 0
+                 "--empirical", "--report", "json", "-o", "-"]) == 0
     captured = capsys.readouterr()
     (kernel,) = json.loads(captured.err)["kernels"]
     assert kernel["action"] == "unchanged"
@@ -193,13 +193,29 @@ def test_json_report_lists_the_candidates(capsys):
     assert captured.out == EMPIRICAL.read_text()
 
 
-def test_the_fallback_can_be_turned_off_and_builds_do_not_trace():
+def test_transform_traces_only_when_asked(tmp_path, capsys):
+    """Tracing compiles and runs the user's code: `transform` (and a build) does it only
+    with --empirical; --no-empirical is accepted and changes nothing."""
     from polycoal.cli import transform_options_from
-    options = TransformOptions(empirical_fallback=False,
+    assert not TransformOptions().empirical and not TransformOptions().empirical_fallback
+    out = tmp_path / "out.cu"
+    for extra in ([], ["--no-empirical"]):
+        assert main(["transform", str(EMPIRICAL), "-D", "N=64", "-D", "K=8", "-o", str(out),
+                     *extra]) == 0
+        err = capsys.readouterr().err
+        assert "[empirical]" not in err and "chosen by tracing" not in err
+        assert "permuted (x <- y" not in out.read_text()
+    built = transform_options_from([], PreprocessorOptions())
+    assert not built.empirical and not built.empirical_fallback
+    assert transform_options_from(["--empirical"], PreprocessorOptions()).empirical
+
+
+def test_the_fallback_traces_where_the_static_model_cannot_tell():
+    """The API's empirical_fallback: the search runs for a kernel whose strides the
+    static model does not know (gather_rows), and only for it."""
+    options = TransformOptions(empirical_fallback=True,
                                preprocessor=PreprocessorOptions(defines=SMALL))
     program = read_program(str(EMPIRICAL), options.preprocessor)
     d = decision(transform_program(program, options), "gather_rows")
-    assert d.empirical is None and d.action == "unchanged"
-    built = transform_options_from([], options.preprocessor)
-    assert not built.empirical and not built.empirical_fallback
-    assert transform_options_from(["--empirical"], options.preprocessor).empirical
+    assert d.empirical is not None and d.action == "permuted"
+    assert "chosen by tracing" in d.reason

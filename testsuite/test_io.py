@@ -10,6 +10,7 @@ process (what reaches file descriptor 1) run in a subprocess.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -160,7 +161,7 @@ def test_output_problems_are_found_before_the_work(tmp_path, monkeypatch, capsys
     blocker = tmp_path / "file"
     blocker.write_text("")
     for output, message in [(tmp_path / "missing" / "o.cu", "does not exist"),
-                            (blocker / "o.cu", "does not exist"),
+                            (blocker / "o.cu", "is not a directory"),
                             (tmp_path, "is a directory")]:
         assert main(["transform", str(CASES), "-o", str(output)]) == 2
         assert message in capsys.readouterr().err
@@ -298,3 +299,254 @@ def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypat
     assert _definition(out, "row_fill") == _definition(CASES, "row_fill")
     assert "row_fill<<<(ROWS + 127) / 128, 128>>>(a, v, ROWS, COLS);" in written
     assert _definition(out, "wrong_axis") != _definition(CASES, "wrong_axis")
+
+
+# --------------------------------------------------------------------------- bad input
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+KERNEL = "__global__ void ok(float *a) { a[threadIdx.x] = 0.0f; }\n"
+MAIN = "int main() { float *a; ok<<<1, 32>>>(a); return 0; }\n"
+
+
+def _transform_status(tmp_path, capsys, source, *options):
+    from polycoal.cli import main
+    out = tmp_path / "out.cu"
+    status = main(["transform", str(source), "-o", str(out), *options])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err, out
+
+
+@pytest.mark.parametrize("options", [(), ("--kernel", "ok_kernel")])
+def test_a_syntax_error_anywhere_in_the_kernels_is_unusable_input(tmp_path, capsys,
+                                                                  options):
+    source = FIXTURES / "syntax_error.cu"
+    status, err, out = _transform_status(tmp_path, capsys, source, *options)
+    assert status == 2 and not out.exists()
+    assert f"{source}:25:" in err and "syntax error in kernel 'broken'" in err
+
+
+def test_a_syntax_error_in_a_device_function_is_unusable_input(write_cu, tmp_path, capsys):
+    source = write_cu("__device__ float twice(float x) { return 2 * x }\n" + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:1:" in err and "function 'twice'" in err
+
+
+@pytest.mark.parametrize("text, line", [
+    (KERNEL + "int main() { if (1) { return 0; }\n", 2),
+    (KERNEL + "int main() { return 0; }}\n", 2),
+    ("__global__ void ok(float *a) { a[threadIdx.x] = (0.0f; }\n" + MAIN, 1)])
+def test_unbalanced_brackets_are_unusable_input(write_cu, tmp_path, capsys, text, line):
+    source = write_cu(text)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:{line}:" in err and "syntax error" in err
+
+
+CPP_KERNEL = """\
+__global__ void cpp_only(float *a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float scale{2.0f};
+    if (i < n) a[i] = float(i) * scale;
+}
+"""
+
+
+def test_cpp_that_the_compiler_accepts_is_not_a_syntax_error(write_cu, tmp_path, capsys):
+    """Functional casts and brace initialisation: C++ that pycparser does not parse and
+    nvcc does; the kernel is left unchanged with a warning, the file is transformed."""
+    from polycoal.cli import main
+    source = write_cu(CPP_KERNEL + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 0 and out.exists()
+    assert "warning: kernel 'cpp_only': C++ outside the C subset" in err
+    assert main(["analyze", str(source)]) == 0
+    assert "[syntax-error]" not in capsys.readouterr().out
+
+
+def test_names_from_elsewhere_do_not_make_a_syntax_error(write_cu, tmp_path, capsys):
+    """A type from a header polycoal does not read (a CUDA library's: only a note) and a
+    user template: compiled alone, the function is undecided, so it is not an error."""
+    from polycoal.cli import main
+    source = write_cu("#include <curand_kernel.h>\n"
+                      "template <typename T> struct Pair { T a, b; };\n"
+                      "__global__ void rng(curandState *states,\n"
+                      "                    float *a)\n"
+                      "{\n"
+                      "    Pair<float> p;\n"
+                      "    curandState s = states[threadIdx.x];\n"
+                      "    a[threadIdx.x] = curand_uniform(&s);\n"
+                      "}\n" + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 0 and out.exists()
+    assert "kernel 'rng': not parsed" in err and "not a proven syntax error" in err
+    assert main(["analyze", str(source)]) == 0
+
+
+def test_a_missing_header_is_unusable_input(write_cu, tmp_path, capsys):
+    source = write_cu('#include "sizes.h"\n' + KERNEL + MAIN)
+    status, err, out = _transform_status(tmp_path, capsys, source)
+    assert status == 2 and not out.exists()
+    assert f"{source}:1:" in err and "header 'sizes.h' not found" in err and "-I" in err
+    library = write_cu("#include <cublas_v2.h>\n" + KERNEL + MAIN, "library.cu")
+    status, err, out = _transform_status(tmp_path, capsys, library)
+    assert status == 0 and out.exists()
+
+
+def test_an_unknown_kernel_is_unusable_input(tmp_path, capsys):
+    status, err, out = _transform_status(tmp_path, capsys, CASES, "--kernel", "nope")
+    assert status == 2 and not out.exists() and "no kernel named 'nope'" in err
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("missing semicolon", "void f(int n) {\n int i = n\n if (i) i = 2;\n}", ("syntax", 3)),
+    ("else without if", "void f(int n) { if (n) n = 1; else n = 2; else n = 3; }",
+     ("syntax", 1)),
+    ("CUDA C++", "__global__ void k(float *a) {\n auto i = threadIdx.x; float &r = a[i];\n"
+     " child<<<dim3(1, 2), 32>>>(a); r = fmaxf(float(i), 1.0f);\n"
+     " __shared__ float4 t[8]; t[0].w = __shfl_down_sync(~0u, r, 1);\n}", ("accepted", 0)),
+    ("unknown template cascades", "void f(float *a) {\n typedef cub::BlockReduce<float,\n"
+     "   256> R;\n}", ("undecided", 0)),
+    ("unknown parameter type", "void f(curandState *s,\n float *a) { a[0] = 1; }",
+     ("undecided", 0)),
+    ("unknown name, then a syntax error", "void f(float *a) {\n Foo x = a[0];\n"
+     " a[1] = (a[2] + 1;\n}", ("syntax", 3)),
+])
+def test_the_compiler_decides_what_is_a_syntax_error(name, text, expected):
+    from polycoal.frontend.syntax import check_function, compiler, function_declarations
+    if compiler() is None:
+        pytest.skip("no C++ compiler on PATH")
+    verdict = check_function(text, "c++17", function_declarations(["child"]))
+    assert (verdict.kind, verdict.line) == expected, verdict.message
+
+
+# --------------------------------------------------------------------------- line endings
+
+def _transform_bytes(tmp_path, data: bytes, name: str) -> bytes:
+    from polycoal.cli import main
+    source, out = tmp_path / f"{name}.cu", tmp_path / f"{name}.out.cu"
+    source.write_bytes(data)
+    assert main(["transform", str(source), "-o", str(out)]) == 0
+    return out.read_bytes()
+
+
+def test_a_lone_carriage_return_ends_a_line_as_for_the_preprocessor(tmp_path, capsys):
+    """The preprocessor counts a lone \\r as a line end: so must the line map, or no
+    kernel after it is found in the file's text. The file transforms exactly as the same
+    file with a \\n there."""
+    body = CASES.read_bytes()
+    cut = body.index(b"\n")                            # inside the leading comment
+    with_cr = _transform_bytes(tmp_path, body[:cut] + b" one\rtwo" + body[cut:], "cr")
+    with_lf = _transform_bytes(tmp_path, body[:cut] + b" one\ntwo" + body[cut:], "lf")
+    assert "not in the input file's text" not in capsys.readouterr().err
+    assert with_cr == with_lf.replace(b" one\ntwo", b" one\rtwo", 1)
+    assert with_cr.count(b"polycoal: restructured") >= 3
+
+
+def test_crlf_files_keep_crlf_in_the_changed_code(tmp_path):
+    crlf = _transform_bytes(tmp_path, CASES.read_bytes().replace(b"\n", b"\r\n"), "crlf")
+    lf = _transform_bytes(tmp_path, CASES.read_bytes(), "lf")
+    assert crlf.count(b"\n") == crlf.count(b"\r\n")    # no bare \n
+    assert crlf.replace(b"\r\n", b"\n") == lf != CASES.read_bytes()
+
+
+def test_line_directives_count_lines_as_the_preprocessor(tmp_path):
+    """With a lone \\r (a line end) and a form feed (none) before a replaced block, the
+    build's #line directives still give each line of the output its original line
+    (checked by the preprocessor itself)."""
+    import subprocess
+    from polycoal.build.lines import with_line_directives
+    original = "// a\rb\nint x;\fint z;\nint old;\nint y;\n"      # \f ends no line
+    directed = with_line_directives(original, original.replace("int old;", "int new_;\n"
+                                                               "int more;"), "f.cu")
+    path = tmp_path / "d.cu"
+    path.write_text(directed, newline="")
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ on PATH")
+    listing = subprocess.run(["g++", "-E", "-x", "c++", str(path)], capture_output=True,
+                             text=True).stdout
+    lines, current = {}, 0
+    for raw in listing.split("\n"):
+        if raw.startswith("# "):
+            current = int(raw.split()[1])
+            continue
+        if raw.strip():
+            lines[" ".join(raw.split())] = current
+        current += 1
+    assert lines == {"b": 2, "int x; int z;": 3, "int new_;": 4, "int more;": 5,
+                     "int y;": 5}
+
+
+# --------------------------------------------------------------------------- the build cache
+
+def _key(environ) -> str:
+    from polycoal.build import cache
+    from polycoal.build.settings import build_options
+    from polycoal.transform import TransformOptions
+    return cache.cache_key(["source", build_options(environ, TransformOptions()).key_part()])
+
+
+@pytest.mark.parametrize("name", ["POLYCOAL_SPLIT", "POLYCOAL_COLUMN_GROUPS", "POLYCOAL_CPP",
+                                  "CXX"])
+def test_every_output_setting_of_the_environment_is_in_the_cache_key(name):
+    base = {"PATH": os.environ.get("PATH", "")}
+    keys = {_key(base), _key({**base, name: "g++ -E -x c++"}),
+            _key({**base, name: "clang++ -E"})}
+    assert len(keys) == 3
+    assert _key({**base, "POLYCOAL_VERBOSE": "1", "POLYCOAL_CACHE_DIR": "/x"}) == _key(base)
+
+
+def test_the_preprocessor_and_compiler_found_are_in_the_cache_key(tmp_path):
+    """The same command name resolving to another file (another PATH, or an upgrade)."""
+    real = shutil.which("g++")
+    if real is None:
+        pytest.skip("no g++ on PATH")
+    wrapper = tmp_path / "g++"
+    wrapper.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    path = os.environ.get("PATH", "")
+    assert _key({"PATH": f"{tmp_path}:{path}"}) != _key({"PATH": path})
+    before = _key({"PATH": f"{tmp_path}:{path}"})
+    wrapper.write_text(f'#!/bin/sh\n# upgraded\nexec {real} "$@"\n')
+    assert _key({"PATH": f"{tmp_path}:{path}"}) != before
+
+
+def test_a_build_does_not_reuse_output_made_with_other_settings(tmp_path, monkeypatch,
+                                                                  capsys):
+    """The column split's group count comes from the environment: a cached result made
+    with another count must not be reused."""
+    from polycoal.build.launcher import launch
+    compiler = tmp_path / "cc"
+    compiler.write_text(f"#!{sys.executable}\n")
+    compiler.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    source = PROJECT / "src" / "rows.cu"
+    command = [str(compiler), "-c", str(source), "-o", str(tmp_path / "rows.o")]
+    environ = {**{k: v for k, v in os.environ.items() if not k.startswith("POLYCOAL_")},
+               "POLYCOAL_VERBOSE": "1"}
+    answers = []
+    for groups in ("4", "4", "2"):
+        monkeypatch.setenv("POLYCOAL_COLUMN_GROUPS", groups)     # as codegen reads it
+        assert launch(command, {**environ, "POLYCOAL_COLUMN_GROUPS": groups}) == 0
+        answers.append("cache hit" in capsys.readouterr().err)
+    assert answers == [False, True, False]
+
+
+def test_every_environment_setting_read_is_classified():
+    """A new environment setting must be put in the key's list (it changes the output)
+    or in this list of settings that only steer how a command runs."""
+    import re
+    from polycoal.build.settings import OUTPUT_ENVIRONMENT
+    steering = {"POLYCOAL_DISABLE", "POLYCOAL_STRICT", "POLYCOAL_VERBOSE", "POLYCOAL_CACHE_DIR",
+                "POLYCOAL_NVCC", "POLYCOAL_NCU", "POLYCOAL_OPTIONS", "POLYCOAL_TRACEBACK",
+                "PATH"}
+    read = set()
+    for path in (REPO / "polycoal").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"""(?:environ\.get|getenv|environ)\(?\[?\s*["']([A-Z_]+)["']""",
+                               text))
+        read |= set(re.findall(r"""_flag\(\s*\w+\s*,\s*["']([A-Z_]+)["']""", text))
+    assert {"POLYCOAL_SPLIT", "POLYCOAL_CPP", "POLYCOAL_STRICT"} <= read   # the scan works
+    assert read - steering <= set(OUTPUT_ENVIRONMENT), read - steering - set(OUTPUT_ENVIRONMENT)

@@ -26,6 +26,7 @@ import sys
 from polycoal.build.command import parse_command, rewrite_command
 from polycoal.build.lines import with_line_directives
 from polycoal.build.prepare import prepare_source, report
+from polycoal.build.settings import BuildOptions, build_options
 from polycoal.diagnostics import InputError
 from polycoal.frontend import read_source
 from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessorOptions
@@ -38,9 +39,12 @@ def _flag(environ, name: str) -> bool:
     return environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _transform_options(environ, preprocessor: PreprocessorOptions):
+def _build_options(environ, preprocessor: PreprocessorOptions) -> BuildOptions:
+    """The one options value of this command (see build/settings.py)."""
     from polycoal.cli import transform_options_from
-    return transform_options_from(environ.get("POLYCOAL_OPTIONS", "").split(), preprocessor)
+    transform = transform_options_from(environ.get("POLYCOAL_OPTIONS", "").split(),
+                                       preprocessor)
+    return build_options(environ, transform)
 
 
 def _run(argv: list[str], environ, copies: dict[str, str] | None = None) -> int:
@@ -127,7 +131,7 @@ def launch(argv: list[str], environ=None) -> int:
     copies: dict[str, str] = {}
     stop = False
     try:
-        options = _transform_options(environ, preprocessor)
+        options = _build_options(environ, preprocessor)
         for path in command.source_paths:
             prepared, stop_here = _prepare(path, options, _cache_dir(environ, build_dir),
                                            environ)
@@ -163,7 +167,7 @@ def prepare_file(source: str, output: str, preprocessor: PreprocessorOptions,
     if _flag(environ, "POLYCOAL_DISABLE"):
         prepared, stop = None, False
     else:
-        prepared, stop = _prepare(source, _transform_options(environ, preprocessor),
+        prepared, stop = _prepare(source, _build_options(environ, preprocessor),
                                   _cache_dir(environ, os.path.dirname(os.path.abspath(output))),
                                   environ)
     if stop:

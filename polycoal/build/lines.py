@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import difflib
 
-from polycoal.frontend.lexer import continued_lines
+from polycoal.frontend.lexer import continued_lines, line_ending, split_lines
 
 
-def line_directive(line: int, path: str) -> str:
+def line_directive(line: int, path: str, ending: str = "\n") -> str:
     quoted = path.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line {line} "{quoted}"\n'
+    return f'#line {line} "{quoted}"{ending}'
 
 
 def with_line_directives(original: str, transformed: str, path: str) -> str:
     """`transformed` with directives that give each line its line in `original` (at
     `path`); lines of generated code carry the lines of the code they replace."""
-    old = original.splitlines(keepends=True)
-    new = transformed.splitlines(keepends=True)
+    old = split_lines(original, keepends=True)
+    new = split_lines(transformed, keepends=True)
     blocked = continued_lines(transformed)
-    out = [line_directive(1, path)]
+    ending = line_ending(original)
+    out = [line_directive(1, path, ending)]
     current = 1                      # the line number the compiler gives the next line
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, _i2, j1, j2 in matcher.get_opcodes():
@@ -33,7 +34,7 @@ def with_line_directives(original: str, transformed: str, path: str) -> str:
             # the first original line it replaces
             wanted = i1 + 1 + k if tag == "equal" else (i1 + 1 if k == 0 else None)
             if wanted is not None and wanted != current and (j + 1) not in blocked:
-                out.append(line_directive(wanted, path))
+                out.append(line_directive(wanted, path, ending))
                 current = wanted
             out.append(new[j])
             current += 1

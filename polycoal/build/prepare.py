@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 
 from polycoal.build import cache
 from polycoal.build.lines import with_line_directives
+from polycoal.build.settings import BuildOptions
 from polycoal.diagnostics import InputError
 from polycoal.frontend import read_program, read_source
 from polycoal.frontend.preprocess import PreprocessedSource, preprocess, stub_include_dir
@@ -47,8 +48,9 @@ class Prepared:
     dependencies: tuple[str, ...] = ()   # the source and every file it includes
 
 
-def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prepared:
-    """Transform `path` with `options` (its preprocessor options those of the build)."""
+def prepare_source(path: str, options: BuildOptions, cache_dir: str) -> Prepared:
+    """Transform `path` with `options` (its preprocessor options those of the build); the
+    cache key covers the source, everything it includes, and `options` whole."""
     try:
         original = read_source(path)
         source = preprocess(path, options.preprocessor)
@@ -56,11 +58,11 @@ def prepare_source(path: str, options: TransformOptions, cache_dir: str) -> Prep
         return Prepared(path, None, error=_first_line(error))
     dependencies = _dependencies(source.origins)
     absolute = os.path.abspath(path)
-    key = cache.cache_key([absolute, original, source.text, repr(options)])
+    key = cache.cache_key([absolute, original, source.text, options.key_part()])
     record = cache.load(cache_dir, key)
     if record is not None:
         return replace(_from_record(path, record), cached=True, dependencies=dependencies)
-    prepared = _transform(path, absolute, original, source, options)
+    prepared = _transform(path, absolute, original, source, options.transform)
     try:
         cache.store(cache_dir, key, {"text": prepared.text, "error": prepared.error,
                                      "kernels": [asdict(k) for k in prepared.kernels]})

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import stat
 
-from polycoal.diagnostics import InputError
+from polycoal.diagnostics import InputError, Location
 from polycoal.frontend.kernels import read_functions
 from polycoal.frontend.launches import find_launches
+from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessedSource, PreprocessorOptions, preprocess
 from polycoal.frontend.program import Program
 from polycoal.output import decode
@@ -40,6 +41,30 @@ def _check_input_path(path: str) -> None:
         raise InputError(f"{path}: not a regular file or a pipe")     # /dev/zero...
 
 
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+def _require_balanced(source: PreprocessedSource) -> None:
+    """Brackets of the preprocessed user code match, or the file has a syntax error
+    (InputError at the unmatched bracket's line in its own file)."""
+    stack = []
+    for t in tokenize(source.user_text()):
+        if t.text in ("(", "[", "{"):
+            stack.append(t)
+        elif t.text in _CLOSING:
+            if stack and stack[-1].text == _CLOSING[t.text]:
+                stack.pop()
+            else:
+                _unbalanced(source, t, f"'{t.text}' without a matching '{_CLOSING[t.text]}'")
+    if stack:
+        _unbalanced(source, stack[-1], f"'{stack[-1].text}' is never closed")
+
+
+def _unbalanced(source: PreprocessedSource, token, what: str):
+    file, line = source.origin_of_line(token.line)
+    raise InputError(f"syntax error: {what}", Location(file, line))
+
+
 def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                  text: str | None = None, source: PreprocessedSource | None = None) -> Program:
     """Preprocess and read `path` (or `text` given for it, e.g. from stdin; with `source`
@@ -56,7 +81,9 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
         _require_text(path, text)
         if source is None:
             source = preprocess(path, options, text=text)
-    kernels, device_functions, variables, diagnostics = read_functions(source, text)
+    _require_balanced(source)
+    kernels, device_functions, variables, diagnostics = read_functions(source, text,
+                                                                       options.std)
     launches = find_launches(source, text)
     by_name = {k.name: k for k in kernels}
     for launch in launches:

@@ -15,7 +15,8 @@ from pycparser import c_ast, c_parser
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import Token, matching, tokenize
-from polycoal.frontend.preprocess import PreprocessedSource
+from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessedSource
+from polycoal.frontend.syntax import Verdict, check_function, function_declarations
 from polycoal.frontend.program import DeviceFunction, GlobalVariable, Kernel, Parameter, Span
 
 _CPP_ONLY = {"template", "::", "auto", "static_cast", "reinterpret_cast", "const_cast",
@@ -186,9 +187,13 @@ def user_type_names(tokens: list[Token]) -> dict[str, str]:
 
 
 def parse_function(site: FunctionSite, tokens: list[Token], source: PreprocessedSource,
-                   user_text: str, type_names: dict[str, str],
+                   user_text: str, type_names: dict[str, str], others: tuple[str, ...] = (),
+                   std: str = DEFAULT_STD,
                    ) -> tuple[c_ast.FuncDef | None, frozenset[int], str | None, Diagnostic | None]:
-    """Parse one function: (ast, shared lines, unsupported reason, diagnostic)."""
+    """Parse one function: (ast, shared lines, unsupported reason, diagnostic). `others`
+    are the names of the file's other functions, `std` the language standard: when
+    pycparser rejects the function, the C++ compiler decides whether it is a syntax
+    error (see frontend/syntax.py)."""
     dialect = cuda_dialect()
     run = tokens[site.marker:site.body_close + 1]
     first_line = run[0].line
@@ -207,22 +212,40 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
     try:
         ast = c_parser.CParser().parse(source_text, filename=file)
     except Exception as error:   # pycparser raises ParseError (and rarely others)
-        cpp = sorted(used & _CPP_ONLY) or (["&"] if _has_reference(run) else [])
-        where, message = _parse_error_location(str(error), location)
-        if cpp:
-            reason = ("C++ construct(s) " + ", ".join(f"'{c}'" for c in cpp)
-                      + " outside the C subset polycoal parses")
-            return None, frozenset(), reason, Diagnostic(
-                "warning", "unsupported-construct",
-                f"{'kernel' if site.is_kernel else 'function'} '{site.name}': {reason}; "
-                "left unchanged", where, site.name)
-        return None, frozenset(), "syntax error", Diagnostic(
-            "error", "syntax-error",
-            f"syntax error in {'kernel' if site.is_kernel else 'function'} "
-            f"'{site.name}': {message}", where, site.name)
+        expanded = user_text[run[0].start:run[-1].end]
+        declarations = "".join(type_names.values()) + function_declarations(others)
+        verdict = check_function(expanded, std, declarations)
+        reason, diagnostic = _unparsed(site, run, source, location, str(error), verdict)
+        return None, frozenset(), reason, diagnostic
     funcdef = next(n for n in reversed(ast.ext) if isinstance(n, c_ast.FuncDef))
     shared = frozenset(source.origin_of_line(first_line + r)[1] for r in shared_rel)
     return funcdef, shared, None, None
+
+
+def _unparsed(site: FunctionSite, run: list[Token], source: PreprocessedSource,
+              location: Location, error: str, verdict: Verdict) -> tuple[str, Diagnostic]:
+    """Why a function pycparser rejects is left alone, and the diagnostic: an error when
+    the C++ compiler finds a syntax error in it, else a warning (C++ outside polycoal's C
+    subset, or code that needs declarations from elsewhere to be judged)."""
+    what = f"{'kernel' if site.is_kernel else 'function'} '{site.name}'"
+    if verdict.kind == "syntax":
+        file, line = source.origin_of_line(run[0].line + verdict.line - 1)
+        return "syntax error", Diagnostic(
+            "error", "syntax-error", f"syntax error in {what}: {verdict.message}",
+            Location(file, line), site.name)
+    where, message = _parse_error_location(error, location)
+    cpp = sorted({t.text for t in run} & _CPP_ONLY) or (["&"] if _has_reference(run) else [])
+    if cpp:
+        reason = ("C++ construct(s) " + ", ".join(f"'{c}'" for c in cpp)
+                  + " outside the C subset polycoal parses")
+    elif verdict.kind == "accepted":
+        reason = f"C++ outside the C subset polycoal parses ({message})"
+    else:
+        reason = (f"not parsed ({message}); not a proven syntax error: compiled alone, "
+                  f"the C++ compiler stops at what needs the rest of the file "
+                  f"({verdict.message})")
+    return reason, Diagnostic("warning", "unsupported-construct",
+                              f"{what}: {reason}; left unchanged", where, site.name)
 
 
 def _has_reference(run: list[Token]) -> bool:
@@ -328,7 +351,7 @@ def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource
                           expanded)
 
 
-def read_functions(source: PreprocessedSource, original_text: str
+def read_functions(source: PreprocessedSource, original_text: str, std: str = DEFAULT_STD
                    ) -> tuple[list[Kernel], dict[str, DeviceFunction],
                               dict[str, GlobalVariable], list[Diagnostic]]:
     user_text = source.user_text()
@@ -340,8 +363,9 @@ def read_functions(source: PreprocessedSource, original_text: str
     device_functions: dict[str, DeviceFunction] = {}
     diagnostics: list[Diagnostic] = []
     for site in sites:
+        others = tuple(other.name for other in sites if other.name != site.name)
         ast, shared, unsupported, diag = parse_function(site, tokens, source, user_text,
-                                                        type_names)
+                                                        type_names, others, std)
         if diag:
             diagnostics.append(diag)
         file, line = source.origin_of_line(tokens[site.marker].line)

@@ -16,16 +16,51 @@ _PUNCT = sorted(
     { } [ ] ( ) ; , . ? : ~ ! + - * / % < > & | ^ = #""".split(),
     key=len, reverse=True)
 _TOKEN_RE = re.compile(
-    r"""(?P<ws>[ \t\r\f\v]+)
-      | (?P<nl>\n)
-      | (?P<comment>//[^\n]*|/\*.*?\*/)
+    r"""(?P<ws>[ \t\f\v]+)
+      | (?P<nl>\r\n?|\n)
+      | (?P<comment>//(?:\\(?:\r\n?|\n)|[^\r\n])*|/\*.*?\*/)
       | (?P<str>(?:u8|[uUL])?R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"
-               |(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"|(?:u8|[uUL])?'(?:\\.|[^'\\\n])*')
+               |(?:u8|[uUL])?"(?:\\(?:\r\n|.)|[^"\\\r\n])*"
+               |(?:u8|[uUL])?'(?:\\(?:\r\n|.)|[^'\\\r\n])*')
       | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
       | (?P<id>[A-Za-z_$]\w*)
       | (?P<punct>""" + "|".join(re.escape(p) for p in _PUNCT) + r""")
       | (?P<other>.)""",
     re.S | re.X)
+
+
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
+def line_ends(text: str) -> int:
+    """How many lines `text` ends, counted as the C preprocessor counts them: a line ends
+    at `\r\n`, `\n` or a lone `\r` (so a lone `\r` in a comment starts a line)."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """`text` cut into lines where `line_ends` counts them (not where str.splitlines
+    does: a form feed does not end a line)."""
+    if not keepends:
+        return _LINE_END.split(text)
+    lines, start = [], 0
+    for m in _LINE_END.finditer(text):
+        lines.append(text[start:m.end()])
+        start = m.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def line_ending(text: str) -> str:
+    """The file's line ending: `\r\n` when most of its lines end so, else `\n`."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf > text.count("\n") - crlf else "\n"
+
+
+def with_line_ending(text: str, ending: str) -> str:
+    """`text` (new code, lines ended by `\n`) with `ending` at the end of its lines."""
+    return text if ending == "\n" else re.sub(r"(?<!\r)\n", ending, text)
 
 
 @dataclass(frozen=True)
@@ -56,16 +91,16 @@ def tokenize(text: str) -> list[Token]:
         value = m.group(0)
         if kind == "punct" and value == "#" and at_line_start:
             end = pos
-            while True:
-                nl = text.find("\n", end)
-                if nl == -1:
+            while True:             # to the end of the line, continued by backslashes
+                nl = _LINE_END.search(text, end)
+                if nl is None:
                     end = n
                     break
-                if text[nl - 1:nl] == "\\" or text[max(nl - 2, 0):nl] == "\\\r":
-                    end = nl + 1
+                if text[nl.start() - 1:nl.start()] == "\\":
+                    end = nl.end()
                     line += 1
                     continue
-                end = nl
+                end = nl.start()
                 break
             pos = end
             continue
@@ -75,10 +110,10 @@ def tokenize(text: str) -> list[Token]:
         elif kind in ("ws",):
             pass
         elif kind == "comment":
-            line += value.count("\n")
+            line += line_ends(value)
         else:
             tokens.append(Token(kind, value, pos, m.end(), line))
-            line += value.count("\n")
+            line += line_ends(value)
             at_line_start = False
         pos = m.end()
     return tokens
@@ -90,12 +125,12 @@ def continued_lines(text: str) -> set[int]:
     inside: set[int] = set()
     line = 1
     for m in _TOKEN_RE.finditer(text):
-        breaks = m.group(0).count("\n")
+        breaks = line_ends(m.group(0))
         if breaks and (m.group("comment") or m.group("str")):
             inside.update(range(line + 1, line + breaks + 1))
         line += breaks
-    for k, raw in enumerate(text.split("\n")):
-        if raw.rstrip("\r").endswith("\\"):
+    for k, raw in enumerate(split_lines(text)):
+        if raw.endswith("\\"):
             inside.add(k + 2)
     return inside
 

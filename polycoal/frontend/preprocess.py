@@ -66,14 +66,25 @@ def stub_include_dir() -> Path:
     return Path(str(resources.files("polycoal.grammars") / "include"))
 
 
-def _preprocessor() -> list[str]:
-    override = os.environ.get("POLYCOAL_CPP")
+def preprocessor_command(environ=None) -> list[str] | None:
+    """The preprocessor: $POLYCOAL_CPP, else the first of g++, c++, clang++, cpp on PATH
+    (None when there is none)."""
+    environ = os.environ if environ is None else environ
+    override = environ.get("POLYCOAL_CPP")
     if override:
         return override.split()
     for exe in ("g++", "c++", "clang++", "cpp"):
-        if shutil.which(exe):
+        if shutil.which(exe, path=environ.get("PATH")):
             return [exe, "-E", "-x", "c++"] if exe != "cpp" else [exe, "-x", "c++"]
-    raise InputError("no C preprocessor found (need g++, clang++ or cpp on PATH, or POLYCOAL_CPP)")
+    return None
+
+
+def _preprocessor() -> list[str]:
+    command = preprocessor_command()
+    if command is None:
+        raise InputError("no C preprocessor found (need g++, clang++ or cpp on PATH, or "
+                         "POLYCOAL_CPP)")
+    return command
 
 
 def preprocess(path: str | os.PathLike, options: PreprocessorOptions = PreprocessorOptions(),

@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import os
 import sys
+import tempfile
 
 import pulp
 
@@ -56,6 +57,15 @@ def _flush_python_stdout() -> None:
         pass
 
 
+def _sink() -> int:
+    """A descriptor that swallows output: /dev/null, or an unlinked temporary file where
+    /dev/null cannot be opened (a container without it)."""
+    try:
+        return os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return os.dup(tempfile.TemporaryFile().fileno())
+
+
 @contextlib.contextmanager
 def stdout_silenced():
     """Run the body with file descriptor 1 on /dev/null, whatever native code in it
@@ -70,11 +80,11 @@ def stdout_silenced():
         yield
         return
     try:
-        null = os.open(os.devnull, os.O_WRONLY)
+        sink = _sink()
         try:
-            os.dup2(null, 1)
+            os.dup2(sink, 1)
         finally:
-            os.close(null)
+            os.close(sink)
         yield
     finally:
         _flush_c_stdio()

@@ -15,7 +15,7 @@ _RULES = {
     "uncoalesced": "A warp's global-memory request touches more 32-byte sectors than needed.",
     "outside-model": "A construct outside the affine polyhedral model.",
     "suggestion": "A restructuring that would improve coalescing.",
-    "syntax-error": "The kernel does not parse.",
+    "syntax-error": "A kernel or device function has a syntax error (the C++ compiler's verdict).",
     "unsupported-construct": "A construct polycoal does not parse (C++ in kernels, templates).",
     "missing-header": "A header was not found and was preprocessed as empty.",
     "dynamic-geometry": "A launch's block shape is not a compile-time constant.",
