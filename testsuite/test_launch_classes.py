@@ -63,3 +63,19 @@ def test_bounds_with_run_time_sizes_of_any_integer_type_compile(path, tmp_path):
     assert not failures(result), failures(result)
     assert "unchanged" not in actions(result).values(), actions(result)
     assert not nvcc_errors(tmp_path, result.text, path)
+
+
+@pytest.mark.parametrize("path,arguments,kernels", [
+    (RUNTIME, ("n=70", "m=45", "t=3", "k=5"), 6),
+    (TYPED, ("n=70", "m=45"), 4),
+], ids=["runtime_sizes", "typed_bounds"])
+def test_run_time_geometry_runs_like_the_original(path, arguments, kernels, capsys):
+    # the grid of each first launch is computed from the --arg values of the kernel
+    # arguments it is passed (the host variables of the launch), as the host would
+    argv = ["validate", "--cpu", str(path), "--seed", "5"]
+    for a in arguments:
+        argv += ["--arg", a]
+    status = main(argv)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out.count("PASS") == kernels, out
