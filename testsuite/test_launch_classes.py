@@ -6,13 +6,14 @@ translation validation, nvcc, and the CPU run of `validate --cpu`."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, POLYBENCH
 from polycoal.cli import main
 from polycoal.frontend import read_program
 from polycoal.frontend.preprocess import PreprocessorOptions
@@ -79,3 +80,75 @@ def test_run_time_geometry_runs_like_the_original(path, arguments, kernels, caps
     out = capsys.readouterr().out
     assert status == 0, out
     assert out.count("PASS") == kernels, out
+
+
+QUALIFIED = FIXTURES / "qualified_launch.cu"
+SIDE_EFFECTS = FIXTURES / "launch_side_effects.cu"
+
+
+@needs_nvcc
+def test_qualified_launches_keep_their_qualifier(tmp_path, capsys):
+    _, result = transform(QUALIFIED)
+    assert actions(result) == {"scale_rows": "restructured", "copy_rows": "restructured",
+                               "shift_rows": "restructured", "fill_t": "unchanged"}
+    text = result.text
+    assert "mylib::scale_rows<<<dim3(" in text
+    assert "outer::inner::copy_rows<<<dim3(" in text
+    assert "::shift_rows<<<dim3(" in text and "\n      shift_rows<<<" not in text
+    assert "fill_t<float><<<ROWS * COLS / 128, 128>>>(A, ROWS * COLS);" in text
+    assert "::{" not in text.replace(" ", "")
+    assert not nvcc_errors(tmp_path, text, QUALIFIED)
+    assert main(["validate", "--cpu", str(QUALIFIED), "--seed", "2"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 4
+
+
+def test_side_effects_are_recognised():
+    from polycoal.codegen.launch import has_side_effects
+    for expression in ("p++", "--p", "i += 1", "x = 3", "f()", "next_offset()",
+                       "a[k++]", "obj.get()", "fns[0](x)", "new int[3]", "N - next()"):
+        assert has_side_effects(expression), expression
+    for expression in ("p", "n + 1", "(n + 255) / 256", "a[k]", "s.x", "sizeof(float) * n",
+                       "(int)x", "dim3(4, 4)", "p == q", "n <= m", "-1", "NULL"):
+        assert not has_side_effects(expression), expression
+
+
+@needs_nvcc
+def test_launch_arguments_with_side_effects_are_evaluated_once_in_order(tmp_path, capsys):
+    program, result = transform(SIDE_EFFECTS)
+    assert actions(result) == {"shift_rows": "restructured", "from_column": "restructured",
+                               "offset_copy": "unchanged"}
+    text = result.text
+    main_body = re.sub(r"/\*.*?\*/", "", text[text.index("int main"):], flags=re.S)
+    # each expression with a side effect is written once, in the original order: the
+    # configuration, then the arguments left to right
+    order = ["pos++", "next_offset())", "i += 1", "N - next_offset()", "blocks_for(N)",
+             "pos++"]
+    at = [main_body.find(e) for e in order]
+    at[-1] = main_body.find("pos++", at[0] + 1)
+    assert all(a >= 0 for a in at) and at == sorted(at), at
+    for expression in ("i += 1", "N - next_offset()", "blocks_for(N)"):
+        assert main_body.count(expression) == 1, expression
+    assert main_body.count("pos++") == 2 and main_body.count("next_offset()") == 2
+    block = main_body[main_body.index("i += 1") - 200:main_body.index("N - next_offset()")]
+    assert "const auto pc_arg1 = (A);" in block      # read before the side effect
+    assert "offset_copy<<<N / 32, 32>>>(B, A, P, pos++);" in text
+    assert not nvcc_errors(tmp_path, text, SIDE_EFFECTS)
+    assert main(["validate", "--cpu", str(SIDE_EFFECTS), "--arg", "p=3", "--arg", "n=40",
+                 "--seed", "4"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 3
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path", [
+    POLYBENCH / "covariance" / "covariance.cu", POLYBENCH / "correlation" / "correlation.cu",
+    POLYBENCH / "bicg" / "bicg.cu", POLYBENCH / "gesummv" / "gesummv.cu",
+    FIXTURES / "transform_cases.cu", RUNTIME, SIDE_EFFECTS, QUALIFIED,
+], ids=lambda p: p.stem)
+def test_outputs_add_no_warnings(path, tmp_path):
+    # `dim3 grid1(...)` that the new launch no longer reads stays used (it is evaluated
+    # into pc_grid0, as the original launch evaluated it): no "set but never used"
+    werror = ("--Werror", "all-warnings")
+    assert not nvcc_errors(tmp_path, path.read_text(), path, *werror)
+    _, result = transform(path)
+    assert any(a != "unchanged" for a in actions(result).values())
+    assert not nvcc_errors(tmp_path, result.text, path, *werror)

@@ -280,8 +280,20 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
     return launches
 
 
+def _qualifier_start(tokens: list[Token], k: int) -> int:
+    """Index of the first token of the qualified name ending at token k: `ns::k`,
+    `a::b::k`, `::k` (a launch through a qualified name keeps its qualifier)."""
+    while k >= 1 and tokens[k - 1].text == "::":
+        if k >= 2 and tokens[k - 2].kind == "id":
+            k -= 2
+        else:
+            return k - 1
+    return k
+
+
 def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
-    """The launch statement `name<<<...>>>(...);` in the original text near `line`."""
+    """The launch statement `name<<<...>>>(...);` in the original text near `line`, from
+    its name's qualifier on."""
     for k, t in enumerate(tokens):
         if t.text == name and t.line == line:
             j = k + 1
@@ -296,5 +308,5 @@ def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
             end = matching(tokens, close + 1)
             if end + 1 < len(tokens) and tokens[end + 1].text == ";":
                 end += 1
-            return Span(t.start, tokens[end].end)
+            return Span(tokens[_qualifier_start(tokens, k)].start, tokens[end].end)
     return None
