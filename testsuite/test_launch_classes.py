@@ -152,3 +152,36 @@ def test_outputs_add_no_warnings(path, tmp_path):
     _, result = transform(path)
     assert any(a != "unchanged" for a in actions(result).values())
     assert not nvcc_errors(tmp_path, result.text, path, *werror)
+
+
+EXTENT_ONE = FIXTURES / "extent_one.cu"
+
+
+def _problems(program, result, kernel: str, text: str) -> list[str]:
+    """Translation validation of `kernel` as `text` writes it."""
+    from polycoal.model.extract import extract_model
+    from polycoal.validate.translation import validate_translation
+    d = next(d for d in result.decisions if d.kernel == kernel)
+    new = read_program(program.path, PreprocessorOptions(), text=text)
+    return validate_translation(d.analysis.model, extract_model(new.kernel(kernel), new),
+                                d.generated)
+
+
+@needs_nvcc
+def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
+    program, result = transform(EXTENT_ONE, promote=False)
+    assert not failures(result), failures(result)
+    assert set(actions(result).values()) == {"restructured"}, actions(result)
+    assert "33 * 0 + pc_x" in result.text          # the AST writes the fixed i as 0
+    for kernel in actions(result):
+        assert _problems(program, result, kernel, result.text) == [], kernel
+    # the same elements are compared, not the same text: one element off is caught
+    wrong = result.text.replace("B[(33 * 0 + pc_x)]", "B[(33 * 0 + pc_x + 1)]", 1)
+    assert wrong != result.text
+    assert any("same elements" in p for p in _problems(program, result, "first_row", wrong))
+    wrong = result.text.replace("B[(0 * n + pc_x)]", "B[(1 * n + pc_x)]", 1)
+    assert wrong != result.text
+    assert any("same elements" in p for p in _problems(program, result, "first_row_n", wrong))
+    assert not nvcc_errors(tmp_path, result.text, EXTENT_ONE)
+    assert main(["validate", "--cpu", str(EXTENT_ONE), "--arg", "n=20", "--seed", "6"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 3
