@@ -306,6 +306,9 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     blocks, grids = [l.block_shape for l in launches], [l.grid_shape for l in launches]
     perm = solve_permutation(d.analysis.global_references, blocks, grids)
     d.permutation = perm
+    if perm.obstacle:
+        d.reason = f"{why}; no permutation: {perm.obstacle}"
+        return d
     unknown = any(r.access.flat is None for r in d.analysis.global_references)
     traced = ""
     if options.empirical or (unknown and options.empirical_fallback):

@@ -185,3 +185,23 @@ def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
     assert not nvcc_errors(tmp_path, result.text, EXTENT_ONE)
     assert main(["validate", "--cpu", str(EXTENT_ONE), "--arg", "n=20", "--seed", "6"]) == 0
     assert capsys.readouterr().out.count("PASS") == 3
+
+
+ONE_THREAD = FIXTURES / "one_thread.cu"
+
+
+def test_one_thread_launches_leave_kernels_unchanged_with_the_reason():
+    from polycoal.optimize.permutation import solve_permutation
+    perm = solve_permutation([], [(1, 1, 1)], [(1, 1, 1)])
+    assert perm.is_identity and "one thread wide" in perm.obstacle
+    program, result = transform(ONE_THREAD)
+    assert actions(result) == {"serial_copy": "restructured", "set_one": "unchanged",
+                               "staged": "unchanged"}
+    for name in ("set_one", "staged"):
+        kernel = program.kernel(name)
+        original = program.text[kernel.span.start:kernel.span.end]
+        assert original in result.text
+        (launch,) = program.launches_of(name)
+        assert program.text[launch.span.start:launch.span.end] in result.text
+        note = next(x.message for x in result.diagnostics if x.kernel == name)
+        assert "no permutation: every block is one thread wide" in note
