@@ -188,6 +188,27 @@ def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
 
 
 ONE_THREAD = FIXTURES / "one_thread.cu"
+DISPLACED = FIXTURES / "displaced_thread.cu"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path,block,arguments", [
+    (ONE_THREAD, "dim3(32, 1, 1)", ()),                       # new geometry 1-D
+    (RUNTIME, "dim3(32, 4, 1)", ("n=40", "m=30", "t=2", "k=3")),  # new geometry 2-D
+], ids=["1d", "2d"])
+def test_block_axes_beyond_the_new_geometry_are_one_thread_wide(path, block, arguments,
+                                                                tmp_path, capsys):
+    _, result = transform(path, block=(32, 4, 2))
+    assert not failures(result), failures(result)
+    restructured = [k for k, a in actions(result).items() if a == "restructured"]
+    assert restructured
+    assert result.text.count(block + ">>>") == len(restructured)
+    assert "dim3(32, 4, 2)" not in result.text
+    assert not nvcc_errors(tmp_path, result.text, path)
+    argv = ["validate", "--cpu", str(path), "--block", "32,4,2", "--seed", "8"]
+    for a in arguments:
+        argv += ["--arg", a]
+    assert main(argv) == 0, capsys.readouterr().out
 
 
 def test_one_thread_launches_leave_kernels_unchanged_with_the_reason():
@@ -205,3 +226,17 @@ def test_one_thread_launches_leave_kernels_unchanged_with_the_reason():
         assert program.text[launch.span.start:launch.span.end] in result.text
         note = next(x.message for x in result.diagnostics if x.kernel == name)
         assert "no permutation: every block is one thread wide" in note
+
+
+@needs_nvcc
+def test_a_displaced_thread_dimension_loops_over_the_passed_thread_count(tmp_path, capsys):
+    _, result = transform(DISPLACED)
+    assert not failures(result), failures(result)
+    assert actions(result) == {"planes": "restructured"}
+    kernel = result.text[result.text.index("__global__"):result.text.index("int main")]
+    kernel = re.sub(r"/\*.*?\*/", "", kernel, flags=re.S)
+    assert re.search(r"for \(int pc_i0 = 0; \(pc_i0 < pc_nthreads_x\)", kernel), kernel
+    assert not re.search(r"(?<!pc_)nthreads_x", kernel)
+    assert not nvcc_errors(tmp_path, result.text, DISPLACED)
+    assert main(["validate", "--cpu", str(DISPLACED), "--arg", "n=10", "--seed", "9"]) == 0
+    assert "PASS" in capsys.readouterr().out
