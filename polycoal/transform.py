@@ -122,6 +122,10 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     if kernel.span is None:
         d.reason = "the definition is not in the input file's text (a macro or a header)"
         return d
+    if sum(1 for k in program.kernels if k.name == name) > 1:
+        d.reason = (f"another kernel is named '{name}' (in another namespace, or an "
+                    "overload): their launches cannot be told apart")
+        return d
     launches = program.launches_of(name)
     if not launches:
         d.reason = "no launch site in this file: the new geometry could not be launched"

@@ -240,3 +240,11 @@ def test_a_displaced_thread_dimension_loops_over_the_passed_thread_count(tmp_pat
     assert not nvcc_errors(tmp_path, result.text, DISPLACED)
     assert main(["validate", "--cpu", str(DISPLACED), "--arg", "n=10", "--seed", "9"]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_kernels_sharing_a_name_are_left_unchanged():
+    path = FIXTURES / "same_name_kernels.cu"
+    program, result = transform(path)
+    assert result.text == program.text
+    assert [d.action for d in result.decisions] == ["unchanged", "unchanged"]
+    assert all("another kernel is named 'rows'" in d.reason for d in result.decisions)
