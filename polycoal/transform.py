@@ -131,6 +131,9 @@ def _placement_check(program: Program, kernel: Kernel, d: KernelDecision,
     if kernel.span is None:
         return d.keep("not-in-text", "the definition is not in the input file's text (a "
                       "macro or a header)")
+    if sum(1 for k in program.kernels if k.name == kernel.name) > 1:
+        return d.keep("name-shared", f"another kernel is named '{kernel.name}' (in another "
+                      "namespace, or an overload): their launches cannot be told apart")
     launches = program.launches_of(kernel.name)
     if not launches:
         return d.keep("no-launch", "no launch site in this file: the new geometry could "
@@ -297,6 +300,8 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
                       "permuted geometry are unknown")
     blocks, grids = [l.block_shape for l in launches], [l.grid_shape for l in launches]
     d = replace(d, permutation=solve_permutation(d.analysis.global_references, blocks, grids))
+    if d.permutation.obstacle:
+        return d.keep("no-permutation", f"{why}; no permutation: {d.permutation.obstacle}")
     unknown = any(r.access.flat is None for r in d.analysis.global_references)
     traced = ""
     if options.empirical or (unknown and options.empirical_fallback):

@@ -376,6 +376,11 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                        names=wide)
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
+    # the original geometry wherever the generated code reads it: statements, ranges,
+    # and the bounds of loops over displaced thread dims (for (pc_i0 ...; < nthreads_x))
+    emitted_text = "\n".join(body + [r.lo + " " + r.hi for r in ranges])
+    used.update(v for v in params if v.startswith(LAUNCH_PARAMS)
+                and re.search(rf"\b{re.escape(v)}\b", emitted_text))
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
     if hidden:
         # the original launch's geometry, passed as extra arguments pc_<name>
@@ -385,6 +390,10 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             r.lo, r.hi = rename.sub(r"pc_\1", r.lo), rename.sub(r"pc_\1", r.hi)
     privates = [f"{ty} {name};" for name, (ty, _) in sorted(model.private.items())]
     block = block or default_block(len(mapping.axes))
+    if not warp_reduction and not column_groups:
+        # a block axis beyond the new geometry has no grid-stride loop: each of its
+        # threads would run every instance again; it is one thread wide
+        block = tuple(b if k < len(mapping.axes) else 1 for k, b in enumerate(block))
     old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
     signature = _signature(original, kernel)
     if hidden:

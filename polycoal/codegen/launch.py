@@ -7,6 +7,23 @@ the kernel's grid-stride loops cover the rest). The range expressions are the on
 the model, in the kernel's integer arguments (replaced by this launch's argument
 expressions) and, when the domain depends on the original geometry (a kernel without a
 guard runs exactly its launch's threads), in the original grid and block.
+
+The block evaluates what the original launch evaluated, each expression exactly once
+and in the original's order (CUDA evaluates the configuration before the arguments):
+
+- the grid and the block go into `pc_grid0`, `pc_block0` whenever they read a variable
+  or call a function (their side effects happen, the variables stay used: a `dim3 grid`
+  the new launch no longer reads would otherwise be "set but never used", a warning);
+- when an argument has a side effect (`p++`, `f()`, `i += 1`), every argument up to the
+  last such one is bound to a temporary, in order (literals aside: a null pointer
+  constant must reach its pointer parameter as written); the arguments after it are
+  side-effect free and are evaluated by the launch, after all the side effects, as in
+  the original order;
+- shared-memory size and stream, when they have side effects, are bound as well (the
+  stream is used by every launch of a multi-kernel replacement).
+
+A launch through a qualified name (`ns::k`, `::k`) keeps its qualifier on every launch
+of the replacement (the generated kernels sit next to the original, in its namespace).
 """
 
 from __future__ import annotations
@@ -19,10 +36,22 @@ from polycoal.templates import render_template
 
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 _SIMPLE = re.compile(r"^\s*(?:[A-Za-z_]\w*|\d+[uUlL]*)\s*$")
+_LITERAL = re.compile(r"^\s*(?:[-+]?\s*[\d.][\w.+-]*|'(?:\\.|[^'])*'|\"(?:\\.|[^\"])*\"|"
+                      r"NULL|nullptr|true|false)\s*$")
+_WRITES = {"=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=", "^=",
+           "new", "delete", "throw", "co_await", "co_yield"}
+# names followed by `(` that are not calls of user code
+_NOT_CALLS = {"sizeof", "alignof", "decltype", "typeid", "noexcept", "dim3", "int",
+              "unsigned", "signed", "long", "short", "char", "float", "double", "bool",
+              "size_t"}
+_TYPE_WORDS = {"dim3", "int", "unsigned", "signed", "long", "short", "char", "float",
+               "double", "bool", "size_t", "const", "sizeof", "alignof", "static_cast",
+               "reinterpret_cast", "const_cast", "void"}
 
 
 def launch_parts(original: str, launch: Launch) -> tuple[str, list[str], list[str]]:
-    """(kernel name text, configuration, arguments) of a launch, as written."""
+    """(kernel name text with its qualifier, configuration, arguments) of a launch, as
+    written."""
     text = original[launch.span.start:launch.span.end]
     tokens = tokenize(text)
     open_ = next(k for k, t in enumerate(tokens) if t.text == "<<<")
@@ -37,6 +66,48 @@ def launch_parts(original: str, launch: Launch) -> tuple[str, list[str], list[st
     return text[:tokens[open_].start].rstrip(), config, args
 
 
+def qualified_names(name_text: str, kernel: str) -> tuple[str, str]:
+    """(qualifier, template arguments) around the kernel's name in a launch's name text:
+    `ns::k` -> ("ns::", ""), `::k<float>` -> ("::", "<float>"), `k` -> ("", "")."""
+    tokens = tokenize(name_text)
+    k = next(j for j in range(len(tokens) - 1, -1, -1) if tokens[j].text == kernel)
+    qualifier = "".join(t.text for t in tokens[:k])
+    return qualifier, name_text[tokens[k].end:].strip()
+
+
+def has_side_effects(expression: str) -> bool:
+    """Whether evaluating a C++ expression may change state: an assignment, increment
+    or decrement, `new`/`delete`/`throw`, or a call of anything but a type or sizeof
+    (conservative: a call may do anything)."""
+    tokens = tokenize(expression)
+    for k, t in enumerate(tokens):
+        if t.text in _WRITES:
+            return True
+        if t.text == "(" and k:
+            before = tokens[k - 1]
+            if before.kind == "id" and before.text not in _NOT_CALLS:
+                return True
+            if before.text in (")", "]", ">"):
+                return True
+    return False
+
+
+def _reads_variables(expression: str) -> bool:
+    """Whether a (preprocessed) expression names anything but types and literals."""
+    return any(t.kind == "id" and t.text not in _TYPE_WORDS for t in tokenize(expression))
+
+
+def _plain(text: str) -> str:
+    """`text` without its comments (for a note inside a comment)."""
+    tokens = tokenize(text)
+    out = []
+    for a, b in zip(tokens, tokens[1:] + [None]):
+        out.append(a.text)
+        if b is not None and b.start > a.end:
+            out.append(" ")
+    return "".join(out)
+
+
 def _substitute(expr: str, values: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), expr)
 
@@ -46,31 +117,36 @@ def _indent(original: str, launch: Launch) -> str:
     return re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
 
 
+def _bound_arguments(args: list[str], needed: set[int]) -> list[int]:
+    """Positions of the arguments bound to temporaries: every one up to the last with a
+    side effect (literals aside), and those the host ranges read that are not plain
+    names or literals (evaluated once, not once per use)."""
+    effects = [k for k, a in enumerate(args) if has_side_effects(a)]
+    last = effects[-1] if effects else -1
+    return [k for k, a in enumerate(args)
+            if (k <= last and not _LITERAL.match(a))
+            or (k in needed and not _SIMPLE.match(a))]
+
+
 def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden: list[str],
                    note: str) -> str:
     """The replacement text of the launch statement (templates/launch.cu.j2): one launch
     per stage, in order, on the original's stream, each with its grid computed on the
     host from this launch's values."""
     name, config, args = launch_parts(original, launch)
-    unused = [c.strip() for c in config[:2] if _SIMPLE.match(c) and not c.strip()[0].isdigit()]
-    values: dict[str, str] = {}
+    qualifier, template_args = qualified_names(name, kernel.name)
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
     used_text = " ".join(r.host_lo + " " + r.host_hi for st in stages for r in st.ranges)
-    launch_args, temporaries = list(args), []
-    for p in kernel.parameters:
-        if p.is_pointer or not re.search(rf"\b{re.escape(p.name)}\b", used_text):
-            continue
-        k = position[p.name]
-        if k >= len(args):
-            continue
-        # host values in long long, as the device's bounds (codegen/isl_c.py): a size_t
-        # or unsigned size would wrap at `n - 1` and mix types in the comparisons
-        if _SIMPLE.match(args[k]):
-            values[p.name] = f"((long long)({args[k].strip()}))"
-        else:          # evaluate an argument with a call or side effect once
-            temporaries.append({"name": f"pc_arg{k}", "value": args[k]})
-            launch_args[k] = f"pc_arg{k}"
-            values[p.name] = f"((long long)pc_arg{k})"
+    needed = {position[p.name] for p in kernel.parameters
+              if not p.is_pointer and position[p.name] < len(args)
+              and re.search(rf"\b{re.escape(p.name)}\b", used_text)}
+    bound = _bound_arguments(args, needed)
+    launch_args = [f"pc_arg{k}" if k in bound else a for k, a in enumerate(args)]
+    temporaries = [{"name": f"pc_arg{k}", "value": args[k]} for k in bound]
+    # host values in long long, as the device's bounds (codegen/isl_c.py): a size_t
+    # or unsigned size would wrap at `n - 1` and mix types in the comparisons
+    values = {p.name: f"((long long)({launch_args[position[p.name]].strip()}))"
+              for p in kernel.parameters if position[p.name] in needed}
     original_geometry = bool(hidden) or bool(
         re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text))
     if original_geometry:
@@ -79,6 +155,14 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
                 values[f"{prefix}gridDim_{a}"] = f"((long long)pc_grid0.{a})"
                 values[f"{prefix}blockDim_{a}"] = f"((long long)pc_block0.{a})"
                 values[f"{prefix}nthreads_{a}"] = f"((long long)pc_grid0.{a} * pc_block0.{a})"
+    evaluate_config = original_geometry or any(
+        _reads_variables(c) or has_side_effects(c) for c in (launch.grid, launch.block))
+    extra = config[2:]
+    if any(has_side_effects(c) for c in extra):
+        for k, c in enumerate(extra):
+            temporaries.insert(k, {"name": ("pc_shared", "pc_stream")[k], "value": c})
+        extra = ["pc_shared", "pc_stream"][:len(extra)]
+    stream = extra[1] if len(extra) > 1 else None
     extents, launches, seen = [], [], {}
     for st in stages:
         grid = []
@@ -93,12 +177,15 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
             grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
                         f"{blocks} : {GRID_LIMITS[r.axis]})")
         grid += ["1"] * (3 - len(grid))
-        launches.append({"name": st.kernel, "grid": grid, "block": list(st.block)})
+        suffix = template_args if st.kernel == kernel.name else ""
+        launches.append({"name": qualifier + st.kernel + suffix, "grid": grid,
+                         "block": list(st.block)})
     indent = _indent(original, launch)
     main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
     return render_template(
-        "launch.cu.j2", note=note, name=name, config=config, unused=unused,
-        temporaries=temporaries, original_geometry=original_geometry, extents=extents,
-        launches=launches, main=main, stream=config[3] if len(config) > 3 else None,
+        "launch.cu.j2", note=note, name=_plain(name), was=[_plain(c) for c in config],
+        config=config, evaluate_config=evaluate_config, temporaries=temporaries,
+        original_geometry=original_geometry, extents=extents, launches=launches,
+        main=main, extra=extra, stream=stream,
         args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
         inner=indent + "  ")

@@ -8,7 +8,7 @@ its block mates. Nothing else in the text changes.
 
 from __future__ import annotations
 
-from polycoal.codegen.launch import _indent, launch_parts
+from polycoal.codegen.launch import _indent, _plain, launch_parts
 from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
@@ -56,8 +56,10 @@ def permute_launch(original: str, launch: Launch, perm: Permutation) -> str:
     name, config, args = launch_parts(original, launch)
     indent = _indent(original, launch)
     return render_template(
-        "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})", name=name,
-        config=config, unused=[], temporaries=[], original_geometry=True, extents=[],
+        "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})", name=_plain(name),
+        was=[_plain(c) for c in config], config=config, evaluate_config=True,
+        temporaries=[], original_geometry=True, extents=[],
         launches=[{"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
                    "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}],
-        main=0, stream=None, args=args, indent=indent, inner=indent + "  ")
+        main=0, extra=config[2:], stream=None, args=args, indent=indent,
+        inner=indent + "  ")

@@ -74,9 +74,11 @@ def _eval(node: c_ast.Node, resolve: Resolver) -> Value:
     if isinstance(node, c_ast.UnaryOp):
         if node.op == "sizeof":
             raise _Unknown()
-        value = _eval(node.expr, resolve)
-        return {"-": lambda v: -v, "+": lambda v: v, "!": lambda v: int(not v),
-                "~": lambda v: ~int(v)}[node.op](value)
+        unary = {"-": lambda v: -v, "+": lambda v: v, "!": lambda v: int(not v),
+                 "~": lambda v: ~int(v)}
+        if node.op not in unary:        # p++, --p, &x, *p: not a constant
+            raise _Unknown()
+        return unary[node.op](_eval(node.expr, resolve))
     if isinstance(node, c_ast.BinaryOp):
         a, b = _eval(node.left, resolve), _eval(node.right, resolve)
         return _binary(node.op, a, b)

@@ -4,21 +4,30 @@ The block and grid are evaluated when they are compile-time constants: literals 
 macros (expanded by the preprocessor), `dim3(X, Y)` in place, or a variable of the
 enclosing host function defined before the launch (`dim3 block(X, Y);`,
 `dim3 block = dim3(...)`, `int threads = 256;`, later `block.x = 64;`).
+
+A geometry known only at run time (`(n + 255) / 256` with n read from argv, a host
+loop's variable) can be evaluated later for given values of the kernel's arguments
+(`geometry_for`): a launch argument that is a plain host variable has the value of the
+kernel parameter it is passed to, at the launch and wherever the geometry read it, as
+long as nothing in between assigns it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from polycoal.diagnostics import Location
 from polycoal.frontend.cexpr import Value, evaluate
 from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.preprocess import PreprocessedSource
-from polycoal.frontend.program import Launch, Span
+from polycoal.frontend.program import Kernel, Launch, Span
 
 _TYPE_WORDS = {"int", "unsigned", "long", "short", "size_t", "const", "constexpr", "static",
                "uint", "uint32_t", "int32_t", "int64_t", "uint64_t", "auto", "dim3", "float",
                "double"}
+_ASSIGNMENTS = ("=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=",
+                "^=")
 _DIM3_CALL = re.compile(r"^\s*dim3\s*[({](.*)[)}]\s*$", re.S)
 _AXES = ("x", "y", "z")
 Dim3 = tuple[Value, Value, Value]
@@ -29,11 +38,15 @@ def _text(tokens: list[Token]) -> str:
 
 
 class _Scope:
-    """Definitions visible before a token position in one host function."""
+    """Definitions visible before a token position in one host function; `bound`: host
+    variables whose value at token `at` (the launch) is given."""
 
-    def __init__(self, tokens: list[Token], begin: int):
+    def __init__(self, tokens: list[Token], begin: int, bound: dict[str, Value] | None = None,
+                 at: int = 0):
         self.tokens = tokens
         self.begin = begin
+        self.bound = bound or {}
+        self.at = at
 
     def dim3(self, expression: str, before: int, depth: int = 0) -> Dim3 | None:
         m = _DIM3_CALL.match(expression)
@@ -72,6 +85,8 @@ class _Scope:
         """Value of variable `name` just before token `before`, as a dim3."""
         if depth > 12:
             return None
+        if name in self.bound and self._untouched(name, before):
+            return (self.bound[name], 1, 1)
         tokens = self.tokens
         members: dict[int, Value | None] = {}
         k = before - 1
@@ -103,6 +118,20 @@ class _Scope:
                 return None     # declared without a value
             k -= 1
         return None
+
+    def _untouched(self, name: str, before: int) -> bool:
+        """Whether variable `name` keeps one value from token `before` to the launch: no
+        assignment, increment, address or declaration of it in between."""
+        tokens = self.tokens
+        for k in range(before, self.at):
+            t = tokens[k]
+            if t.text != name or t.kind != "id" or (k and tokens[k - 1].text in (".", "->")):
+                continue
+            nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+            prev = tokens[k - 1].text if k else ""
+            if nxt in _ASSIGNMENTS or prev in ("++", "--", "&", ",") or prev in _TYPE_WORDS:
+                return False
+        return True
 
     def _until_semicolon(self, k: int) -> list[Token]:
         run = []
@@ -172,9 +201,43 @@ def _positive_ints(shape: Dim3 | None) -> tuple[int, int, int] | None:
     return None if any(v is None for v in parts) else parts   # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class LaunchContext:
+    """What evaluating a launch's geometry again needs: the host function's tokens (its
+    body starts at `begin`), the launch's position and its configuration's expressions."""
+
+    tokens: tuple[Token, ...]
+    begin: int
+    at: int
+    config: tuple[str, ...]
+
+
+def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int]
+                 ) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
+    """(grid, block) of the launch when the kernel's arguments have `values` (by
+    parameter name): the compile-time shapes where known, else the configuration
+    evaluated with each plain-variable argument bound to its parameter's value."""
+    context = launch.context
+    if (launch.grid_shape and launch.block_shape) or not isinstance(context, LaunchContext):
+        return launch.grid_shape, launch.block_shape
+    bound: dict[str, Value] = {}
+    for arg, parameter in zip(launch.arguments, kernel.parameters):
+        name = arg.strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", name) and parameter.name in values:
+            if bound.get(name, values[parameter.name]) != values[parameter.name]:
+                return None, None       # one variable given two values
+            bound[name] = values[parameter.name]
+    scope = _Scope(list(context.tokens), context.begin, bound, context.at)
+    grid = launch.grid_shape or _positive_ints(scope.dim3(context.config[0], context.at))
+    block = launch.block_shape or (_positive_ints(scope.dim3(context.config[1], context.at))
+                                   if len(context.config) > 1 else None)
+    return grid, block
+
+
 def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch]:
     user_text = source.user_text()
     tokens = tokenize(user_text)
+    frozen_tokens = tuple(tokens)
     original_tokens = tokenize(original_text)
     launches: list[Launch] = []
     for k, t in enumerate(tokens):
@@ -212,12 +275,25 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
             stream=config[3] if len(config) > 3 else None, arguments=args,
             block_shape=_positive_ints(block), grid_shape=_positive_ints(grid),
             block_parts=_parts(block), grid_parts=_parts(grid),
-            constant_arguments=constants, function=function))
+            constant_arguments=constants, function=function,
+            context=LaunchContext(frozen_tokens, begin, name_index, tuple(config))))
     return launches
 
 
+def _qualifier_start(tokens: list[Token], k: int) -> int:
+    """Index of the first token of the qualified name ending at token k: `ns::k`,
+    `a::b::k`, `::k` (a launch through a qualified name keeps its qualifier)."""
+    while k >= 1 and tokens[k - 1].text == "::":
+        if k >= 2 and tokens[k - 2].kind == "id":
+            k -= 2
+        else:
+            return k - 1
+    return k
+
+
 def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
-    """The launch statement `name<<<...>>>(...);` in the original text near `line`."""
+    """The launch statement `name<<<...>>>(...);` in the original text near `line`, from
+    its name's qualifier on."""
     for k, t in enumerate(tokens):
         if t.text == name and t.line == line:
             j = k + 1
@@ -232,5 +308,5 @@ def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
             end = matching(tokens, close + 1)
             if end + 1 < len(tokens) and tokens[end + 1].text == ";":
                 end += 1
-            return Span(t.start, tokens[end].end)
+            return Span(tokens[_qualifier_start(tokens, k)].start, tokens[end].end)
     return None

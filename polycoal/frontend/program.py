@@ -75,6 +75,7 @@ class Launch:
     block_parts: tuple = (None, None, None)     # each component, when a constant
     grid_parts: tuple = (None, None, None)
     function: str | None = None         # the host function holding the launch
+    context: object = None              # launches.LaunchContext, for geometry_for
 
 
 @dataclass

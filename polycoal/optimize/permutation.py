@@ -37,6 +37,7 @@ class Permutation:
     cost: int
     identity_cost: int
     ilp: str
+    obstacle: str = ""              # why no permutation applies (then the identity)
 
     @property
     def is_identity(self) -> bool:
@@ -74,9 +75,16 @@ def fits(new: str, original: str, blocks: list[tuple[int, int, int]],
 
 def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, int]],
                       grids: list[tuple[int, int, int]]) -> Permutation:
+    """The ILP's choice; the identity, with the obstacle, when no axis can be x (every
+    block one thread wide along every axis, `<<<1, 1>>>`: there is no warp to lay
+    along any axis) or when no permutation fits every launch's hardware limits."""
     penalty = 2 * len(refs) + 1     # one non-unit stride outweighs all unit ones
     cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
                    for r in refs) for k, o in enumerate(AXES)}
+    identity = {a: a for a in AXES}
+    if not any(can_be_x(o, blocks) for o in AXES):
+        return Permutation(identity, cost["x"], cost["x"], "",
+                           "every block is one thread wide along every axis")
     prob = ilp.problem("polycoal_permutation")
     p = {(n, o): ilp.binary(prob, f"p_{n}_{o}") for n in AXES for o in AXES}
     prob += (pulp.lpSum(cost[o] * 10 * p[("x", o)] for o in AXES)
@@ -90,6 +98,10 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, 
         for n in AXES:
             if not fits(n, o, blocks, grids):
                 prob += p[(n, o)] == 0, f"limit_{n}_{o}"
-    ilp.solve(prob)
+    try:
+        ilp.solve(prob)
+    except RuntimeError:
+        return Permutation(identity, cost["x"], cost["x"], ilp.problem_text(prob),
+                           "no permutation fits the hardware limits of every launch")
     source = {n: next(o for o in AXES if ilp.is_set(p[(n, o)])) for n in AXES}
     return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob))

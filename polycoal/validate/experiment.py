@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import islpy as isl
 
 from polycoal.frontend.cexpr import evaluate
+from polycoal.frontend.launches import geometry_for
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
@@ -177,12 +178,14 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
     if not launches:
         raise NotRunnable(f"kernel '{kernel.name}' has no launch site in the file")
     launch = launches[0]
-    if launch.block_shape is None or launch.grid_shape is None:
-        raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
-                          "geometry: give the sizes with -D")
     values = {k: int(v) for k, v in launch.constant_arguments.items()
               if isinstance(v, (int, float))}
     values.update(arguments)
+    grid, block = geometry_for(launch, kernel, values)
+    if block is None or grid is None:
+        raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
+                          "geometry: give the sizes with -D, or the kernel arguments it is "
+                          "computed from with --arg NAME=VALUE")
     used = {v for st in model.statements for c in st.constraints
             for v in re.findall(r"[A-Za-z_]\w*", c)}
     used |= {v for _, a in model.accesses() if a.flat is not None for v in a.flat.variables}
@@ -196,14 +199,14 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
         raise NotRunnable(f"no value for int argument(s) {', '.join(missing)}: "
                           "give --arg NAME=VALUE")
     arrays = []
+    fixed = {**values, **launch_values(grid, block)}    # a run-time geometry's parameters
     for p in kernel.parameters:
         if p.is_pointer:
             if p.type not in SCALAR_TYPES:
                 raise NotRunnable(f"array '{p.name}' of type {p.type} is not supported")
-            arrays.append(Array(p.name, p.type, footprint(model, p.name, values)))
+            arrays.append(Array(p.name, p.type, footprint(model, p.name, fixed)))
         elif p.type not in SCALAR_TYPES:
             raise NotRunnable(f"argument '{p.name}' of type {p.type} is not supported")
-    grid, block = launch.grid_shape, launch.block_shape
     affine = {a.array for _, a in model.accesses() if a.flat is not None}
     unknown = {a.array for _, a in model.accesses() if a.flat is None}
     unknown |= {a.name for a in arrays} - affine

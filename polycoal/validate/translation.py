@@ -38,7 +38,7 @@ import islpy as isl
 from polycoal.analysis.dependences import _pair_relation, compute_dependences
 from polycoal.codegen.kernel import LAUNCH_PARAMS, GeneratedKernel
 from polycoal.model import isl_helpers
-from polycoal.model.kernel_model import KernelModel, Statement
+from polycoal.model.kernel_model import Access, KernelModel, Statement
 from polycoal.model.poly import Poly
 
 
@@ -95,6 +95,59 @@ def _shared_parameters(old: KernelModel, new: KernelModel, gen: GeneratedKernel
         if f"pc_{h}" in new.parameters:
             names[f"pc_{h}"] = h
     return _renamed_parameters(new, names)
+
+
+def _without(monomial: tuple[str, ...], factors: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The monomial divided by `factors` (variables, with repetition), or None when they
+    do not divide it."""
+    rest = list(monomial)
+    for f in factors:
+        if f not in rest:
+            return None
+        rest.remove(f)
+    return tuple(rest)
+
+
+def _in_shape(flat: Poly, sizes: tuple[Poly, ...]) -> tuple[Poly, ...] | None:
+    """Subscripts of a flat offset in an array whose inner dimensions have `sizes`: each
+    term goes to the outermost subscript whose stride (the product of the sizes inside
+    it) divides it. flat = sum(subscript * stride) holds by construction, so two accesses
+    with equal subscripts touch the same element whatever the split; the split is fixed
+    so that both kernels' accesses, written in the original's shapes, compare alike (the
+    generated code may print `33 * 0 + pc_x` where the original had `i * 33 + j`, which
+    the read-back model, seeing no row, would keep flat). None when a stride is not a
+    single term or a subscript is not affine."""
+    strides = []
+    for k in range(len(sizes) + 1):
+        stride = Poly.const(1)
+        for size in sizes[k:]:
+            stride = stride * size
+        if len(stride.terms) != 1:
+            return None
+        strides.append(next(iter(stride.terms.items())))
+    subscripts = [Poly() for _ in strides]
+    for monomial, coefficient in flat.terms.items():
+        for k, (factors, scale) in enumerate(strides):
+            rest = _without(monomial, factors)
+            if rest is not None and (coefficient / scale).denominator == 1:
+                subscripts[k] = subscripts[k] + Poly({rest: coefficient / scale})
+                break
+        else:
+            return None
+    if not all(p.is_affine() for p in subscripts):
+        return None
+    return tuple(subscripts)
+
+
+def _in_original_shape(old: KernelModel, a: Access) -> Access:
+    """Access `a` (of either kernel) with its subscripts in the original model's shape of
+    its array (see _in_shape), or as it is when that shape or its flat offset is
+    unknown."""
+    space, sizes = old.arrays.get(a.array, (None, None))
+    if a.space not in ("global", "constant") or a.flat is None or sizes is None:
+        return a
+    subscripts = _in_shape(a.flat, sizes)
+    return a if subscripts is None else dataclasses.replace(a, subscripts=subscripts)
 
 
 def _context(old: KernelModel, new: KernelModel) -> isl.Set:
@@ -161,8 +214,8 @@ def validate_translation(old: KernelModel, new: KernelModel, gen: GeneratedKerne
                 continue
             if a_old.space == "private":
                 continue
-            m_old = isl_helpers.access_map(old, s, a_old)
-            m_new = isl_helpers.access_map(new, n, a_new)
+            m_old = isl_helpers.access_map(old, s, _in_original_shape(old, a_old))
+            m_new = isl_helpers.access_map(new, n, _in_original_shape(old, a_new))
             if m_old is None or m_new is None or not phi.apply_range(m_old).is_equal(
                     m_new.intersect_params(ctx)):
                 problems.append(f"{s.name}: {a_old.text} (line {a_old.location.line}) "
