@@ -131,7 +131,9 @@ class Builder:
         self.arrays: list[Array] = []
         self.kernels: list[Kernel] = []
         self.main: list[str] = []
-        self.names: set[str] = set()
+        # names of the host helpers and of C/CUDA, which kernels and sizes must not take
+        self.names: set[str] = {"fill", "fill_pow2", "checksum", "main", "argc", "argv",
+                                "min", "max", "t"}
         self.must_keep: list[str] = []
         self.reduction_terms = 0           # longest float reduction
         self.reduction_type = "float"
@@ -634,18 +636,29 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
     if nd == 3:
         nloops = min(nloops, 1)
     ctype = choose_type(rng, (7, 2, 2))
-    k = b.kernel(rng.choice(("kern", "fill", "update", "stencil", "scale")))
+    k = b.kernel(rng.choice(("kern", "map", "update", "stencil", "scale")))
     tvars = list(THREAD_VARS[:nd])
     axes = ["x", "y", "z"][:nd]
     rng.shuffle(axes)
-    budget = 4000 if nloops else 20000
-    textents = []
-    for n in range(nd):
-        cap = max(1, int(budget ** (1 / nd)))
-        val = rng.choice([e for e in EXTENTS if e <= max(cap, 1)] or [1])
-        textents.append(b.size(("NI", "NJ", "NK")[n], val, runtime and rng.random() < 0.6))
+    # extents: at most about 100000 statement instances (fast on the CPU)
+    tvals = [rng.choice(EXTENTS) for _ in range(nd)]
+    lvals = [rng.choice(LOOP_EXTENTS) for _ in range(nloops)]
+    while True:
+        total = 1
+        for v in tvals + lvals:
+            total *= v
+        if total <= 100_000:
+            break
+        n = max(range(nd + nloops), key=lambda q: (tvals + lvals)[q])
+        small = [e for e in (EXTENTS if n < nd else LOOP_EXTENTS) if e < (tvals + lvals)[n]]
+        if n < nd:
+            tvals[n] = rng.choice(small)
+        else:
+            lvals[n - nd] = rng.choice(small)
+    textents = [b.size(("NI", "NJ", "NK")[n], tvals[n], runtime and rng.random() < 0.6)
+                for n in range(nd)]
     lvars = ["l", "m"][:nloops]
-    lextents = [b.size(("L", "P")[n], rng.choice(LOOP_EXTENTS), runtime and rng.random() < 0.5)
+    lextents = [b.size(("L", "P")[n], lvals[n], runtime and rng.random() < 0.5)
                 for n in range(nloops)]
     blocks = geometry_blocks(rng, nd)
     for v, axis in zip(tvars, axes):
@@ -670,7 +683,7 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
     nst = statements or rng.choice((1, 1, 2))
     body_pre: list[str] = []
     body_in: list[str] = []
-    use_2d = rng.random() < 0.2 if two_d is None else two_d
+    use_2d = rng.random() < 0.1 if two_d is None else two_d
     inputs = [b.array(rng.choice(("A", "B", "C")), ctype, [s for _, s in
                       rng.sample(allvars, rng.randint(1, min(2, len(allvars))))])
               for _ in range(rng.randint(1, 2))]
@@ -765,7 +778,9 @@ def fam_rowred(b: Builder) -> None:
 
 def fam_colred(b: Builder) -> None:
     rng = b.rng
-    reduction_kernel(b, "col", private=rng.random() < 0.45,
+    ctype = choose_type(rng)
+    reduction_kernel(b, "col", private=rng.random() < 0.3, ctype=ctype,
+                     update=pick_update(rng, ctype, weights=[8, 1, 1]),
                      loop_kind=rng.choice(("plain",) * 6 + ("le", "lo1", "step2")))
 
 
@@ -867,13 +882,47 @@ def fam_runtime(b: Builder) -> None:
 
 def fam_hostloop(b: Builder) -> None:
     """Kernels launched in a host loop with the loop variable as an argument: a sweep
-    over rows (A[(t + 1) * N + i] from A[t * N + i]), a per-step scale, a triangular
-    inner loop bounded by t."""
+    over rows (A[(t + 1) * N + i] from A[t * N + i]), a per-step update, a triangular
+    inner loop bounded by t, two kernels per step, and uncoalesced 2-D planes or rows
+    per step (which polycoal restructures, the launch inside the loop)."""
     rng = b.rng
     ctype = choose_type(rng, (4, 1, 1))
-    form = rng.choice(("sweep", "rows", "tri", "two-kernels"))
+    form = rng.choice(("sweep", "rows", "tri", "two-kernels", "plane", "plane", "rowloop",
+                       "rowloop"))
     b.variant = f"hostloop:{form}"
     T = b.size("T", rng.choice((2, 5, 8)))
+    tname = rng.choice(("t", "step", "iter"))
+    ttype = rng.choice(("int", "int", "long"))
+    one = literal(ctype, 1.0)
+    if form in ("plane", "rowloop"):
+        NI = b.size("NI", rng.choice((7, 31, 33, 64)))
+        NJ = b.size("NJ", rng.choice((8, 31, 33, 64)))
+        A = b.array("A", ctype, [NI, NJ])
+        C = b.array("C", ctype, [T, NI, NJ], "zero")
+        k = b.kernel(form)
+        k.lines.append(thread_index(rng, "i", "x"))
+        an, cn = k.array(A, const=True), k.array(C)
+        k.scalar(f"{ttype} {tname}", "t")
+        ni, nj = k.size(NI), k.size(NJ)
+        update = rng.choice(("=", "+="))
+        rhs = rng.choice((f"{an}[i * {nj} + j] + ({ctype}){tname}",
+                          f"{an}[i * {nj} + j] * ({ctype})({tname} + 1)"))
+        if form == "plane":
+            k.lines.append(thread_index(rng, "j", "y"))
+            k.lines.append(f"if (i < {ni} && j < {nj})")
+            k.lines.append(f"  {cn}[({tname} * {ni} + i) * {nj} + j] {update} {rhs};")
+            geometry = [(NI, rng.choice((32, 16, 8, 1))), (NJ, rng.choice((1, 4, 8, 32)))]
+        else:
+            k.lines.append(f"if (i < {ni}) {{")
+            k.lines.append(f"  for (int j = 0; j < {nj}; j++)")
+            k.lines.append(f"    {cn}[({tname} * {ni} + i) * {nj} + j] {update} {rhs};")
+            k.lines.append("}")
+            geometry = [(NI, rng.choice(BLOCKS_1D))]
+        b.main.append(f"  for (int t = 0; t < {T.h}; t++) {{")
+        b.launch(k, geometry, indent="    ")
+        b.main.append("  }")
+        b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
+        return
     N = b.size("N", rng.choice(EXTENTS[1:]))
     A = b.array("A", ctype, [T, N])
     x = b.array("x", ctype, [N])
@@ -881,28 +930,26 @@ def fam_hostloop(b: Builder) -> None:
     k.lines.append(thread_index(rng, "i", "x"))
     An = k.array(A)
     xn = k.array(x, const=True)
-    tname = rng.choice(("t", "step", "iter"))
-    ttype = rng.choice(("int", "int", "long"))
     k.scalar(f"{ttype} {tname}", "t")
+    n = k.size(N)
     if form == "sweep":
-        k.lines.append(f"if (i < {k.size(N)})")
-        k.lines.append(f"  {An}[({tname} + 1) * {k.size(N)} + i] = {An}[{tname} * {k.size(N)} + i]"
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[({tname} + 1) * {n} + i] = {An}[{tname} * {n} + i]"
                        f" * {literal(ctype, 2.0 if ctype == 'int' else 0.5)} + {xn}[i];")
         lo, hi = "0", f"{T.h} - 1"
     elif form == "rows":
-        k.lines.append(f"if (i < {k.size(N)})")
-        k.lines.append(f"  {An}[{tname} * {k.size(N)} + i] += {xn}[i] * ({ctype}){tname};")
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[{tname} * {n} + i] += {xn}[i] * ({ctype}){tname};")
         lo, hi = "0", T.h
     elif form == "tri":
-        k.lines.append(f"if (i < {k.size(N)}) {{")
+        k.lines.append(f"if (i < {n}) {{")
         k.lines.append(f"  for (int q = 0; q < {tname}; q++)")
-        k.lines.append(f"    {An}[{tname} * {k.size(N)} + i] += {An}[q * {k.size(N)} + i] * "
-                       f"{xn}[i];")
+        k.lines.append(f"    {An}[{tname} * {n} + i] += {An}[q * {n} + i] * {xn}[i];")
         k.lines.append("}")
         lo, hi = "0", T.h
     else:
-        k.lines.append(f"if (i < {k.size(N)})")
-        k.lines.append(f"  {An}[{tname} * {k.size(N)} + i] = {xn}[i] + ({ctype}){tname};")
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[{tname} * {n} + i] = {xn}[i] + ({ctype}){tname} + {one};")
         lo, hi = "0", T.h
     kb = None
     if form == "two-kernels":
@@ -1001,7 +1048,7 @@ def fam_nearmiss(b: Builder) -> None:
     ctype = "float" if form in ("tiled", "shuffle", "atomic") else choose_type(rng, (4, 1, 1))
     N = b.size("N", rng.choice((31, 33, 64, 100)))
     M = b.size("M", rng.choice((8, 17, 32, 33)))
-    k = b.kernel(form.replace("-", "_"))
+    k = b.kernel("nm_" + form.replace("-", "_"))
     if form == "tiled":
         # out = in^T + 1 through a 16x16 tile in shared memory; sizes multiples of 16
         S = b.size("S", rng.choice((16, 32, 48)))

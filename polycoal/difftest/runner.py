@@ -210,6 +210,13 @@ def run_transform(path: str, out: str, args: list[str],
     return TransformOutcome(status, text, stderr, f"exit-{status}", stderr[-2000:])
 
 
+def _errors(compiler_output: str, n: int = 6) -> str:
+    """A compiler's error lines first (at most n), then the end of its output."""
+    lines = compiler_output.splitlines()
+    errors = [l for l in lines if "error" in l]
+    return "\n".join(errors[:n]) + "\n...\n" + "\n".join(lines[-10:])
+
+
 def _first_lines(text: str, needle: str, n: int = 3) -> str:
     lines = [l for l in text.splitlines() if needle in l] or text.splitlines()
     return "\n".join(lines[:n])
@@ -362,7 +369,10 @@ class Runner:
     """Judges programs; `cpu` is shared (its runtime object is built once)."""
 
     def __init__(self, cpu: CpuProgramRunner, nvcc: Nvcc | None, options: list[str] | None = None,
-                 transform_timeout: int = TRANSFORM_TIMEOUT):
+                 transform_timeout: int = TRANSFORM_TIMEOUT, judge_outputs: bool = True):
+        # False: only the transforms are judged, and the original only has to be valid
+        # C++ (the shrinker's quick mode for transform-level classes)
+        self.judge_outputs = judge_outputs
         self.cpu = cpu
         self.nvcc = nvcc
         self.options = options or list(OPTION_SETS)
@@ -389,26 +399,46 @@ class Runner:
         path = os.path.join(tmp, f"{program.family}_{program.seed}.cu")
         with open(path, "w") as f:
             f.write(program.source)
-        # the original, on the CPU
+        want = self._original(program, result, tmp)
+        if want is not None:
+            self._transforms_and_outputs(program, result, tmp, transformed, path, want)
+
+    def _original(self, program: GeneratedProgram, result: ProgramResult, tmp: str
+                  ) -> dict[str, tuple[float, float]] | None:
+        """The original's checksums (run on the CPU), or None with a generator-invalid
+        failure recorded. Without judge_outputs, only its syntax is checked ({})."""
         t = time.monotonic()
+        if not self.judge_outputs:
+            error = self.cpu.syntax_errors(program.source, tmp)
+            self._time(result, "gxx", t)
+            if error is None:
+                return {}
+            result.failures.append(Failure("generator-invalid", [], "the original is not "
+                                           "valid C++:\n" + _errors(error)))
+            return None
         exe, error = self.cpu.compile(program.source, tmp, "original")
         self._time(result, "gxx", t)
         if exe is None:
             result.failures.append(Failure("generator-invalid", [], "the original does not "
-                                           "compile on the CPU path:\n" + error[-2000:]))
-            return
+                                           "compile on the CPU path:\n" + _errors(error)))
+            return None
         t = time.monotonic()
         ref = self.cpu.run(exe, RUN_TIMEOUT)
         self._time(result, "run", t)
         if ref.failure:
             result.failures.append(Failure("generator-invalid", [], f"the original fails on "
                                            f"the CPU ({ref.failure}): {ref.stderr[-1500:]}"))
-            return
+            return None
         want = parse_checks(ref.stdout)
         if set(want) != set(program.checks):
             result.failures.append(Failure("generator-invalid", [], "the original prints "
                                            f"checksums of {sorted(want)}"))
-            return
+            return None
+        return want
+
+    def _transforms_and_outputs(self, program: GeneratedProgram, result: ProgramResult,
+                                tmp: str, transformed: dict[str, str] | None, path: str,
+                                want: dict[str, tuple[float, float]]) -> None:
         # transform with every option set
         outputs: dict[str, list[str]] = {}
         failures: dict[tuple[str, str], Failure] = {}
@@ -440,6 +470,9 @@ class Runner:
             outputs.setdefault(outcome.text, []).append(option)
         clear_read_cache()
         result.distinct_outputs = len([t for t in outputs if t != program.source])
+        if not self.judge_outputs:
+            result.failures.extend(failures.values())
+            return
         # judge each distinct output
         original_nvcc: list[str | None] = []
         for n, (text, options) in enumerate(outputs.items()):
@@ -476,7 +509,7 @@ class Runner:
             self._time(result, "gxx", t)
             if exe is None:
                 for o in options:
-                    fail("cpu-compile-error", o, error[-2000:], text)
+                    fail("cpu-compile-error", o, _errors(error), text)
                 continue
             t = time.monotonic()
             run = self.cpu.run(exe, RUN_TIMEOUT)

@@ -356,6 +356,21 @@ class CpuProgramRunner:
             return None, build.stderr
         return exe, ""
 
+    def syntax_errors(self, source: str, directory: str) -> str | None:
+        """None when the program (launches rewritten) is valid C++ for g++, else its
+        messages: a quick check, no code generated."""
+        try:
+            text = rewrite_for_cpu(source)
+        except ValueError as e:
+            return f"launch rewriting: {e}"
+        src = os.path.join(directory, "syntax.cpp")
+        with open(src, "w") as f:
+            f.write(text)
+        r = subprocess.run([self.cxx, *self.flags, "-fsyntax-only", "-I", self.include,
+                            "-include", os.path.join(self.include, HEADER), src],
+                           capture_output=True, text=True)
+        return None if r.returncode == 0 else r.stderr
+
     @staticmethod
     def run(exe: str, timeout: float = 60.0) -> RunResult:
         try:
