@@ -270,6 +270,14 @@ unsigned __activemask() {
   return m;
 }
 
+// POLYCOAL_CPU_ORDER=reverse runs blocks and threads in the reverse order: a result that
+// changes with the order comes from a race (or from reassociated atomics)
+static bool pc_reverse() {
+  static int r = -1;
+  if (r < 0) { const char* e = std::getenv("POLYCOAL_CPU_ORDER"); r = e && !std::strcmp(e, "reverse"); }
+  return r == 1;
+}
+
 static void pc_run_block_fibers(unsigned n) {
   while (pc_stacks.size() < n) {
     char* s = (char*)mmap(nullptr, PC_STACK, PROT_READ | PROT_WRITE,
@@ -296,8 +304,8 @@ static void pc_run_block_fibers(unsigned n) {
   unsigned live = n;
   while (live > 0) {
     bool progress = false;
-    for (unsigned t = 0; t < n; ++t) {
-      Fiber& f = pc_fibers[t];
+    for (unsigned u = 0; u < n; ++u) {
+      Fiber& f = pc_fibers[pc_reverse() ? n - 1 - u : u];
       if (f.done) continue;
       if (f.waiting && f.waiting->generation == f.generation) continue;   // still blocked
       pc_current = &f;
@@ -331,9 +339,12 @@ void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared, const
   }
   gridDim = grid; blockDim = block;
   pc_body = body; pc_closure = closure;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
+  const bool rev = pc_reverse();
+  for (unsigned bz0 = 0; bz0 < grid.z; ++bz0)
+    for (unsigned by0 = 0; by0 < grid.y; ++by0)
+      for (unsigned bx0 = 0; bx0 < grid.x; ++bx0) {
+        unsigned bx = rev ? grid.x - 1 - bx0 : bx0, by = rev ? grid.y - 1 - by0 : by0,
+                 bz = rev ? grid.z - 1 - bz0 : bz0;
         blockIdx = {bx, by, bz};
         if (synchronising) {
           pc_in_fibers = true;
@@ -341,10 +352,11 @@ void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared, const
           pc_in_fibers = false;
           continue;
         }
-        for (unsigned tz = 0; tz < block.z; ++tz)
-          for (unsigned ty = 0; ty < block.y; ++ty)
-            for (unsigned tx = 0; tx < block.x; ++tx) {
-              threadIdx = {tx, ty, tz};
+        for (unsigned tz0 = 0; tz0 < block.z; ++tz0)
+          for (unsigned ty0 = 0; ty0 < block.y; ++ty0)
+            for (unsigned tx0 = 0; tx0 < block.x; ++tx0) {
+              threadIdx = {rev ? block.x - 1 - tx0 : tx0, rev ? block.y - 1 - ty0 : ty0,
+                           rev ? block.z - 1 - tz0 : tz0};
               body(closure);
             }
       }

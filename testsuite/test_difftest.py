@@ -164,6 +164,16 @@ def test_runtime_reports_bad_kernels(cpu, tmp_path, body, status):
     assert run.failure == status, run.stderr
 
 
+def test_runtime_reverse_order_shows_races(cpu, tmp_path):
+    src = ("#include <cstdio>\n__global__ void k(int *p) { p[0] = threadIdx.x + 32 * blockIdx.x; }\n"
+           "int main() { int *p, h; cudaMalloc((void **)&p, 4); k<<<3, 32>>>(p);\n"
+           "  cudaMemcpy(&h, p, 4, cudaMemcpyDeviceToHost); printf(\"%d\\n\", h); }\n")
+    exe, error = cpu.compile(src, str(tmp_path))
+    assert exe, error
+    assert cpu.run(exe).stdout.strip() == "95"
+    assert cpu.run(exe, reverse=True).stdout.strip() == "0"
+
+
 @pytest.mark.parametrize("config", ["1, 2048", "0, 32", "dim3(1, 70000), 32", "1, dim3(1, 1, 65)"])
 def test_runtime_refuses_invalid_launches(cpu, tmp_path, config):
     src = ("__global__ void k(float *p) { p[0] = 1; }\n"

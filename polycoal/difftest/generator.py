@@ -552,6 +552,10 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     A = b.array("A", ctype, [L, T] if orientation == "col" else [T, L], fill)
     x = b.array("x", ctype, [L], "pow2" if cls == "prod" else ("int" if ctype == "int" else "dyadic"))
     yn = k.array(y, restrict=restrict)
+    # PolyBench's shape: the loop runs only for t >= 4 and writes y[t - 4]
+    shift = loop_kind == "empty-guarded" and not private and not two_acc and \
+        rng.random() < 0.6
+    target = f"{yn}[{tv} - 4]" if shift else f"{yn}[{tv}]"
     An = k.array(A, const=rng.random() < 0.5, restrict=restrict)
     xn = k.array(x, const=rng.random() < 0.5, restrict=restrict)
     lo_size = None
@@ -591,17 +595,17 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
         else:
             body.append(f"{yn}[{tv}] = {acc};")
     else:
-        pre = rng.random() < 0.4
+        pre = rng.random() < 0.4 and not shift
         if pre:
             body.append(f"{yn}[{tv}] = {init_value or xn + '[0]'};")
         body.append(spec.header + (" {" if two_acc else ""))
-        body.append("  " + render_update(template, f"{yn}[{tv}]", term, ctype))
+        body.append("  " + render_update(template, target, term, ctype))
         if two_acc:
             z = b.array("z", ctype, [T], "zero")
             zn = k.array(z, restrict=restrict)
             body.append(f"  {zn}[{tv}] += {An}[{a_index}];")
             body.append("}")
-        if rng.random() < 0.3 and ctype != "int":
+        if rng.random() < 0.3 and ctype != "int" and not shift:
             body.append(f"{yn}[{tv}] = {yn}[{tv}] * {literal(ctype, 0.5)};")
     guard_style = rng.choice(("if", "if", "return"))
     if guard_style == "return" and guard_kind == "full":
@@ -614,7 +618,7 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     b.note_reduction(spec.max_trips, ctype, spelling == "/=")
     if two_acc:
         b.note_reduction(spec.max_trips, ctype)
-    b.launch(k, [(T, rng.choice(BLOCKS_1D))])
+    b.launch(k, [(T, 256 if T.param and rng.random() < 0.6 else rng.choice(BLOCKS_1D))])
     b.variant = f"{orientation}:{'private' if private else 'global'}:{spelling}:{ctype}"
     b.shape.append(f"{k.name}: {orientation} reduction {b.variant}, loop {spec.shape}, "
                    f"guard {guard_kind}, T={T.value} L={L.value}")
@@ -689,8 +693,11 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
               for _ in range(rng.randint(1, 2))]
     for n in range(nst):
         # writes: every variable in the index (in a random order); reads: subsets
-        order = allvars[:] if (n == 0 or not nloops or rng.random() < 0.6) else \
-            list(zip(tvars, textents))
+        # overwrite: inside the loops, the element of the thread written on every
+        # iteration (the last one stays; with a read of itself, a recurrence)
+        overwrite = nloops > 0 and rng.random() < 0.25
+        order = allvars[:] if (n == 0 or not nloops or rng.random() < 0.6) and \
+            not overwrite else list(zip(tvars, textents))
         rng.shuffle(order)
         out = b.array(rng.choice(("out", "res", "D", "E")), ctype, [s for _, s in order],
                       "dyadic" if ctype != "int" else "int")
@@ -699,7 +706,7 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
         widx = f"{on}[{order[0][0]}][{order[1][0]}]" if two else \
             f"{on}[{flat(rng, k, order)}]"
         terms = []
-        live = {v for v, _ in order}
+        live = {v for v, _ in (allvars if overwrite else order)}
         for a in inputs:
             avars = []
             for s in a.dims:
@@ -714,6 +721,8 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
             terms.append(f"{an}[{flat(rng, k, avars, off)}]")
         if inplace or rng.random() < 0.25:
             terms.append(widx)
+            if overwrite:
+                b.note_reduction(max([sp.max_trips for sp in loops] + [1]), ctype)
         if not terms:
             terms.append(literal(ctype, 1.5) if ctype != "int" else "3")
         if ctype != "int" and rng.random() < 0.3:
@@ -726,7 +735,7 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
         for o in ops[1:]:
             rhs = f"{rhs} {rng.choice(('+', '-', '+'))} {o}"
         line = f"{widx} = {rhs};"
-        (body_in if any(v in live for v in lvars) else body_pre).append(line)
+        (body_in if overwrite or any(v in live for v in lvars) else body_pre).append(line)
     body = list(body_pre)
     indent = ""
     inner = []
@@ -739,10 +748,11 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
         inner.append(indent + "}")
     body += inner if body_in else []
     cond = " && ".join(conds)
-    if rng.random() < 0.15 and all(s.value % bl == 0 for s, bl in zip(textents, blocks)) and \
-            all(g == "full" for g in guard_kinds):
+    own_block = [blocks[axis_index(a)] for a in axes]     # the block size of each var's axis
+    if rng.random() < 0.15 and all(s.value % bl == 0 for s, bl in zip(textents, own_block)) \
+            and all(g == "full" for g in guard_kinds):
         k.lines += body                                   # the grid covers exactly
-        grid_override = [f"{s.h} / {bl}" for s, bl in zip(textents, blocks)]
+        grid_override = [f"{s.h} / {bl}" for s, bl in zip(textents, own_block)]
     else:
         k.lines.append(f"if ({cond}) {{")
         k.lines += ["  " + l for l in body]
@@ -797,10 +807,51 @@ def fam_bounds(b: Builder) -> None:
         b.variant = f"loop:{kind}:plain"
 
 
+def divisor_block(rng: random.Random, n: int) -> int:
+    """A block size that divides n (the grid then covers exactly n threads)."""
+    return rng.choice([d for d in (1, 2, 4, 8, 16, 20, 25, 31, 32, 33, 50, 64, 100, 128)
+                       if n % d == 0] or [1])
+
+
+def guard_without_bound(b: Builder) -> None:
+    """`if (j >= 1)` alone, the grid covering exactly N threads: part of the thread range
+    idle, a loop over rows inside (overwrite, accumulate, or a private sum)."""
+    rng = b.rng
+    ctype = choose_type(rng, (4, 1, 1))
+    N = b.size("N", rng.choice((7, 31, 32, 33, 64, 100)))
+    M = b.size("M", rng.choice((3, 17, 33, 100)))
+    lo = rng.choice((1, 2, 3))
+    form = rng.choice(("overwrite", "accumulate", "private"))
+    b.variant = f"guard:lo-only:{form}"
+    A = b.array("A", ctype, [M, N])
+    y = b.array("y", ctype, [N], "zero")
+    k = b.kernel("guarded")
+    k.lines.append(thread_index(rng, "j", "x"))
+    an, yn = k.array(A, const=True), k.array(y)
+    n, m = k.size(N), k.size(M)
+    k.lines.append(f"if (j >= {lo}) {{")
+    if form == "private":
+        k.lines += [f"  {ctype} s = {literal(ctype, 0.0)};",
+                    f"  for (int i = 0; i < {m}; i++)", f"    s += {an}[i * {n} + j];",
+                    f"  {yn}[j] = s;"]
+        b.note_reduction(M.value, ctype)
+    else:
+        op = "=" if form == "overwrite" else "+="
+        k.lines += [f"  for (int i = 0; i < {m}; i++)", f"    {yn}[j] {op} {an}[i * {n} + j];"]
+        if op == "+=":
+            b.note_reduction(M.value, ctype)
+    k.lines.append("}")
+    bl = divisor_block(rng, N.value)
+    b.launch(k, [(N, bl)], grid_override=[f"{N.h} / {bl}"])
+    b.shape.append(f"{k.name}: guard j >= {lo} without an upper bound, exact grid, {form}")
+
+
 def fam_guards(b: Builder) -> None:
     rng = b.rng
     kind = rng.choice(GUARD_KINDS[1:])
-    if rng.random() < 0.5:
+    if rng.random() < 0.25:
+        guard_without_bound(b)
+    elif rng.random() < 0.5:
         reduction_kernel(b, rng.choice(("row", "col")), guard_kind=kind,
                          update=("sum", "+=", SUM_FORMS["+="]) if rng.random() < 0.5 else None)
         b.variant = f"guard:{kind}:reduction"

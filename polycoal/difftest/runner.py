@@ -20,6 +20,9 @@ Failure classes:
                         allocation), deadlock (a barrier not every thread reaches),
                         timeout, crash
   mismatch              checksums differ beyond the array's tolerance
+  race                  the output's checksums change when blocks and threads run in the
+                        reverse order (POLYCOAL_CPU_ORDER=reverse): an order-dependent
+                        result, which the original (race-free) does not have
   changed-racy          a kernel that had to stay byte-identical (racy, aliasing) changed
   generator-invalid     the ORIGINAL does not compile or run cleanly (a tester bug; not
                         counted against polycoal)
@@ -434,6 +437,17 @@ class Runner:
             result.failures.append(Failure("generator-invalid", [], "the original prints "
                                            f"checksums of {sorted(want)}"))
             return None
+        if not program.must_keep:
+            # the generator's programs are race-free: the reverse order gives the same
+            t = time.monotonic()
+            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
+            self._time(result, "run", t)
+            diff = compare(program.checks, want, parse_checks(rev.stdout)) if \
+                not rev.failure else rev.failure
+            if diff:
+                result.failures.append(Failure("generator-invalid", [], "the original's "
+                                               f"result depends on the order: {diff}"))
+                return None
         return want
 
     def _transforms_and_outputs(self, program: GeneratedProgram, result: ProgramResult,
@@ -522,6 +536,21 @@ class Runner:
             if diff:
                 for o in options:
                     fail("mismatch", o, diff, text)
+                continue
+            # a race the transformation introduced: the result depends on the order in
+            # which blocks and threads run
+            t = time.monotonic()
+            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
+            self._time(result, "run", t)
+            if rev.failure:
+                for o in options:
+                    fail(f"runtime:{rev.failure}", o, "in the reverse order: " +
+                         rev.stderr[-1500:], text)
+                continue
+            diff = compare(program.checks, want, parse_checks(rev.stdout))
+            if diff:
+                for o in options:
+                    fail("race", o, "blocks and threads in the reverse order: " + diff, text)
         result.failures.extend(failures.values())
 
 

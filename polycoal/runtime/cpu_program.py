@@ -372,10 +372,13 @@ class CpuProgramRunner:
         return None if r.returncode == 0 else r.stderr
 
     @staticmethod
-    def run(exe: str, timeout: float = 60.0) -> RunResult:
+    def run(exe: str, timeout: float = 60.0, reverse: bool = False) -> RunResult:
+        """Run the program; with `reverse`, blocks and threads in the reverse order (a
+        race shows as a different result)."""
+        env = dict(os.environ, POLYCOAL_CPU_ORDER="reverse" if reverse else "forward")
         try:
             r = subprocess.run([exe], capture_output=True, text=True, timeout=timeout,
-                               errors="replace")
+                               errors="replace", env=env)
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else ""
             return RunResult(-9, out, "timed out", True)
