@@ -552,10 +552,7 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     A = b.array("A", ctype, [L, T] if orientation == "col" else [T, L], fill)
     x = b.array("x", ctype, [L], "pow2" if cls == "prod" else ("int" if ctype == "int" else "dyadic"))
     yn = k.array(y, restrict=restrict)
-    # PolyBench's shape: the loop runs only for t >= 4 and writes y[t - 4]
-    shift = loop_kind == "empty-guarded" and not private and not two_acc and \
-        rng.random() < 0.6
-    target = f"{yn}[{tv} - 4]" if shift else f"{yn}[{tv}]"
+    shift_wanted = rng.random() < 0.6
     An = k.array(A, const=rng.random() < 0.5, restrict=restrict)
     xn = k.array(x, const=rng.random() < 0.5, restrict=restrict)
     lo_size = None
@@ -564,6 +561,9 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     k.lines.append(thread_index(rng, tv, "x"))
     cond, t_lo, t_hi = guard_for(rng, k, tv, T, guard_kind)
     spec = loop_spec(rng, k, lv, L, tv, T, loop_kind, lo_size)
+    # PolyBench's shape: the loop runs only for t >= 4 and writes y[t - 4]
+    shift = spec.shape == "empty-guarded" and not private and not two_acc and shift_wanted
+    target = f"{yn}[{tv} - 4]" if shift else f"{yn}[{tv}]"
     if orientation == "row":
         a_index = flat(rng, k, [(tv, T), (lv, L)])
     else:

@@ -184,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="difftest-out", help="directory for reproducers and "
                    "summary.json (default ./difftest-out)")
     p.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
+    p.add_argument("--select", nargs="+", choices=FAMILIES, metavar="FAMILY",
+                   help="run only the programs of these families out of the --count (the "
+                   "same programs as in the whole run: CI runs one family per test)")
     p.add_argument("--options", nargs="+", choices=list(OPTION_SETS), default=list(OPTION_SETS),
                    help="transform option sets to run (default all)")
     p.add_argument("--no-nvcc", action="store_true", help="do not compile outputs with nvcc")
@@ -220,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     work = tasks(args.count, args.seed, args.families)
+    if args.select:
+        work = [t for t in work if t[1] in args.select]
+    import polycoal.cli  # noqa: F401 - imported once here, inherited by the workers
+    import polycoal.transform  # noqa: F401
     start = time.monotonic()
     results: list[ProgramResult] = []
     saved: dict[str, list[str]] = defaultdict(list)
@@ -281,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": [r.to_json() for r in results]})
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    fams = [f for f in args.families if f in summary["programs"]]
+    fams = [f for f in FAMILIES if f in summary["programs"]]
     print()
     print(table(summary["per_family"], fams, "class \\ family"))
     print("programs".ljust(len("class \\ family") + 2) + str(summary["programs"]))

@@ -245,8 +245,11 @@ class Nvcc:
         src = os.path.join(directory, name + ".cu")
         with open(src, "w") as f:
             f.write(source)
-        r = subprocess.run(self.command(src, os.path.join(directory, name + ".o")),
-                           capture_output=True, text=True, errors="replace")
+        try:
+            r = subprocess.run(self.command(src, os.path.join(directory, name + ".o")),
+                               capture_output=True, text=True, errors="replace", timeout=600)
+        except subprocess.TimeoutExpired:
+            return "nvcc ran past 600 s"
         if r.returncode == 0:
             return None
         lines = [l for l in (r.stdout + r.stderr).splitlines() if "error" in l.lower()]
