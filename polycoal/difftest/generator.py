@@ -56,6 +56,13 @@ class GeneratedProgram:
     must_keep: list[str]             # kernels that must stay byte-identical
     shape: str                       # one line: what was generated
     variant: str = ""                # the shape's sub-kind, for the tables
+    # kernel -> option sets under which it may change after all (racing copies along an
+    # unread axis: --collapse-redundant-threads runs one copy)
+    keep_exempt: dict[str, list[str]] = field(default_factory=dict)
+
+    def kept_under(self, option: str) -> list[str]:
+        """The kernels that must stay byte-identical under `option`."""
+        return [k for k in self.must_keep if option not in self.keep_exempt.get(k, [])]
 
 
 @dataclass(eq=False)
@@ -135,6 +142,7 @@ class Builder:
         self.names: set[str] = {"fill", "fill_pow2", "checksum", "main", "argc", "argv",
                                 "min", "max", "t"}
         self.must_keep: list[str] = []
+        self.keep_exempt: dict[str, list[str]] = {}
         self.reduction_terms = 0           # longest float reduction
         self.reduction_type = "float"
         self.divides = False
@@ -1080,6 +1088,7 @@ def fam_racy(b: Builder) -> None:
         bx = rng.choice((32, 64))
         b.launch(k, [(N, bx), (Size(8, "8", "8"), 8)], grid_override=[None, "1"])
         b.must_keep.append(k.name)
+        b.keep_exempt[k.name] = ["collapse"]
         b.shape.append(f"{k.name}: racy ({form})")
         return
     b.launch(k, geometry)
@@ -1212,4 +1221,4 @@ def generate(seed: int, family: str | None = None) -> GeneratedProgram:
     header = (f"/* polycoal difftest: family {family}, seed {seed}\n" +
               "".join(f" * {s}\n" for s in b.shape) + " */\n")
     return GeneratedProgram(seed, family, header + source, checks, list(b.must_keep),
-                            "; ".join(b.shape), b.variant)
+                            "; ".join(b.shape), b.variant, dict(b.keep_exempt))

@@ -72,7 +72,8 @@ def save_reproducer(out: str, result: ProgramResult, failure, program: Generated
     with open(base + ".cu", "w") as f:
         f.write(program.source)
     with open(base + ".json", "w") as f:
-        json.dump(program_metadata(program), f, indent=1)
+        json.dump(dict(program_metadata(program), failure=failure.cls,
+                       options=failure.options), f, indent=1)
     if failure.output is not None:
         with open(base + ".out.cu", "w") as f:
             f.write(failure.output)
@@ -119,7 +120,7 @@ def confirm_with_cli(path: str, option: str, failure) -> str:
 
 def program_metadata(p: GeneratedProgram) -> dict:
     return {"seed": p.seed, "family": p.family, "variant": p.variant, "shape": p.shape,
-            "must_keep": p.must_keep,
+            "must_keep": p.must_keep, "keep_exempt": p.keep_exempt,
             "checks": {k: [c.kind, c.terms, c.ctype] for k, c in p.checks.items()}}
 
 
@@ -136,7 +137,7 @@ def load_program(path: str) -> GeneratedProgram:
     checks = {n: checks.get(n, Check()) for n in names}
     return GeneratedProgram(meta.get("seed", 0), meta.get("family", "replay"), source, checks,
                             meta.get("must_keep", []), meta.get("shape", ""),
-                            meta.get("variant", ""))
+                            meta.get("variant", ""), meta.get("keep_exempt", {}))
 
 
 def summarize(results: list[ProgramResult], options: list[str]) -> dict:

@@ -252,8 +252,12 @@ class Nvcc:
             return "nvcc ran past 600 s"
         if r.returncode == 0:
             return None
-        lines = [l for l in (r.stdout + r.stderr).splitlines() if "error" in l.lower()]
-        return "\n".join(lines[:4]) or (r.stdout + r.stderr)[-1500:]
+        out = (r.stdout + r.stderr).splitlines()
+        keep: list[str] = []
+        for n, line in enumerate(out):          # each error with its detail lines
+            if "error" in line.lower() and len(keep) < 12:
+                keep += out[n:n + 4]
+        return "\n".join(keep) or "\n".join(out[-20:])
 
 
 # ------------------------------------------------------------------------- comparing
@@ -498,10 +502,13 @@ class Runner:
             if text == program.source:
                 continue
             if program.must_keep:
-                why = kept_unchanged(program.source, text, program.must_keep)
-                if why:
-                    for o in options:
+                changed = False
+                for o in options:
+                    why = kept_unchanged(program.source, text, program.kept_under(o))
+                    if why:
                         fail("changed-racy", o, why, text)
+                        changed = True
+                if changed:
                     continue
             name = f"out{n}"
             if self.nvcc is not None:

@@ -115,7 +115,7 @@ def shrink_saved(runner: Runner, path: str, cls: str, budget: float = 120.0,
     with open(out, "w") as f:
         f.write(small.source)
     with open(os.path.splitext(out)[0] + ".json", "w") as f:
-        json.dump(program_metadata(small), f, indent=1)
+        json.dump(dict(program_metadata(small), failure=cls, options=[option]), f, indent=1)
     if log:
         print(f"shrink {path}: {len(program.source.splitlines())} -> "
               f"{len(small.source.splitlines())} lines in {time.monotonic() - start:.0f} s "
