@@ -1,0 +1,1224 @@
+"""Random complete CUDA programs in shape families (the differential tester's input).
+
+`generate(seed, family)` is deterministic: a `random.Random(seed)` makes every choice.
+Each program has a main that cudaMallocs its arrays, fills them on the host from
+constants the generator chose, copies them in, launches its kernels, copies every array
+back and prints one checksum line per array:
+
+    CHECK <array> <weighted sum> <weighted sum of magnitudes>
+
+(weights 1..61 from a hash of the index, so that moved elements change the sum). The
+generated original is free of races and out-of-bounds accesses (the CPU runtime checks
+the latter), except in the family `racy`, whose kernels polycoal must leave alone.
+
+Inputs are small dyadic numbers (multiples of 1/4 below 8 in magnitude, or powers of two
+for products), so that sums and products of a few thousand terms are exact in float: a
+reassociated reduction gives the same bits unless it divides. The tolerance of each
+array is still chosen by the shape (see `Check`), for division and for double.
+
+Families (FAMILIES): plain affine loops; row and column reductions in every spelling;
+loop bounds (steps, lower bounds, triangular and empty loops); guards that cut the
+thread range; several statements, arrays and kernels; run-time sizes with host-computed
+grids; launches in host loops; racy or aliasing kernels (must stay byte-identical); and
+near misses outside the model (CSR, data-dependent conditions, while, shared memory,
+user-written shuffles, atomics).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
+            "hostloop", "racy", "nearmiss")
+
+SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
+FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
+         "double": ("", "fmin", "fmax", "fabs")}
+
+
+@dataclass
+class Check:
+    """How an array's checksums are compared: `kind` "exact" (bit-identical), or
+    "reduction" (floating-point additions or divisions reassociated by a transformation,
+    `terms` the longest reduction of the program, `ctype` float or double)."""
+    kind: str = "exact"
+    terms: int = 0
+    ctype: str = "float"
+
+
+@dataclass
+class GeneratedProgram:
+    seed: int
+    family: str
+    source: str
+    checks: dict[str, Check]
+    must_keep: list[str]             # kernels that must stay byte-identical
+    shape: str                       # one line: what was generated
+    variant: str = ""                # the shape's sub-kind, for the tables
+    # kernel -> option sets under which it may change after all (racing copies along an
+    # unread axis: --collapse-redundant-threads runs one copy)
+    keep_exempt: dict[str, list[str]] = field(default_factory=dict)
+
+    def kept_under(self, option: str) -> list[str]:
+        """The kernels that must stay byte-identical under `option`."""
+        return [k for k in self.must_keep if option not in self.keep_exempt.get(k, [])]
+
+
+@dataclass(eq=False)
+class Size:
+    value: int
+    k: str                           # its text in kernels
+    h: str                           # its text in host code
+    param: str | None = None         # kernel parameter for a run-time size ("int n")
+
+
+@dataclass(eq=False)
+class Array:
+    name: str
+    ctype: str
+    dims: list[Size]
+    fill: str = "dyadic"             # dyadic | pow2 | positive | int | zero | index:<bound> | linear:<k>
+    slack: int = SLACK
+    count_value: int = 0
+
+    @property
+    def d(self) -> str:
+        return f"d_{self.name}"
+
+    def count_host(self) -> str:
+        return " * ".join(d.h for d in self.dims) + f" + {self.slack}"
+
+
+@dataclass(eq=False)
+class Kernel:
+    name: str
+    params: list[tuple[str, str]] = field(default_factory=list)   # (declaration, host arg)
+    lines: list[str] = field(default_factory=list)
+    seen: set = field(default_factory=set)
+
+    def size(self, s: Size) -> str:
+        if s.param and s not in self.seen:
+            self.seen.add(s)
+            self.params.append((s.param, s.h))
+        return s.k
+
+    def array(self, a: Array, const: bool = False, restrict: bool = False,
+              two_d: bool = False, host: str | None = None) -> str:
+        if a not in self.seen:
+            self.seen.add(a)
+            q = "const " if const else ""
+            r = " __restrict__ " if restrict else " *"
+            if two_d:
+                self.params.append((f"{q}{a.ctype} {a.name}[][{a.dims[-1].k}]",
+                                    f"({a.ctype} (*)[{a.dims[-1].h}]){host or a.d}"))
+            else:
+                decl = f"{q}{a.ctype} *__restrict__ {a.name}" if restrict else \
+                    f"{q}{a.ctype} *{a.name}"
+                self.params.append((decl, host or a.d))
+        return a.name
+
+    def scalar(self, decl: str, host: str) -> None:
+        self.params.append((decl, host))
+
+    def text(self) -> str:
+        sig = ", ".join(p for p, _ in self.params)
+        body = "\n".join("  " + l if l else "" for l in self.lines)
+        return f"__global__ void {self.name}({sig})\n{{\n{body}\n}}\n"
+
+    def args(self) -> str:
+        return ", ".join(h for _, h in self.params)
+
+
+class Builder:
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.defines: list[tuple[str, int]] = []
+        self.runtime_decls: list[str] = []
+        self.arrays: list[Array] = []
+        self.kernels: list[Kernel] = []
+        self.main: list[str] = []
+        # names of the host helpers and of C/CUDA, which kernels and sizes must not take
+        self.names: set[str] = {"fill", "fill_pow2", "checksum", "main", "argc", "argv",
+                                "min", "max", "t"}
+        self.must_keep: list[str] = []
+        self.keep_exempt: dict[str, list[str]] = {}
+        self.reduction_terms = 0           # longest float reduction
+        self.reduction_type = "float"
+        self.divides = False
+        self.shape: list[str] = []
+        self.variant = ""
+
+    # ---- names and sizes
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            k += 1
+            name = f"{base}{k}"
+        self.names.add(name)
+        return name
+
+    def macro(self, base: str, value: int) -> Size:
+        name = self.fresh(base)
+        self.defines.append((name, value))
+        return Size(value, name, name)
+
+    def runtime(self, base: str, value: int, ctype: str | None = None) -> Size:
+        """A size known only at run time: a host variable passed as a kernel argument."""
+        rng = self.rng
+        ctype = ctype or rng.choice(("int", "int", "long", "size_t", "const int", "unsigned"))
+        host = self.fresh(base.lower())
+        how = rng.choice(("atoi", "argc", "plain", "const"))
+        if how == "atoi":
+            self.runtime_decls.append(f"int {host} = atoi(\"{value}\");")
+        elif how == "argc":
+            self.runtime_decls.append(f"int {host} = {value} * argc;   /* argc is 1 */")
+        elif how == "const":
+            self.runtime_decls.append(f"const int {host} = {value};")
+        else:
+            self.runtime_decls.append(f"int {host} = {value};")
+        return Size(value, host, host, f"{ctype} {host}")
+
+    def size(self, base: str, value: int, runtime: bool = False) -> Size:
+        return self.runtime(base, value) if runtime else self.macro(base, value)
+
+    def array(self, base: str, ctype: str, dims: list[Size], fill: str = "dyadic",
+              slack: int = SLACK) -> Array:
+        a = Array(self.fresh(base), ctype, dims, fill, slack)
+        n = 1
+        for d in dims:
+            n *= d.value
+        a.count_value = n + slack
+        self.arrays.append(a)
+        return a
+
+    def kernel(self, base: str = "k") -> Kernel:
+        k = Kernel(self.fresh(base))
+        self.kernels.append(k)
+        return k
+
+    def note_reduction(self, terms: int, ctype: str, divides: bool = False) -> None:
+        if ctype in ("float", "double"):
+            self.reduction_terms = max(self.reduction_terms, max(terms, 1))
+            if ctype == "float":
+                self.reduction_type = "float"
+            elif self.reduction_type != "float":
+                self.reduction_type = "double"
+        self.divides |= divides
+
+    # ---- launches
+    def launch(self, k: Kernel, geometry: list[tuple[Size, int]], indent: str = "  ",
+               grid_override: list[str] | None = None) -> None:
+        """k<<<grid, block>>>(args) with one block size per thread axis (x, y, z order)
+        and a grid covering each extent, written in one of the usual ways."""
+        rng = self.rng
+        grids, blocks = [], []
+        for n, (extent, b) in enumerate(geometry):
+            if grid_override and grid_override[n]:
+                grids.append(grid_override[n])
+            else:
+                form = rng.choice(("ceil", "ceil", "ceil", "plus1", "exact"))
+                if form == "exact" and extent.value % b == 0:
+                    grids.append(f"{extent.h} / {b}")
+                elif form == "plus1":
+                    grids.append(f"{extent.h} / {b} + 1")
+                else:
+                    grids.append(f"({extent.h} + {b - 1}) / {b}")
+            blocks.append(str(b))
+        style = rng.choice(("inline", "dim3", "vars", "shm", "stream"))
+        if len(geometry) == 1 and style == "inline":
+            cfg = f"{grids[0]}, {blocks[0]}"
+        elif style == "vars":
+            g, bl = self.fresh("grid"), self.fresh("block")
+            self.main.append(f"{indent}dim3 {bl}({', '.join(blocks)});")
+            self.main.append(f"{indent}dim3 {g}({', '.join(grids)});")
+            cfg = f"{g}, {bl}"
+        elif style == "shm":
+            cfg = f"dim3({', '.join(grids)}), dim3({', '.join(blocks)}), 0"
+        elif style == "stream":
+            cfg = f"dim3({', '.join(grids)}), dim3({', '.join(blocks)}), 0, 0"
+        else:
+            cfg = f"dim3({', '.join(grids)}), dim3({', '.join(blocks)})"
+        self.main.append(f"{indent}{k.name}<<<{cfg}>>>({k.args()});")
+
+    # ---- the program
+    def render(self) -> str:
+        rng = self.rng
+        out = ["#include <cstdio>", "#include <cstdlib>", "#include <cmath>",
+               "#include <cuda_runtime.h>", ""]
+        for name, value in self.defines:
+            if rng.random() < 0.3:
+                out += [f"#ifndef {name}", f"#define {name} {value}", "#endif"]
+            else:
+                out.append(f"#define {name} {value}")
+        out.append("")
+        for k in self.kernels:
+            out.append(k.text())
+        out += HELPERS.splitlines()
+        out.append("int main(int argc, char **argv)")
+        out.append("{")
+        out.append("  (void)argv;")
+        out += ["  " + d for d in self.runtime_decls]
+        for a in self.arrays:
+            cnt = a.count_host()
+            out.append(f"  {a.ctype} *h_{a.name} = ({a.ctype} *)malloc(sizeof({a.ctype}) * "
+                       f"({cnt}));")
+            out.append(f"  {self._fill(a)}")
+            out.append(f"  {a.ctype} *{a.d};")
+            out.append(f"  cudaMalloc((void **)&{a.d}, sizeof({a.ctype}) * ({cnt}));")
+            out.append(f"  cudaMemcpy({a.d}, h_{a.name}, sizeof({a.ctype}) * ({cnt}), "
+                       "cudaMemcpyHostToDevice);")
+        out += self.main
+        out.append("  cudaDeviceSynchronize();")
+        out.append("  if (cudaGetLastError() != cudaSuccess) printf(\"launch error\\n\");")
+        for a in self.arrays:
+            cnt = a.count_host()
+            out.append(f"  cudaMemcpy(h_{a.name}, {a.d}, sizeof({a.ctype}) * ({cnt}), "
+                       "cudaMemcpyDeviceToHost);")
+            out.append(f"  checksum(\"{a.name}\", h_{a.name}, (long)({cnt}));")
+        for a in self.arrays:
+            out.append(f"  cudaFree({a.d});")
+            out.append(f"  free(h_{a.name});")
+        out.append("  return 0;")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+    def _fill(self, a: Array) -> str:
+        rng = self.rng
+        cnt = f"(long)({a.count_host()})"
+        mul, add = rng.choice((3, 5, 7, 11, 13, 17, 29, 31)), rng.randrange(0, 97)
+        if a.fill == "zero":
+            return f"fill(h_{a.name}, {cnt}, 0, 0, 1, 0.0, 0.0);"
+        if a.fill == "pow2":
+            return f"fill_pow2(h_{a.name}, {cnt}, {mul}, {add});"
+        if a.fill == "positive":      # 1 .. 3, for divisors
+            return f"fill(h_{a.name}, {cnt}, {mul}, {add}, 9, 0.25, 1.0);"
+        if a.fill == "int":
+            m = rng.choice((5, 7, 9, 11))
+            return f"fill(h_{a.name}, {cnt}, {mul}, {add}, {m}, 1.0, {-(m // 2)}.0);"
+        if a.fill.startswith("index:"):
+            bound = a.fill.split(":")[1]
+            return f"fill(h_{a.name}, {cnt}, {mul}, {add}, {bound}, 1.0, 0.0);"
+        if a.fill.startswith("linear:"):
+            step = a.fill.split(":")[1]
+            return f"fill(h_{a.name}, {cnt}, 1, 0, {cnt} + 1, {step}.0, 0.0);"
+        m = rng.choice((7, 9, 13, 17, 31))
+        scale = rng.choice((0.25, 0.5, 0.25))
+        return f"fill(h_{a.name}, {cnt}, {mul}, {add}, {m}, {scale}, {-(m // 2) * scale});"
+
+
+HELPERS = r"""
+template <typename Elem>
+static void fill(Elem *h, long count, long a, long b, long m, double scale, double shift)
+{
+  for (long t = 0; t < count; t++) h[t] = (Elem)((double)((t * a + b) % m) * scale + shift);
+}
+
+template <typename Elem>
+static void fill_pow2(Elem *h, long count, long a, long b)
+{
+  for (long t = 0; t < count; t++) {
+    long r = (t * a + b) % 5;
+    h[t] = (Elem)(r == 0 ? 0.5 : r == 1 ? 2.0 : r == 2 ? -1.0 : 1.0);
+  }
+}
+
+template <typename Elem>
+static void checksum(const char *name, const Elem *h, long count)
+{
+  double s = 0, a = 0;
+  for (long t = 0; t < count; t++) {
+    double v = (double)h[t], w = (double)((t * 40503L) % 61 + 1);
+    s += v * w;
+    a += fabs(v) * w;
+  }
+  printf("CHECK %s %.17g %.17g\n", name, s, a);
+}
+"""
+
+
+# ----------------------------------------------------------------- shared pieces
+
+THREAD_VARS = ("i", "j", "k")
+BLOCKS_1D = (1, 31, 32, 33, 64, 100, 128, 256, 256, 128)
+BLOCKS_2D = ((16, 16), (32, 8), (8, 32), (33, 3), (31, 2), (1, 32), (32, 1), (100, 1),
+             (4, 4), (16, 4))
+BLOCKS_3D = ((8, 4, 2), (4, 4, 4), (32, 2, 2), (3, 5, 7), (1, 1, 8), (16, 2, 1), (2, 8, 4))
+EXTENTS = (1, 7, 31, 32, 33, 64, 100)
+LOOP_EXTENTS = (1, 3, 8, 17, 32, 33, 70)
+
+
+def thread_index(rng: random.Random, var: str, axis: str, ctype: str = "int") -> str:
+    form = rng.randrange(4)
+    if form == 0:
+        e = f"blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis}"
+    elif form == 1:
+        e = f"threadIdx.{axis} + blockIdx.{axis} * blockDim.{axis}"
+    elif form == 2:
+        e = f"blockDim.{axis} * blockIdx.{axis} + threadIdx.{axis}"
+    else:
+        e = f"(int)(blockIdx.{axis} * blockDim.{axis}) + (int)threadIdx.{axis}"
+    const = "const " if rng.random() < 0.2 else ""
+    return f"{const}{ctype} {var} = {e};"
+
+
+def flat(rng: random.Random, k: Kernel, terms: list[tuple[str, Size]], offset: int = 0) -> str:
+    """Row-major linear index of `terms` (var or expression, extent), optionally + offset
+    on the fastest dimension."""
+    if not terms:
+        return str(offset)
+    parts = [v for v, _ in terms]
+    exts = [k.size(s) for _, s in terms]
+    last = parts[-1] if not offset else f"{parts[-1]} + {offset}"
+    if len(parts) == 1:
+        return last
+    form = rng.randrange(3)
+    if form == 0 or len(parts) > 3:
+        e = parts[0]
+        for p, x in zip(parts[1:-1], exts[1:-1]):
+            e = f"({e}) * {x} + {p}"
+        return f"({e}) * {exts[-1]} + {last}" if len(parts) > 2 else f"{e} * {exts[-1]} + {last}"
+    if form == 1:
+        strides = []
+        for n in range(len(parts)):
+            strides.append(" * ".join(exts[n + 1:]))
+        pieces = [f"{p} * {s}" if s else p for p, s in zip(parts[:-1], strides[:-1])]
+        return " + ".join(pieces + [last])
+    # fastest first
+    strides = [" * ".join(exts[n + 1:]) for n in range(len(parts))]
+    pieces = [f"{s} * {p}" for p, s in zip(parts[:-1], strides[:-1])]
+    return " + ".join([last] + pieces[::-1])
+
+
+def literal(ctype: str, value: float) -> str:
+    if ctype == "float":
+        return f"{value}f"
+    if ctype == "double":
+        return f"{value}"
+    return str(int(value))
+
+
+def choose_type(rng: random.Random, weights=(6, 2, 2)) -> str:
+    return rng.choices(("float", "double", "int"), weights)[0]
+
+
+def geometry_blocks(rng: random.Random, nd: int) -> list[int]:
+    if nd == 1:
+        return [rng.choice(BLOCKS_1D)]
+    if nd == 2:
+        return list(rng.choice(BLOCKS_2D))
+    return list(rng.choice(BLOCKS_3D))
+
+
+# ----------------------------------------------------------------- reductions
+
+# update spellings: name -> (operator class, template with {a} the accumulator, {e} the term)
+SUM_FORMS = {"+=": "{a} += {e};", "a=a+e": "{a} = {a} + {e};", "a=e+a": "{a} = {e} + {a};",
+             "-=": "{a} -= {e};", "a=a-e": "{a} = {a} - {e};"}
+PROD_FORMS = {"*=": "{a} *= {e};", "a=a*e": "{a} = {a} * {e};", "a=e*a": "{a} = {e} * {a};",
+              "/=": "{a} /= {e};"}
+MINMAX_FORMS = {"fmin": "{a} = {fmin}({a}, {e});", "fmax": "{a} = {fmax}({e}, {a});",
+                "?<": "{a} = ({e} < {a}) ? {e} : {a};", "?>": "{a} = {a} > {e} ? {a} : {e};",
+                "if>": "if ({e} > {a}) {a} = {e};"}
+
+
+def pick_update(rng: random.Random, ctype: str, allow=("sum", "prod", "minmax"),
+                weights=None) -> tuple[str, str, str]:
+    """(operator class, spelling name, template)."""
+    cls = rng.choices(allow, weights or [{"sum": 6, "prod": 2, "minmax": 2}[c] for c in allow])[0]
+    forms = {"sum": SUM_FORMS, "prod": PROD_FORMS, "minmax": MINMAX_FORMS}[cls]
+    names = list(forms)
+    if ctype == "int" and cls == "prod":
+        names.remove("/=")
+    name = rng.choice(names)
+    return cls, name, forms[name]
+
+
+def render_update(template: str, acc: str, term: str, ctype: str) -> str:
+    fmin, fmax = ("min", "max") if ctype == "int" else FLOAT[ctype][1:3]
+    return template.format(a=acc, e=term, fmin=fmin, fmax=fmax)
+
+
+@dataclass
+class LoopSpec:
+    """for (int v = lo; v < hi; v += step), with its text and trip-count bound."""
+    header: str
+    max_trips: int
+    lo_min: int              # smallest value the counter takes
+    hi_max: int              # one past the largest value it takes (bound for indexing)
+    shape: str
+
+
+def loop_spec(rng: random.Random, k: Kernel, var: str, extent: Size, thread: str | None,
+              thread_extent: Size | None, kind: str = "plain", lo_size: Size | None = None
+              ) -> LoopSpec:
+    """A loop over [.., extent) of one of the kinds: plain, step2, step3, lo1, lo3, lo-param,
+    tri-lower (v <= thread), tri-upper (v from thread), empty, empty-guarded
+    (v < thread - 3), le (v <= extent - 1), reversed."""
+    e = k.size(extent)
+    n = extent.value
+    if kind == "step2" or kind == "step3":
+        s = 2 if kind == "step2" else 3
+        form = rng.choice(("+=", "=+"))
+        inc = f"{var} += {s}" if form == "+=" else f"{var} = {var} + {s}"
+        lo = rng.choice((0, 0, 1))
+        return LoopSpec(f"for (int {var} = {lo}; {var} < {e}; {inc})",
+                        max(0, (n - lo + s - 1) // s), lo, n, kind)
+    if kind in ("lo1", "lo3"):
+        lo = 1 if kind == "lo1" else 3
+        return LoopSpec(f"for (int {var} = {lo}; {var} < {e}; {var}++)", max(0, n - lo), lo, n,
+                        kind)
+    if kind == "lo-param" and lo_size is not None:
+        k.size(lo_size)
+        return LoopSpec(f"for (int {var} = {lo_size.k}; {var} < {e}; {var}++)",
+                        max(0, n - lo_size.value), lo_size.value, n, kind)
+    if kind == "tri-lower" and thread is not None and thread_extent is not None and \
+            thread_extent.value <= n:
+        return LoopSpec(f"for (int {var} = 0; {var} <= {thread}; {var}++)",
+                        thread_extent.value, 0, thread_extent.value, kind)
+    if kind == "tri-upper" and thread is not None and thread_extent is not None and \
+            thread_extent.value <= n:
+        return LoopSpec(f"for (int {var} = {thread}; {var} < {e}; {var}++)", n, 0, n, kind)
+    if kind == "empty":
+        return LoopSpec(f"for (int {var} = {e}; {var} < {e}; {var}++)", 0, 0, n, kind)
+    if kind == "empty-guarded" and thread is not None and thread_extent is not None and \
+            thread_extent.value - 3 <= n:
+        return LoopSpec(f"for (int {var} = 0; {var} < {thread} - 3; {var}++)",
+                        max(0, min(n, thread_extent.value - 3)), 0,
+                        min(n, max(0, thread_extent.value - 3)), kind)
+    if kind == "le":
+        return LoopSpec(f"for (int {var} = 0; {var} <= {e} - 1; {var}++)", n, 0, n, kind)
+    if kind == "reversed":
+        return LoopSpec(f"for (int {var} = {e} - 1; {var} >= 0; {var}--)", n, 0, n, kind)
+    if kind == "long":
+        return LoopSpec(f"for (long {var} = 0; {var} < {e}; {var}++)", n, 0, n, kind)
+    return LoopSpec(f"for (int {var} = 0; {var} < {e}; {var}++)", n, 0, n, "plain")
+
+
+LOOP_KINDS = ("plain", "step2", "step3", "lo1", "lo3", "lo-param", "tri-lower", "tri-upper",
+              "empty", "empty-guarded", "le", "reversed", "long")
+
+
+def guard_for(rng: random.Random, k: Kernel, var: str, extent: Size, kind: str
+              ) -> tuple[str, int, int]:
+    """(condition, first value, one past the last value) of a guard cutting the range of a
+    thread variable: full, lo1 (v >= 1), hi3 (v < E - 3), both, mid, ge-return."""
+    e = k.size(extent)
+    n = extent.value
+    if kind == "lo1":
+        return f"{var} >= 1 && {var} < {e}", 1, n
+    if kind == "hi3":
+        return f"{var} < {e} - 3", 0, max(0, n - 3)
+    if kind == "both":
+        return f"{var} >= 2 && {var} < {e} - 1", 2, max(2, n - 1)
+    if kind == "gt":
+        return f"{var} > 0 && {var} <= {e} - 1", 1, n
+    if kind == "half":
+        return f"{var} < {e} / 2", 0, n // 2
+    if kind == "mod":
+        return f"{var} < {e} && {var} % 2 == 0", 0, n
+    return f"{var} < {e}", 0, n
+
+
+GUARD_KINDS = ("full", "lo1", "hi3", "both", "gt", "half", "mod")
+
+
+def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False,
+                     loop_kind: str = "plain", guard_kind: str = "full",
+                     update: tuple[str, str, str] | None = None, private: bool | None = None,
+                     ctype: str | None = None, rows: int | None = None,
+                     cols: int | None = None, two_acc: bool = False) -> Kernel:
+    """One thread per output element y[t] (t < T) and a loop over the other dimension of a
+    row-major matrix: a row reduction (y[i] op= A[i*M + j] * x[j], loads a row apart along
+    the threads) or a column reduction (y[j] op= A[i*N + j] * x[i], coalesced but starved).
+    Optionally through a private scalar, with statements before and after the loop."""
+    rng = b.rng
+    ctype = ctype or choose_type(rng)
+    update = update or pick_update(rng, ctype)
+    cls, spelling, template = update
+    private = rng.random() < 0.4 if private is None else private
+    if orientation == "row":
+        t_value = rows or rng.choice(EXTENTS)
+        l_value = cols or rng.choice(LOOP_EXTENTS + (100, 128))
+    else:
+        t_value = cols or rng.choice(EXTENTS)
+        l_value = rows or rng.choice((33, 100, 1024, 1100, 1500, 2048))
+    if cls == "prod":
+        l_value = min(l_value, 40)      # products of 40 powers of two stay in range
+    T = b.size("N", t_value, runtime and rng.random() < 0.7)
+    L = b.size("M", l_value, runtime and rng.random() < 0.7)
+    tv, lv = ("i", "j") if orientation == "row" else ("j", "i")
+    k = b.kernel("row_reduce" if orientation == "row" else "col_reduce")
+    restrict = rng.random() < 0.3
+    y = b.array("y", ctype, [T], "zero" if rng.random() < 0.5 and cls == "sum" else
+                ("pow2" if cls == "prod" else "dyadic" if ctype != "int" else "int"))
+    fill = {"prod": "pow2", "sum": "dyadic", "minmax": "dyadic"}[cls]
+    if spelling == "/=":
+        fill = "positive"
+    if ctype == "int" and fill == "dyadic":
+        fill = "int"
+    A = b.array("A", ctype, [L, T] if orientation == "col" else [T, L], fill)
+    x = b.array("x", ctype, [L], "pow2" if cls == "prod" else ("int" if ctype == "int" else "dyadic"))
+    yn = k.array(y, restrict=restrict)
+    shift_wanted = rng.random() < 0.6
+    An = k.array(A, const=rng.random() < 0.5, restrict=restrict)
+    xn = k.array(x, const=rng.random() < 0.5, restrict=restrict)
+    lo_size = None
+    if loop_kind == "lo-param":
+        lo_size = b.runtime("LO", rng.choice((1, 2, 5)), "int")
+    k.lines.append(thread_index(rng, tv, "x"))
+    cond, t_lo, t_hi = guard_for(rng, k, tv, T, guard_kind)
+    spec = loop_spec(rng, k, lv, L, tv, T, loop_kind, lo_size)
+    # PolyBench's shape: the loop runs only for t >= 4 and writes y[t - 4]
+    shift = spec.shape == "empty-guarded" and not private and not two_acc and shift_wanted
+    target = f"{yn}[{tv} - 4]" if shift else f"{yn}[{tv}]"
+    if orientation == "row":
+        a_index = flat(rng, k, [(tv, T), (lv, L)])
+    else:
+        a_index = flat(rng, k, [(lv, L), (tv, T)])
+    if cls == "prod":
+        term = rng.choice((f"{An}[{a_index}]", f"{xn}[{lv}]"))
+        if spelling == "/=":
+            term = f"{An}[{a_index}]"
+    elif cls == "minmax":
+        term = rng.choice((f"{An}[{a_index}]", f"{An}[{a_index}] * {xn}[{lv}]"))
+    else:
+        term = rng.choice((f"{An}[{a_index}] * {xn}[{lv}]", f"{An}[{a_index}]",
+                           f"{literal(ctype, 2.0)} * {An}[{a_index}]",
+                           f"{An}[{a_index}] * {xn}[{lv}] + {literal(ctype, 1.0)}"))
+    body: list[str] = []
+    init_value = {"sum": literal(ctype, 0.0), "prod": literal(ctype, 1.0)}.get(cls)
+    z = None
+    if private:
+        acc = "s" if rng.random() < 0.5 else "sum"
+        init = rng.choice((init_value, f"{yn}[{tv}]")) if init_value else f"{yn}[{tv}]"
+        body.append(f"{ctype} {acc} = {init};")
+        body.append(spec.header)
+        body.append("  " + render_update(template, acc, term, ctype))
+        finish = rng.choice(("store", "store", "add", "scale"))
+        if finish == "add" and cls == "sum" and not init.startswith(yn):
+            body.append(f"{yn}[{tv}] += {acc};")
+        elif finish == "scale" and ctype != "int":
+            body.append(f"{yn}[{tv}] = {literal(ctype, 0.5)} * {acc};")
+        else:
+            body.append(f"{yn}[{tv}] = {acc};")
+    else:
+        pre = rng.random() < 0.4 and not shift
+        if pre:
+            body.append(f"{yn}[{tv}] = {init_value or xn + '[0]'};")
+        body.append(spec.header + (" {" if two_acc else ""))
+        body.append("  " + render_update(template, target, term, ctype))
+        if two_acc:
+            z = b.array("z", ctype, [T], "zero")
+            zn = k.array(z, restrict=restrict)
+            body.append(f"  {zn}[{tv}] += {An}[{a_index}];")
+            body.append("}")
+        if rng.random() < 0.3 and ctype != "int" and not shift:
+            body.append(f"{yn}[{tv}] = {yn}[{tv}] * {literal(ctype, 0.5)};")
+    guard_style = rng.choice(("if", "if", "return"))
+    if guard_style == "return" and guard_kind == "full":
+        k.lines.append(f"if (!({cond})) return;")
+        k.lines += body
+    else:
+        k.lines.append(f"if ({cond}) {{")
+        k.lines += ["  " + l for l in body]
+        k.lines.append("}")
+    b.note_reduction(spec.max_trips, ctype, spelling == "/=")
+    if two_acc:
+        b.note_reduction(spec.max_trips, ctype)
+    b.launch(k, [(T, 256 if T.param and rng.random() < 0.6 else rng.choice(BLOCKS_1D))])
+    b.variant = f"{orientation}:{'private' if private else 'global'}:{spelling}:{ctype}"
+    b.shape.append(f"{k.name}: {orientation} reduction {b.variant}, loop {spec.shape}, "
+                   f"guard {guard_kind}, T={T.value} L={L.value}")
+    return k
+
+
+# ----------------------------------------------------------------- plain affine kernels
+
+def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
+                  runtime: bool = False, loop_kinds=("plain",), guard_kinds=("full",),
+                  statements: int | None = None, inplace: bool = False,
+                  two_d: bool | None = None) -> Kernel:
+    """Thread dims (1-3, axes in any order) and loops inside the thread; statements write
+    one element per instance (all variables in the index, any order), read arrays indexed
+    by subsets of the variables."""
+    rng = b.rng
+    nd = nd or rng.choice((1, 1, 2, 2, 3))
+    nloops = rng.choice((0, 1, 1, 2)) if nloops is None else nloops
+    if nd == 3:
+        nloops = min(nloops, 1)
+    ctype = choose_type(rng, (7, 2, 2))
+    k = b.kernel(rng.choice(("kern", "map", "update", "stencil", "scale")))
+    tvars = list(THREAD_VARS[:nd])
+    axes = ["x", "y", "z"][:nd]
+    rng.shuffle(axes)
+    # extents: at most about 100000 statement instances (fast on the CPU)
+    tvals = [rng.choice(EXTENTS) for _ in range(nd)]
+    lvals = [rng.choice(LOOP_EXTENTS) for _ in range(nloops)]
+    while True:
+        total = 1
+        for v in tvals + lvals:
+            total *= v
+        if total <= 100_000:
+            break
+        n = max(range(nd + nloops), key=lambda q: (tvals + lvals)[q])
+        small = [e for e in (EXTENTS if n < nd else LOOP_EXTENTS) if e < (tvals + lvals)[n]]
+        if n < nd:
+            tvals[n] = rng.choice(small)
+        else:
+            lvals[n - nd] = rng.choice(small)
+    textents = [b.size(("NI", "NJ", "NK")[n], tvals[n], runtime and rng.random() < 0.6)
+                for n in range(nd)]
+    lvars = ["l", "m"][:nloops]
+    lextents = [b.size(("L", "P")[n], lvals[n], runtime and rng.random() < 0.5)
+                for n in range(nloops)]
+    blocks = geometry_blocks(rng, nd)
+    for v, axis in zip(tvars, axes):
+        k.lines.append(thread_index(rng, v, axis))
+    conds = []
+    ranges = {}
+    for v, s in zip(tvars, textents):
+        gk = rng.choice(guard_kinds)
+        c, lo, hi = guard_for(rng, k, v, s, gk)
+        conds.append(c)
+        ranges[v] = (lo, hi)
+    loops = []
+    for n, (v, s) in enumerate(zip(lvars, lextents)):
+        kind = rng.choice(loop_kinds)
+        if kind == "lo-param":
+            spec = loop_spec(rng, k, v, s, None, None, kind, b.runtime("LO", rng.choice((1, 3)),
+                                                                        "int"))
+        else:
+            spec = loop_spec(rng, k, v, s, tvars[0], textents[0], kind)
+        loops.append(spec)
+    allvars = list(zip(tvars, textents)) + list(zip(lvars, lextents))
+    nst = statements or rng.choice((1, 1, 2))
+    body_pre: list[str] = []
+    body_in: list[str] = []
+    use_2d = rng.random() < 0.1 if two_d is None else two_d
+    inputs = [b.array(rng.choice(("A", "B", "C")), ctype, [s for _, s in
+                      rng.sample(allvars, rng.randint(1, min(2, len(allvars))))])
+              for _ in range(rng.randint(1, 2))]
+    for n in range(nst):
+        # writes: every variable in the index (in a random order); reads: subsets
+        # overwrite: inside the loops, the element of the thread written on every
+        # iteration (the last one stays; with a read of itself, a recurrence)
+        overwrite = nloops > 0 and rng.random() < 0.25
+        order = allvars[:] if (n == 0 or not nloops or rng.random() < 0.6) and \
+            not overwrite else list(zip(tvars, textents))
+        rng.shuffle(order)
+        out = b.array(rng.choice(("out", "res", "D", "E")), ctype, [s for _, s in order],
+                      "dyadic" if ctype != "int" else "int")
+        two = use_2d and len(order) == 2 and not order[1][1].param
+        on = k.array(out, two_d=two)
+        widx = f"{on}[{order[0][0]}][{order[1][0]}]" if two else \
+            f"{on}[{flat(rng, k, order)}]"
+        terms = []
+        live = {v for v, _ in (allvars if overwrite else order)}
+        for a in inputs:
+            avars = []
+            for s in a.dims:
+                cand = [v for v, e in allvars if e is s and v in live]
+                if not cand:
+                    break
+                avars.append((cand[0], s))
+            if len(avars) != len(a.dims):
+                continue
+            an = k.array(a, const=rng.random() < 0.6)
+            off = rng.choice((0, 0, 0, 1, 2))
+            terms.append(f"{an}[{flat(rng, k, avars, off)}]")
+        if inplace or rng.random() < 0.25:
+            terms.append(widx)
+            if overwrite:
+                b.note_reduction(max([sp.max_trips for sp in loops] + [1]), ctype)
+        if not terms:
+            terms.append(literal(ctype, 1.5) if ctype != "int" else "3")
+        if ctype != "int" and rng.random() < 0.3:
+            terms.append(f"({ctype}){order[0][0]}")
+        ops = []
+        for t in terms:
+            c = rng.choice((1.0, 2.0, 0.5, -1.0))
+            ops.append(t if c == 1.0 else f"{literal(ctype, c)} * {t}")
+        rhs = ops[0]
+        for o in ops[1:]:
+            rhs = f"{rhs} {rng.choice(('+', '-', '+'))} {o}"
+        line = f"{widx} = {rhs};"
+        (body_in if overwrite or any(v in live for v in lvars) else body_pre).append(line)
+    body = list(body_pre)
+    indent = ""
+    inner = []
+    for spec in loops:
+        inner.append(indent + spec.header + " {")
+        indent += "  "
+    inner += [indent + l for l in body_in]
+    for _ in loops:
+        indent = indent[:-2]
+        inner.append(indent + "}")
+    body += inner if body_in else []
+    cond = " && ".join(conds)
+    own_block = [blocks[axis_index(a)] for a in axes]     # the block size of each var's axis
+    if rng.random() < 0.15 and all(s.value % bl == 0 for s, bl in zip(textents, own_block)) \
+            and all(g == "full" for g in guard_kinds):
+        k.lines += body                                   # the grid covers exactly
+        grid_override = [f"{s.h} / {bl}" for s, bl in zip(textents, own_block)]
+    else:
+        k.lines.append(f"if ({cond}) {{")
+        k.lines += ["  " + l for l in body]
+        k.lines.append("}")
+        grid_override = None
+    order_xyz = [axes.index(axis) for axis in ("x", "y", "z")[:nd]]
+    geometry = [(textents[n], blocks[a]) for a, n in enumerate(order_xyz)]
+    go = [grid_override[n] for n in order_xyz] if grid_override else None
+    b.launch(k, geometry, grid_override=go)
+    b.variant = b.variant or f"{nd}d:{nloops}loops:{ctype}"
+    b.shape.append(f"{k.name}: {nd}-D threads ({','.join(axes)}) "
+                   f"extents {[s.value for s in textents]}, loops "
+                   f"{[l.shape for l in loops]} {[s.value for s in lextents]}, {nst} statements")
+    return k
+
+
+def axis_index(axis: str) -> int:
+    return "xyz".index(axis)
+
+
+# ----------------------------------------------------------------- families
+
+def fam_affine(b: Builder) -> None:
+    affine_kernel(b)
+
+
+def fam_rowred(b: Builder) -> None:
+    rng = b.rng
+    reduction_kernel(b, "row", private=rng.random() < 0.45,
+                     two_acc=rng.random() < 0.1,
+                     loop_kind=rng.choice(("plain",) * 6 + ("le", "long", "reversed")))
+
+
+def fam_colred(b: Builder) -> None:
+    rng = b.rng
+    ctype = choose_type(rng)
+    reduction_kernel(b, "col", private=rng.random() < 0.3, ctype=ctype,
+                     update=pick_update(rng, ctype, weights=[8, 1, 1]),
+                     loop_kind=rng.choice(("plain",) * 6 + ("le", "lo1", "step2")))
+
+
+def fam_bounds(b: Builder) -> None:
+    rng = b.rng
+    kind = rng.choice(LOOP_KINDS[1:])
+    b.variant = f"loop:{kind}"
+    if rng.random() < 0.55:
+        reduction_kernel(b, rng.choice(("row", "row", "col")), loop_kind=kind,
+                         update=("sum", "+=", SUM_FORMS["+="]) if rng.random() < 0.5 else None)
+        b.variant = f"loop:{kind}:reduction"
+    else:
+        affine_kernel(b, nd=rng.choice((1, 2)), nloops=1, loop_kinds=(kind,))
+        b.variant = f"loop:{kind}:plain"
+
+
+def divisor_block(rng: random.Random, n: int) -> int:
+    """A block size that divides n (the grid then covers exactly n threads)."""
+    return rng.choice([d for d in (1, 2, 4, 8, 16, 20, 25, 31, 32, 33, 50, 64, 100, 128)
+                       if n % d == 0] or [1])
+
+
+def guard_without_bound(b: Builder) -> None:
+    """`if (j >= 1)` alone, the grid covering exactly N threads: part of the thread range
+    idle, a loop over rows inside (overwrite, accumulate, or a private sum)."""
+    rng = b.rng
+    ctype = choose_type(rng, (4, 1, 1))
+    N = b.size("N", rng.choice((7, 31, 32, 33, 64, 100)))
+    M = b.size("M", rng.choice((3, 17, 33, 100)))
+    lo = rng.choice((1, 2, 3))
+    form = rng.choice(("overwrite", "accumulate", "private"))
+    b.variant = f"guard:lo-only:{form}"
+    A = b.array("A", ctype, [M, N])
+    y = b.array("y", ctype, [N], "zero")
+    k = b.kernel("guarded")
+    k.lines.append(thread_index(rng, "j", "x"))
+    an, yn = k.array(A, const=True), k.array(y)
+    n, m = k.size(N), k.size(M)
+    k.lines.append(f"if (j >= {lo}) {{")
+    if form == "private":
+        k.lines += [f"  {ctype} s = {literal(ctype, 0.0)};",
+                    f"  for (int i = 0; i < {m}; i++)", f"    s += {an}[i * {n} + j];",
+                    f"  {yn}[j] = s;"]
+        b.note_reduction(M.value, ctype)
+    else:
+        op = "=" if form == "overwrite" else "+="
+        k.lines += [f"  for (int i = 0; i < {m}; i++)", f"    {yn}[j] {op} {an}[i * {n} + j];"]
+        if op == "+=":
+            b.note_reduction(M.value, ctype)
+    k.lines.append("}")
+    bl = divisor_block(rng, N.value)
+    b.launch(k, [(N, bl)], grid_override=[f"{N.h} / {bl}"])
+    b.shape.append(f"{k.name}: guard j >= {lo} without an upper bound, exact grid, {form}")
+
+
+def fam_guards(b: Builder) -> None:
+    rng = b.rng
+    kind = rng.choice(GUARD_KINDS[1:])
+    if rng.random() < 0.25:
+        guard_without_bound(b)
+    elif rng.random() < 0.5:
+        reduction_kernel(b, rng.choice(("row", "col")), guard_kind=kind,
+                         update=("sum", "+=", SUM_FORMS["+="]) if rng.random() < 0.5 else None)
+        b.variant = f"guard:{kind}:reduction"
+    else:
+        affine_kernel(b, nd=rng.choice((1, 2, 2)), nloops=rng.choice((0, 1)),
+                      guard_kinds=(kind, "full"))
+        b.variant = f"guard:{kind}:plain"
+
+
+def fam_multi(b: Builder) -> None:
+    """Several statements, arrays and kernels: a pipeline (the second kernel reads what the
+    first wrote), in-place updates, a reduction feeding a plain kernel."""
+    rng = b.rng
+    form = rng.choice(("pipeline", "inplace", "statements", "red-then-map"))
+    b.variant = f"multi:{form}"
+    if form == "statements":
+        affine_kernel(b, statements=rng.choice((2, 3)))
+    elif form == "inplace":
+        affine_kernel(b, inplace=True, nloops=rng.choice((0, 1)))
+        if rng.random() < 0.5:
+            affine_kernel(b, inplace=True)
+    elif form == "red-then-map":
+        reduction_kernel(b, rng.choice(("row", "col")))
+        producer = b.arrays[0]                     # y
+        k = b.kernel("post")
+        n = producer.dims[0]
+        k.lines.append(thread_index(rng, "i", "x"))
+        yn = k.array(producer)
+        w = b.array("w", producer.ctype, [n], "zero")
+        wn = k.array(w)
+        k.lines.append(f"if (i < {k.size(n)}) {{")
+        k.lines.append(f"  {wn}[i] = {yn}[i] + {yn}[i];")
+        k.lines.append("}")
+        b.launch(k, [(n, rng.choice(BLOCKS_1D))])
+        b.shape.append(f"{k.name}: map over the reduction's output")
+    else:
+        # k1: tmp[i][j] = f(A), k2: out[j][i] = tmp[i][j] + ...
+        ctype = choose_type(rng, (3, 1, 1))
+        NI = b.size("NI", rng.choice(EXTENTS[1:]))
+        NJ = b.size("NJ", rng.choice(EXTENTS[1:]))
+        A = b.array("A", ctype, [NI, NJ])
+        tmp = b.array("tmp", ctype, [NI, NJ], "zero")
+        out = b.array("out", ctype, [NJ, NI], "zero")
+        for n, (src, dst, transpose) in enumerate(((A, tmp, False), (tmp, out, True))):
+            k = b.kernel(f"stage{n + 1}")
+            blocks = geometry_blocks(rng, 2)
+            swap = rng.random() < 0.5
+            ax_i, ax_j = ("y", "x") if swap else ("x", "y")
+            k.lines.append(thread_index(rng, "i", ax_i))
+            k.lines.append(thread_index(rng, "j", ax_j))
+            sn = k.array(src, const=True)
+            dn = k.array(dst)
+            sidx = flat(rng, k, [("i", NI), ("j", NJ)])
+            didx = flat(rng, k, [("j", NJ), ("i", NI)] if transpose else [("i", NI), ("j", NJ)])
+            k.lines.append(f"if (i < {k.size(NI)} && j < {k.size(NJ)})")
+            k.lines.append(f"  {dn}[{didx}] = {literal(ctype, 2.0)} * {sn}[{sidx}] + "
+                           f"{literal(ctype, 1.0)};")
+            geo = {"x": None, "y": None}
+            geo[ax_i] = NI
+            geo[ax_j] = NJ
+            b.launch(k, [(geo["x"], blocks[0]), (geo["y"], blocks[1])])
+            b.shape.append(f"{k.name}: 2-D stage, i on {ax_i}")
+
+
+def fam_runtime(b: Builder) -> None:
+    """Sizes known at run time, passed as int/long/size_t arguments, grids computed on the
+    host ((n + 255) / 256)."""
+    rng = b.rng
+    form = rng.choice(("rowred", "colred", "affine", "affine"))
+    b.variant = f"runtime:{form}"
+    if form == "rowred":
+        reduction_kernel(b, "row", runtime=True)
+    elif form == "colred":
+        reduction_kernel(b, "col", runtime=True)
+    else:
+        affine_kernel(b, runtime=True, nd=rng.choice((1, 2)))
+    b.variant = f"runtime:{form}"
+
+
+def fam_hostloop(b: Builder) -> None:
+    """Kernels launched in a host loop with the loop variable as an argument: a sweep
+    over rows (A[(t + 1) * N + i] from A[t * N + i]), a per-step update, a triangular
+    inner loop bounded by t, two kernels per step, and uncoalesced 2-D planes or rows
+    per step (which polycoal restructures, the launch inside the loop)."""
+    rng = b.rng
+    ctype = choose_type(rng, (4, 1, 1))
+    form = rng.choice(("sweep", "rows", "tri", "two-kernels", "plane", "plane", "rowloop",
+                       "rowloop"))
+    b.variant = f"hostloop:{form}"
+    T = b.size("T", rng.choice((2, 5, 8)))
+    tname = rng.choice(("t", "step", "iter"))
+    ttype = rng.choice(("int", "int", "long"))
+    one = literal(ctype, 1.0)
+    if form in ("plane", "rowloop"):
+        NI = b.size("NI", rng.choice((7, 31, 33, 64)))
+        NJ = b.size("NJ", rng.choice((8, 31, 33, 64)))
+        A = b.array("A", ctype, [NI, NJ])
+        C = b.array("C", ctype, [T, NI, NJ], "zero")
+        k = b.kernel(form)
+        k.lines.append(thread_index(rng, "i", "x"))
+        an, cn = k.array(A, const=True), k.array(C)
+        k.scalar(f"{ttype} {tname}", "t")
+        ni, nj = k.size(NI), k.size(NJ)
+        update = rng.choice(("=", "+="))
+        rhs = rng.choice((f"{an}[i * {nj} + j] + ({ctype}){tname}",
+                          f"{an}[i * {nj} + j] * ({ctype})({tname} + 1)"))
+        if form == "plane":
+            k.lines.append(thread_index(rng, "j", "y"))
+            k.lines.append(f"if (i < {ni} && j < {nj})")
+            k.lines.append(f"  {cn}[({tname} * {ni} + i) * {nj} + j] {update} {rhs};")
+            geometry = [(NI, rng.choice((32, 16, 8, 1))), (NJ, rng.choice((1, 4, 8, 32)))]
+        else:
+            k.lines.append(f"if (i < {ni}) {{")
+            k.lines.append(f"  for (int j = 0; j < {nj}; j++)")
+            k.lines.append(f"    {cn}[({tname} * {ni} + i) * {nj} + j] {update} {rhs};")
+            k.lines.append("}")
+            geometry = [(NI, rng.choice(BLOCKS_1D))]
+        b.main.append(f"  for (int t = 0; t < {T.h}; t++) {{")
+        b.launch(k, geometry, indent="    ")
+        b.main.append("  }")
+        b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
+        return
+    N = b.size("N", rng.choice(EXTENTS[1:]))
+    A = b.array("A", ctype, [T, N])
+    x = b.array("x", ctype, [N])
+    k = b.kernel(form.replace("-", "_"))
+    k.lines.append(thread_index(rng, "i", "x"))
+    An = k.array(A)
+    xn = k.array(x, const=True)
+    k.scalar(f"{ttype} {tname}", "t")
+    n = k.size(N)
+    if form == "sweep":
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[({tname} + 1) * {n} + i] = {An}[{tname} * {n} + i]"
+                       f" * {literal(ctype, 2.0 if ctype == 'int' else 0.5)} + {xn}[i];")
+        lo, hi = "0", f"{T.h} - 1"
+    elif form == "rows":
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[{tname} * {n} + i] += {xn}[i] * ({ctype}){tname};")
+        lo, hi = "0", T.h
+    elif form == "tri":
+        k.lines.append(f"if (i < {n}) {{")
+        k.lines.append(f"  for (int q = 0; q < {tname}; q++)")
+        k.lines.append(f"    {An}[{tname} * {n} + i] += {An}[q * {n} + i] * {xn}[i];")
+        k.lines.append("}")
+        lo, hi = "0", T.h
+    else:
+        k.lines.append(f"if (i < {n})")
+        k.lines.append(f"  {An}[{tname} * {n} + i] = {xn}[i] + ({ctype}){tname} + {one};")
+        lo, hi = "0", T.h
+    kb = None
+    if form == "two-kernels":
+        kb = b.kernel("accumulate")
+        kb.lines.append(thread_index(rng, "i", "x"))
+        Bn = b.array("B", ctype, [N], "zero")
+        bn = kb.array(Bn)
+        an2 = kb.array(A, const=True)
+        kb.scalar(f"int {tname}", "t")
+        kb.lines.append(f"if (i < {kb.size(N)})")
+        kb.lines.append(f"  {bn}[i] += {an2}[{tname} * {kb.size(N)} + i];")
+    b.main.append(f"  for (int t = {lo}; t < {hi}; t++) {{")
+    b.launch(k, [(N, rng.choice(BLOCKS_1D))], indent="    ")
+    if kb:
+        b.launch(kb, [(N, rng.choice(BLOCKS_1D))], indent="    ")
+    b.main.append("  }")
+    b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
+
+
+def fam_racy(b: Builder) -> None:
+    """Kernels that must stay byte-identical: real races between threads, or pointer
+    arguments that alias at the launch (the same allocation passed twice, no restrict)."""
+    rng = b.rng
+    ctype = rng.choice(("float", "float", "int"))
+    form = rng.choice(("alias-shift", "alias-transpose", "same-element", "neighbour",
+                       "accumulate-one", "copies"))
+    b.variant = f"racy:{form}"
+    N = b.size("N", rng.choice((31, 33, 64, 100)))
+    k = b.kernel(form.replace("-", "_"))
+    k.lines.append(thread_index(rng, "i", "x"))
+    geometry = [(N, rng.choice(BLOCKS_1D))]
+    if form == "alias-shift":
+        A = b.array("A", ctype, [N])
+        k.scalar(f"{ctype} *dst", A.d)
+        k.scalar(f"const {ctype} *src", A.d)
+        k.lines.append(f"if (i < {k.size(N)})")
+        k.lines.append("  dst[i] = src[i + 1] + src[i];")
+    elif form == "alias-transpose":
+        M = b.size("M", rng.choice((8, 16, 33)))
+        A = b.array("A", ctype, [M, M])
+        k.scalar(f"{ctype} *out", A.d)
+        k.scalar(f"const {ctype} *in", A.d)
+        k.lines.append(thread_index(rng, "j", "y"))
+        k.lines.append(f"if (i < {k.size(M)} && j < {k.size(M)})")
+        k.lines.append(f"  out[j * {k.size(M)} + i] = in[i * {k.size(M)} + j];")
+        geometry = [(M, rng.choice((8, 16, 32))), (M, rng.choice((1, 2, 8)))]
+    elif form == "same-element":
+        A = b.array("A", ctype, [N])
+        y = b.array("y", ctype, [N], "zero")
+        an, yn = k.array(A, const=True), k.array(y)
+        k.lines.append(f"if (i < {k.size(N)})")
+        k.lines.append(f"  {yn}[i / 2] = {an}[i];")
+    elif form == "neighbour":
+        A = b.array("A", ctype, [N])
+        an = k.array(A)
+        k.lines.append(f"if (i < {k.size(N)} - 1)")
+        k.lines.append(f"  {an}[i + 1] = {an}[i] + {literal(ctype, 1.0)};")
+    elif form == "accumulate-one":
+        A = b.array("A", ctype, [N])
+        y = b.array("y", ctype, [N], "zero")
+        an, yn = k.array(A, const=True), k.array(y)
+        k.lines.append(f"if (i < {k.size(N)})")
+        k.lines.append(f"  {yn}[0] += {an}[i];")
+    else:
+        # ATAX-style copies: a 1-D kernel launched with 8 rows of threads along y that all
+        # store the same value (deterministic; --collapse-redundant-threads may change it)
+        M = b.size("M", rng.choice((8, 17, 33)))
+        A = b.array("A", ctype, [N, M])
+        y = b.array("y", ctype, [N], "zero")
+        an, yn = k.array(A, const=True), k.array(y)
+        k.lines.append(f"if (i < {k.size(N)}) {{")
+        k.lines.append(f"  {ctype} s = 0;")
+        k.lines.append(f"  for (int j = 0; j < {k.size(M)}; j++)")
+        k.lines.append(f"    s += {an}[i * {k.size(M)} + j];")
+        k.lines.append(f"  {yn}[i] = s;")
+        k.lines.append("}")
+        bx = rng.choice((32, 64))
+        b.launch(k, [(N, bx), (Size(8, "8", "8"), 8)], grid_override=[None, "1"])
+        b.must_keep.append(k.name)
+        b.keep_exempt[k.name] = ["collapse"]
+        b.shape.append(f"{k.name}: racy ({form})")
+        return
+    b.launch(k, geometry)
+    b.must_keep.append(k.name)
+    b.shape.append(f"{k.name}: racy ({form})")
+
+
+def fam_nearmiss(b: Builder) -> None:
+    """Shapes just outside the model, which polycoal must leave alone or permute
+    correctly: CSR rows, data-dependent conditions, while loops, break, nested reduction
+    loops, two reduction loops, shared-memory tiles with __syncthreads, user-written warp
+    shuffles, atomicAdd, indirect rows."""
+    rng = b.rng
+    form = rng.choice(("csr", "datacond", "while", "break", "nested", "two-loops", "tiled",
+                       "shuffle", "atomic", "indirect"))
+    b.variant = f"nearmiss:{form}"
+    ctype = "float" if form in ("tiled", "shuffle", "atomic") else choose_type(rng, (4, 1, 1))
+    N = b.size("N", rng.choice((31, 33, 64, 100)))
+    M = b.size("M", rng.choice((8, 17, 32, 33)))
+    k = b.kernel("nm_" + form.replace("-", "_"))
+    if form == "tiled":
+        # out = in^T + 1 through a 16x16 tile in shared memory; sizes multiples of 16
+        S = b.size("S", rng.choice((16, 32, 48)))
+        A = b.array("in_", ctype, [S, S])
+        O = b.array("out", ctype, [S, S], "zero")
+        an, on = k.array(A, const=True), k.array(O)
+        k.lines += ["__shared__ float tile[16][17];",
+                    "int bx = blockIdx.x * 16, by = blockIdx.y * 16;",
+                    f"tile[threadIdx.y][threadIdx.x] = {an}[(by + threadIdx.y) * {k.size(S)} + bx + threadIdx.x];",
+                    "__syncthreads();",
+                    f"{on}[(bx + threadIdx.y) * {k.size(S)} + by + threadIdx.x] = tile[threadIdx.x][threadIdx.y] + 1.0f;"]
+        b.launch(k, [(S, 16), (S, 16)], grid_override=[f"{S.h} / 16", f"{S.h} / 16"])
+        b.shape.append(f"{k.name}: shared-memory transpose with __syncthreads")
+        return
+    if form == "shuffle":
+        # one warp per row, written by the user
+        A = b.array("A", ctype, [N, M])
+        y = b.array("y", ctype, [N], "zero")
+        an, yn = k.array(A, const=True), k.array(y)
+        k.lines += ["int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;",
+                    "int lane = threadIdx.x % 32;",
+                    f"if (row < {k.size(N)}) {{",
+                    "  float s = 0;",
+                    f"  for (int j = lane; j < {k.size(M)}; j += 32) s += {an}[row * {k.size(M)} + j];",
+                    "  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffff, s, o);",
+                    f"  if (lane == 0) {yn}[row] = s;",
+                    "}"]
+        b.note_reduction(M.value, ctype)
+        b.main.append(f"  {k.name}<<<({N.h} * 32 + 127) / 128, 128>>>({k.args()});")
+        b.shape.append(f"{k.name}: user-written warp-per-row reduction")
+        return
+    k.lines.append(thread_index(rng, "i", "x"))
+    A = b.array("A", ctype, [N, M], "dyadic" if ctype != "int" else "int")
+    y = b.array("y", ctype, [N], "zero")
+    an, yn = k.array(A, const=True), k.array(y)
+    zero = literal(ctype, 0.0)
+    n, m = k.size(N), k.size(M)
+    body = []
+    if form == "csr":
+        rowptr = b.array("rowptr", "int", [N], f"linear:{M.value}", slack=SLACK)
+        col = b.array("col", "int", [N, M], f"index:{M.value}")
+        x = b.array("x", ctype, [M])
+        rn, cn, xn = k.array(rowptr, const=True), k.array(col, const=True), k.array(x, const=True)
+        body = [f"{ctype} s = {zero};",
+                f"for (int j = {rn}[i]; j < {rn}[i + 1]; j++)",
+                f"  s += {an}[j] * {xn}[{cn}[j]];",
+                f"{yn}[i] = s;"]
+    elif form == "datacond":
+        body = [f"for (int j = 0; j < {m}; j++)",
+                f"  if ({an}[i * {m} + j] > {zero}) {yn}[i] += {an}[i * {m} + j];"]
+    elif form == "while":
+        body = ["int j = 0;", f"{ctype} s = {zero};",
+                f"while (j < {m}) {{ s += {an}[i * {m} + j]; j++; }}", f"{yn}[i] = s;"]
+    elif form == "break":
+        body = [f"{ctype} s = {zero};", f"for (int j = 0; j < {m}; j++) {{",
+                f"  if ({an}[i * {m} + j] < {literal(ctype, -1.0)}) break;",
+                f"  s += {an}[i * {m} + j];", "}", f"{yn}[i] = s;"]
+    elif form == "nested":
+        K = b.size("K", rng.choice((2, 3, 5)))
+        B = b.array("B", ctype, [N, M, K])
+        bn = k.array(B, const=True)
+        body = [f"for (int j = 0; j < {m}; j++)",
+                f"  for (int q = 0; q < {k.size(K)}; q++)",
+                f"    {yn}[i] += {bn}[(i * {m} + j) * {k.size(K)} + q];"]
+        b.note_reduction(M.value * K.value, ctype)
+    elif form == "two-loops":
+        z = b.array("z", ctype, [N], "zero")
+        zn = k.array(z)
+        body = [f"for (int j = 0; j < {m}; j++)", f"  {yn}[i] += {an}[i * {m} + j];",
+                f"for (int j = 0; j < {m}; j++)",
+                f"  {zn}[i] += {an}[i * {m} + j] * {yn}[i];"]
+    elif form == "atomic":
+        body = [f"for (int j = 0; j < {m}; j++)",
+                f"  atomicAdd(&{yn}[j], {an}[i * {m} + j]);"]
+        b.note_reduction(N.value, ctype)
+    elif form == "indirect":
+        P = b.array("P", "int", [N], f"index:{N.value}")
+        x = b.array("x", ctype, [M])
+        pn, xn = k.array(P, const=True), k.array(x, const=True)
+        body = [f"for (int j = 0; j < {m}; j++)",
+                f"  {yn}[i] += {an}[{pn}[i] * {m} + j] * {xn}[j];"]
+    k.lines.append(f"if (i < {n}) {{")
+    k.lines += ["  " + l for l in body]
+    k.lines.append("}")
+    b.note_reduction(M.value, ctype)
+    b.launch(k, [(N, rng.choice(BLOCKS_1D))])
+    b.shape.append(f"{k.name}: near miss ({form})")
+
+
+FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_colred,
+                    "bounds": fam_bounds, "guards": fam_guards, "multi": fam_multi,
+                    "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
+                    "nearmiss": fam_nearmiss}
+
+
+def generate(seed: int, family: str | None = None) -> GeneratedProgram:
+    """The program of `seed` (in `family`, or one chosen by the seed)."""
+    rng = random.Random(seed)
+    family = family or rng.choice(FAMILIES)
+    rng = random.Random(f"{family}:{seed}")
+    b = Builder(rng)
+    FAMILY_FUNCTIONS[family](b)
+    source = b.render()
+    checks = {}
+    for a in b.arrays:
+        if b.reduction_terms and a.ctype in ("float", "double"):
+            checks[a.name] = Check("reduction", b.reduction_terms, a.ctype)
+        else:
+            checks[a.name] = Check()
+    header = (f"/* polycoal difftest: family {family}, seed {seed}\n" +
+              "".join(f" * {s}\n" for s in b.shape) + " */\n")
+    return GeneratedProgram(seed, family, header + source, checks, list(b.must_keep),
+                            "; ".join(b.shape), b.variant, dict(b.keep_exempt))

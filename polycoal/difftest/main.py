@@ -1,0 +1,309 @@
+"""The tester's command line (tools/difftest.py): generate, judge in parallel, save
+reproducers, print the tables.
+
+    python tools/difftest.py --count 300 --seed 1 --jobs 2 --out /tmp/findings
+    python tools/difftest.py --replay /tmp/findings/mismatch/bounds-17.cu
+
+Program n (0-based) has seed S + n and family FAMILIES[n % len(FAMILIES)] (or of
+--families), so that a run's programs are fixed by --seed, --count and --families.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import shlex
+import sys
+import time
+from collections import Counter, defaultdict
+
+from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
+from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner,
+                                      install_read_cache)
+from polycoal.runtime.cpu_program import CpuProgramRunner
+
+NOT_POLYCOAL = {"generator-invalid"}        # the tester's own problems
+
+_runner: Runner | None = None
+
+
+def _init(cache: str, nvcc_mode: str | None, options: list[str], timeout: int,
+          cache_reads: bool = True) -> None:
+    global _runner
+    if cache_reads:
+        install_read_cache()
+    _runner = Runner(CpuProgramRunner(cache), Nvcc(nvcc_mode) if nvcc_mode else None, options,
+                     timeout)
+
+
+def _job(task: tuple[int, str]) -> ProgramResult:
+    seed, family = task
+    start = time.monotonic()
+    try:
+        r = _runner.run_seed(seed, family)
+    except Exception as e:        # noqa: BLE001 - a tester bug must not stop the run
+        import traceback
+        from polycoal.difftest.runner import Failure
+        r = ProgramResult(seed, family, "", "", [Failure(
+            "generator-invalid", [], "the tester failed:\n" + traceback.format_exc()[-2000:])])
+    r.seconds["total"] = time.monotonic() - start
+    return r
+
+
+def tasks(count: int, seed: int, families: list[str]) -> list[tuple[int, str]]:
+    return [(seed + n, families[n % len(families)]) for n in range(count)]
+
+
+def slug(cls: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", cls)
+
+
+def save_reproducer(out: str, result: ProgramResult, failure, program: GeneratedProgram,
+                    confirm: bool = False) -> str:
+    """<out>/<class>/<family>-<seed>.cu (the program), .json (what the judge needs to
+    replay it), .out.cu (the failing output, when there is one) and .txt (the commands
+    and the message)."""
+    directory = os.path.join(out, slug(failure.cls))
+    os.makedirs(directory, exist_ok=True)
+    base = os.path.join(directory, f"{result.family}-{result.seed}")
+    with open(base + ".cu", "w") as f:
+        f.write(program.source)
+    with open(base + ".json", "w") as f:
+        json.dump(dict(program_metadata(program), failure=failure.cls,
+                       options=failure.options), f, indent=1)
+    if failure.output is not None:
+        with open(base + ".out.cu", "w") as f:
+            f.write(failure.output)
+    option = failure.options[0] if failure.options else "default"
+    args = " ".join(shlex.quote(a) for a in OPTION_SETS.get(option, []))
+    confirmed = confirm_with_cli(base + ".cu", option, failure) if confirm and \
+        failure.cls not in NOT_POLYCOAL else "not checked"
+    with open(base + ".txt", "w") as f:
+        f.write(f"class: {failure.cls}\nfamily: {result.family} ({result.variant})\n"
+                f"seed: {result.seed}\noptions: {', '.join(failure.options)}\n"
+                f"confirmed by the command line: {confirmed}\n"
+                f"shape: {result.shape}\n\nreproduce:\n"
+                f"  polycoal transform {os.path.basename(base)}.cu -o out.cu {args}\n"
+                f"  nvcc -arch=sm_90 -c out.cu        # nvcc-error\n"
+                f"  python tools/difftest.py --replay {base}.cu --options {option}"
+                f"    # the whole judgement\n\nmessage:\n{failure.message}\n")
+    return base + ".cu"
+
+
+def confirm_with_cli(path: str, option: str, failure) -> str:
+    """Re-run the failing transform as a user would (`python -m polycoal transform` in a
+    subprocess) and say whether it agrees with the in-process run."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.cu")
+        r = subprocess.run([sys.executable, "-m", "polycoal", "transform", path, "-o", out,
+                            *OPTION_SETS.get(option, [])], capture_output=True, text=True,
+                           errors="replace", timeout=600)
+        text = open(out, errors="replace").read() if os.path.exists(out) else None
+    if "Traceback (most recent call last)" in r.stderr:
+        last = [l for l in r.stderr.strip().splitlines() if l and not l.startswith(" ")]
+        verdict = f"traceback ({last[-1] if last else '?'})"
+        agrees = failure.cls.startswith("traceback:")
+    elif r.returncode == 1 and "validation failed" in r.stderr:
+        verdict, agrees = "exit 1, validation failed", failure.cls == "validation-rejected"
+    elif r.returncode != 0:
+        verdict, agrees = f"exit {r.returncode}", failure.cls == f"exit-{r.returncode}"
+    else:
+        agrees = failure.output is not None and text == failure.output
+        verdict = "exit 0, " + ("the same output" if agrees else "a different output")
+    return f"{'yes' if agrees else 'NO'}: {verdict}"
+
+
+def program_metadata(p: GeneratedProgram) -> dict:
+    return {"seed": p.seed, "family": p.family, "variant": p.variant, "shape": p.shape,
+            "must_keep": p.must_keep, "keep_exempt": p.keep_exempt,
+            "checks": {k: [c.kind, c.terms, c.ctype] for k, c in p.checks.items()}}
+
+
+def load_program(path: str) -> GeneratedProgram:
+    with open(path) as f:
+        source = f.read()
+    meta_path = os.path.splitext(path)[0] + ".json"
+    meta = {}
+    if os.path.exists(meta_path):
+        with open(meta_path) as f:
+            meta = json.load(f)
+    checks = {k: Check(*v) for k, v in meta.get("checks", {}).items()}
+    names = re.findall(r'checksum\("(\w+)"', source)
+    checks = {n: checks.get(n, Check()) for n in names}
+    return GeneratedProgram(meta.get("seed", 0), meta.get("family", "replay"), source, checks,
+                            meta.get("must_keep", []), meta.get("shape", ""),
+                            meta.get("variant", ""), meta.get("keep_exempt", {}))
+
+
+def summarize(results: list[ProgramResult], options: list[str]) -> dict:
+    per_family: dict[str, Counter] = defaultdict(Counter)
+    per_option: dict[str, Counter] = defaultdict(Counter)
+    programs: Counter = Counter()
+    failing_programs: Counter = Counter()
+    examples: dict[str, list] = defaultdict(list)
+    for r in results:
+        programs[r.family] += 1
+        classes = set()
+        for f in r.failures:
+            per_family[f.cls][r.family] += 1
+            classes.add(f.cls)
+            for o in f.options:
+                per_option[f.cls][o] += 1
+            examples[f.cls].append(f"{r.family}-{r.seed}")
+        if classes - NOT_POLYCOAL:
+            failing_programs[r.family] += 1
+    return {"programs": dict(programs), "failing_programs": dict(failing_programs),
+            "per_family": {k: dict(v) for k, v in per_family.items()},
+            "per_option": {k: dict(v) for k, v in per_option.items()},
+            "examples": {k: v[:5] for k, v in examples.items()}}
+
+
+def table(rows: dict[str, dict], columns: list[str], title: str) -> str:
+    width = max([len(title)] + [len(r) for r in rows]) + 2
+    cols = [c[:14] for c in columns]
+    cw = [max(len(c), 5) + 1 for c in cols]
+    out = [title.ljust(width) + "".join(c.rjust(w) for c, w in zip(cols, cw)) + "  total".rjust(8)]
+    for name in sorted(rows):
+        r = rows[name]
+        out.append(name.ljust(width) + "".join(str(r.get(c, "")).rjust(w)
+                                               for c, w in zip(columns, cw)) +
+                   str(sum(r.values())).rjust(8))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="difftest", description="polycoal's random "
+                                "differential tester")
+    p.add_argument("--count", type=int, default=100, help="programs to generate (default 100)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the first program")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--out", default="difftest-out", help="directory for reproducers and "
+                   "summary.json (default ./difftest-out)")
+    p.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
+    p.add_argument("--select", nargs="+", choices=FAMILIES, metavar="FAMILY",
+                   help="run only the programs of these families out of the --count (the "
+                   "same programs as in the whole run: CI runs one family per test)")
+    p.add_argument("--options", nargs="+", choices=list(OPTION_SETS), default=list(OPTION_SETS),
+                   help="transform option sets to run (default all)")
+    p.add_argument("--no-nvcc", action="store_true", help="do not compile outputs with nvcc")
+    p.add_argument("--nvcc-mode", choices=("cubin", "c"), default="cubin",
+                   help="nvcc -cubin (default: front end and ptxas, no host compiler) or -c")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per transform")
+    p.add_argument("--shrink", action="store_true", help="reduce one reproducer per "
+                   "class and family (slow: seconds per step)")
+    p.add_argument("--shrink-budget", type=float, default=120.0,
+                   help="seconds of shrinking per reproducer (default 120)")
+    p.add_argument("--replay", metavar="FILE.cu", help="judge one saved program (with its "
+                   ".json beside it) and print the verdict")
+    p.add_argument("--no-read-cache", action="store_true", help="read the program afresh in "
+                   "every transform (by default the front end is memoized per program)")
+    p.add_argument("--no-confirm", dest="confirm", action="store_false",
+                   help="do not re-run the first failures of each class through a "
+                   "`polycoal transform` subprocess")
+    p.add_argument("--cache", default=None, help="directory for the CPU runtime object")
+    p.add_argument("--quiet", "-q", action="store_true")
+    args = p.parse_args(argv)
+    nvcc_mode = None if args.no_nvcc else args.nvcc_mode
+    cache = args.cache or os.path.join(os.path.abspath(args.out), ".cpu-runtime")
+    cpu = CpuProgramRunner(cache)          # builds the runtime once, before the workers
+
+    if args.replay:
+        if not args.no_read_cache:
+            install_read_cache()
+        runner = Runner(cpu, Nvcc(nvcc_mode) if nvcc_mode else None, args.options, args.timeout)
+        result = runner.run_program(load_program(args.replay))
+        print(json.dumps(result.to_json(), indent=1))
+        for f in result.failures:
+            print(f"\n[{f.cls}] {', '.join(f.options)}\n{f.message}")
+        return 1 if result.failures else 0
+
+    os.makedirs(args.out, exist_ok=True)
+    work = tasks(args.count, args.seed, args.families)
+    if args.select:
+        work = [t for t in work if t[1] in args.select]
+    import polycoal.cli  # noqa: F401 - imported once here, inherited by the workers
+    import polycoal.transform  # noqa: F401
+    start = time.monotonic()
+    results: list[ProgramResult] = []
+    saved: dict[str, list[str]] = defaultdict(list)
+    init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache)
+    if args.jobs > 1:
+        ctx = multiprocessing.get_context("fork")
+        pool = ctx.Pool(args.jobs, initializer=_init, initargs=init, maxtasksperchild=50)
+        stream = pool.imap_unordered(_job, work, chunksize=1)
+    else:
+        _init(*init)
+        pool = None
+        stream = map(_job, work)
+    try:
+        for n, r in enumerate(stream, 1):
+            results.append(r)
+            for f in r.failures:
+                program = generate(r.seed, r.family)
+                confirm = args.confirm and len(saved[f.cls]) < 3
+                saved[f.cls].append(save_reproducer(args.out, r, f, program, confirm))
+            if not args.quiet:
+                mark = ", ".join(sorted({f.cls for f in r.failures})) or "ok"
+                print(f"[{n}/{len(work)}] {r.family}-{r.seed} ({r.variant}) "
+                      f"{r.distinct_outputs} outputs, {r.seconds.get('total', 0):.1f}s: {mark}",
+                      flush=True)
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    elapsed = time.monotonic() - start
+
+    if args.shrink:
+        from polycoal.difftest.shrink import shrink_saved
+        runner = Runner(cpu, Nvcc(nvcc_mode) if nvcc_mode else None, args.options, args.timeout)
+        for cls, paths in sorted(saved.items()):
+            if cls in NOT_POLYCOAL:
+                continue
+            seen_families = set()
+            for path in paths:
+                family = os.path.basename(path).split("-")[0]
+                if family in seen_families:
+                    continue
+                seen_families.add(family)
+                shrink_saved(runner, path, cls, args.shrink_budget, log=not args.quiet)
+
+    summary = summarize(results, args.options)
+    seconds = defaultdict(float)
+    for r in results:
+        for k, v in r.seconds.items():
+            seconds[k] += v
+    summary.update({
+        "count": len(results), "seed": args.seed, "families": args.families,
+        "options": args.options, "jobs": args.jobs, "nvcc": nvcc_mode,
+        "elapsed_s": round(elapsed, 1),
+        "seconds_per_program": {k: round(v / max(1, len(results)), 3)
+                                for k, v in sorted(seconds.items())},
+        "failures": sum(len([f for f in r.failures if f.cls not in NOT_POLYCOAL])
+                        for r in results),
+        "reproducers": {k: sorted(v, key=os.path.getsize)[:3] for k, v in saved.items()},
+        "results": [r.to_json() for r in results]})
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    fams = [f for f in FAMILIES if f in summary["programs"]]
+    print()
+    print(table(summary["per_family"], fams, "class \\ family"))
+    print("programs".ljust(len("class \\ family") + 2) + str(summary["programs"]))
+    print()
+    print(table(summary["per_option"], args.options, "class \\ option"))
+    print()
+    for cls, paths in sorted(summary["reproducers"].items()):
+        print(f"{cls}: e.g. {paths[0]}")
+    print(f"\n{len(results)} programs in {elapsed:.0f} s with {args.jobs} jobs "
+          f"({elapsed / max(1, len(results)):.2f} s per program); per program: " +
+          ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds_per_program"].items()))
+    print(f"{summary['failures']} failures; summary in {os.path.join(args.out, 'summary.json')}")
+    return 1 if summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,568 @@
+"""Run one generated program through polycoal and judge the outputs.
+
+For each program: `polycoal transform` with every option set of OPTION_SETS (in-process,
+through the command line's own entry point, so that exit statuses and diagnostics are
+the user's; a Python exception is a failure), outputs deduplicated; each distinct output
+compiled with nvcc for sm_90 and run on the CPU (polycoal.runtime.cpu_program) beside
+the original; checksums compared with the tolerance of each array (generator.Check);
+kernels the generator marked must-stay-unchanged compared byte for byte.
+
+Failure classes:
+  traceback:<Exception>@<file>:<function>   an uncaught exception inside transform
+  validation-rejected   exit 1 with "validation failed": polycoal generated a kernel its
+                        own translation validation rejected (the original is kept)
+  exit-<n>              any other nonzero exit (2: polycoal refused a valid program)
+  transform-timeout     transform ran past its time limit
+  nvcc-error            nvcc rejects an output (the original compiles)
+  cpu-compile-error     g++ rejects an output on the CPU path while nvcc accepts it
+  runtime:<what>        the output fails on the CPU: invalid-launch (a launch CUDA would
+                        refuse), memory-fault / out-of-bounds-write (outside an
+                        allocation), deadlock (a barrier not every thread reaches),
+                        timeout, crash
+  mismatch              checksums differ beyond the array's tolerance
+  race                  the output's checksums change when blocks and threads run in the
+                        reverse order (POLYCOAL_CPU_ORDER=reverse): an order-dependent
+                        result, which the original (race-free) does not have
+  changed-racy          a kernel that had to stay byte-identical (racy, aliasing) changed
+  generator-invalid     the ORIGINAL does not compile or run cleanly (a tester bug; not
+                        counted against polycoal)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from polycoal.difftest.generator import Check, GeneratedProgram, generate
+from polycoal.runtime.cpu_program import CpuProgramRunner, find_launches, tokens
+
+# option name -> `polycoal transform` arguments ("default" is --reduction auto)
+OPTION_SETS: dict[str, list[str]] = {
+    "default": [],
+    "reduction=warp": ["--reduction", "warp"],
+    "reduction=split": ["--reduction", "split"],
+    "reduction=block": ["--reduction", "block"],
+    "reduction=tiles": ["--reduction", "tiles"],
+    "reduction=none": ["--reduction", "none"],
+    "no-promotion": ["--no-promotion"],
+    "collapse": ["--collapse-redundant-threads"],
+}
+
+TRANSFORM_TIMEOUT = 120          # seconds per transform
+RUN_TIMEOUT = 60                 # seconds per CPU run
+
+
+@dataclass
+class Failure:
+    cls: str                     # the failure class
+    options: list[str]           # the option sets that produced it
+    message: str                 # the first lines of what was wrong
+    output: str | None = None    # the transformed text, when there is one
+
+
+@dataclass
+class ProgramResult:
+    seed: int
+    family: str
+    variant: str
+    shape: str
+    failures: list[Failure] = field(default_factory=list)
+    outcomes: dict[str, str] = field(default_factory=dict)   # option -> ok/changed/class
+    distinct_outputs: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for f in d["failures"]:
+            f.pop("output", None)
+        d.pop("source", None)
+        return d
+
+
+# ------------------------------------------------------------------------- transform
+
+_read_cache: dict = {}
+
+
+def install_read_cache() -> None:
+    """Memoize polycoal's front end (read_program) by file text and options in this
+    process: the eight transforms of a program read the same input, and their validations
+    often the same output (about five times faster under load). The front end does not
+    mutate what it returns (testsuite/conftest.py caches programs the same way); failures
+    are confirmed by a `polycoal transform` subprocess before they are saved
+    (main.confirm_with_cli)."""
+    import polycoal.frontend as frontend
+    import polycoal.transform as transform
+    original = getattr(frontend.read_program, "__wrapped__", frontend.read_program)
+
+    def read_program(path, options=frontend.PreprocessorOptions(), text=None, source=None):
+        if source is not None:
+            return original(path, options, text, source)
+        if text is None:
+            try:
+                with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                    content = f.read()
+            except OSError:
+                return original(path, options)
+        else:
+            content = text
+        key = (path, options, content, text is None)
+        if key not in _read_cache:
+            _read_cache[key] = original(path, options, text)
+        return _read_cache[key]
+
+    read_program.__wrapped__ = original
+    frontend.read_program = read_program
+    transform.read_program = read_program
+
+
+def clear_read_cache() -> None:
+    _read_cache.clear()
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+@dataclass
+class TransformOutcome:
+    status: int | None           # exit status (None: an exception or a timeout)
+    text: str | None             # the output, when written
+    stderr: str
+    cls: str | None = None       # failure class, None when the transform is acceptable
+    detail: str = ""
+
+
+def traceback_class(error: BaseException) -> str:
+    """traceback:<type>@<file>:<function> of the innermost frame inside polycoal (or the
+    innermost frame at all)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    inner = [f for f in frames if f"{os.sep}polycoal{os.sep}" in f.filename] or frames
+    where = f"{os.path.basename(inner[-1].filename)}:{inner[-1].name}" if inner else "?"
+    return f"traceback:{type(error).__name__}@{where}"
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Solvers print on file descriptor 1 (HiGHS' banner): send it to /dev/null."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def run_transform(path: str, out: str, args: list[str],
+                  timeout: int = TRANSFORM_TIMEOUT) -> TransformOutcome:
+    """`polycoal transform path -o out args` in this process."""
+    from polycoal.cli import main
+    if os.path.exists(out):
+        os.unlink(out)
+    err = io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        with _quiet_stdout(), contextlib.redirect_stderr(err):
+            status = main(["transform", path, "-o", out] + args)
+    except _Timeout:
+        return TransformOutcome(None, None, err.getvalue(), "transform-timeout",
+                                f"transform ran past {timeout} s")
+    except SystemExit as e:             # argparse
+        status = e.code if isinstance(e.code, int) else 2
+    except BaseException as e:          # noqa: BLE001 - any exception is the finding
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return TransformOutcome(None, None, err.getvalue(), traceback_class(e),
+                                "".join(traceback.format_exception(e))[-3000:])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    stderr = err.getvalue()
+    text = None
+    if os.path.exists(out):
+        with open(out, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    if status == 0:
+        if text is None:
+            return TransformOutcome(status, None, stderr, "no-output", "exit 0 but no output")
+        return TransformOutcome(status, text, stderr)
+    if status == 1 and "validation failed" in stderr:
+        return TransformOutcome(status, text, stderr, "validation-rejected",
+                                _first_lines(stderr, "validation failed"))
+    return TransformOutcome(status, text, stderr, f"exit-{status}", stderr[-2000:])
+
+
+def _errors(compiler_output: str, n: int = 6) -> str:
+    """A compiler's error lines first (at most n), then the end of its output."""
+    lines = compiler_output.splitlines()
+    errors = [l for l in lines if "error" in l]
+    return "\n".join(errors[:n]) + "\n...\n" + "\n".join(lines[-10:])
+
+
+def _first_lines(text: str, needle: str, n: int = 3) -> str:
+    lines = [l for l in text.splitlines() if needle in l] or text.splitlines()
+    return "\n".join(lines[:n])
+
+
+# ------------------------------------------------------------------------- nvcc
+
+class Nvcc:
+    """nvcc -arch=sm_90 on one file: `-cubin` (the default: the whole translation unit
+    through the CUDA front end, which checks host code too, device code through ptxas;
+    about a third of the time of -c) or `-c` (also the host compiler)."""
+
+    def __init__(self, mode: str = "cubin", nvcc: str | None = None):
+        self.mode = mode
+        self.nvcc = nvcc or os.environ.get("NVCC", "nvcc")
+
+    def command(self, src: str, out: str) -> list[str]:
+        flag = "-cubin" if self.mode == "cubin" else "-c"
+        return [self.nvcc, "-arch=sm_90", flag, src, "-o", out]
+
+    def check(self, source: str, directory: str, name: str) -> str | None:
+        """None when it compiles, else nvcc's first error lines."""
+        src = os.path.join(directory, name + ".cu")
+        with open(src, "w") as f:
+            f.write(source)
+        try:
+            r = subprocess.run(self.command(src, os.path.join(directory, name + ".o")),
+                               capture_output=True, text=True, errors="replace", timeout=600)
+        except subprocess.TimeoutExpired:
+            return "nvcc ran past 600 s"
+        if r.returncode == 0:
+            return None
+        out = (r.stdout + r.stderr).splitlines()
+        keep: list[str] = []
+        for n, line in enumerate(out):          # each error with its detail lines
+            if "error" in line.lower() and len(keep) < 12:
+                keep += out[n:n + 4]
+        return "\n".join(keep) or "\n".join(out[-20:])
+
+
+# ------------------------------------------------------------------------- comparing
+
+def parse_checks(stdout: str) -> dict[str, tuple[float, float]]:
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "CHECK":
+            out[parts[1]] = (float(parts[2]), float(parts[3]))
+    return out
+
+
+def tolerance(check: Check) -> float:
+    """Relative tolerance of an array's checksum against its magnitude checksum.
+
+    exact (no floating-point reduction in the program, and every integer array): 0, the
+    same bits. A float reduction of L terms reassociated (warp shuffles, split columns,
+    atomics): each result's rounding error is at most about L * u * (sum of |terms|)
+    (u = 2^-24 for float, 2^-53 for double); with the generator's inputs (dyadic, below
+    8 in magnitude, so that most sums are exact anyway) the sum of |terms| stays within a
+    small factor of the result's magnitude, hence 16 * L * u relative to the magnitude
+    checksum (a weighted sum of |result|), at least 1e-5 for float (1e-12 for double):
+    about 1e-4 at L = 100 for float, relative 1e-4 per hundred terms.
+    """
+    if check.kind == "exact":
+        return 0.0
+    u = 2.0 ** -24 if check.ctype == "float" else 2.0 ** -53
+    floor = 1e-5 if check.ctype == "float" else 1e-12
+    return max(floor, 16.0 * check.terms * u)
+
+
+def compare(checks: dict[str, Check], want: dict[str, tuple[float, float]],
+            got: dict[str, tuple[float, float]]) -> str | None:
+    """None when every array agrees, else what differs."""
+    problems = []
+    for name in sorted(set(want) | set(got)):
+        if name not in got or name not in want:
+            problems.append(f"{name}: checksum line missing in the "
+                            f"{'output' if name not in got else 'original'}")
+            continue
+        (s1, a1), (s2, a2) = want[name], got[name]
+        check = checks.get(name, Check())
+        tol = tolerance(check)
+        for what, x, y, scale in (("sum", s1, s2, max(abs(a1), abs(a2))),
+                                  ("magnitude", a1, a2, max(abs(a1), abs(a2)))):
+            if math.isnan(x) and math.isnan(y):
+                continue
+            if x == y:
+                continue
+            if tol > 0 and math.isfinite(x) and math.isfinite(y) and \
+                    abs(x - y) <= tol * scale:
+                continue
+            problems.append(f"{name}: {what} {x!r} (original) vs {y!r} (output)"
+                            f"{f', tolerance {tol:.1e} relative' if tol else ', exact'}")
+            break
+    return "; ".join(problems) or None
+
+
+def kernel_definitions(text: str) -> dict[str, str]:
+    """name -> text of each __global__ function definition."""
+    toks = tokens(text)
+    out = {}
+    for n, t in enumerate(toks):
+        if t.text != "__global__":
+            continue
+        j = n
+        while j < len(toks) and toks[j].text != "(":
+            j += 1
+        if j >= len(toks) or toks[j - 1].kind != "id":
+            continue
+        name = toks[j - 1].text
+        depth, e = 0, j
+        while e < len(toks):
+            if toks[e].text == "(":
+                depth += 1
+            elif toks[e].text == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            e += 1
+        b = e + 1
+        while b < len(toks) and toks[b].text not in ("{", ";"):
+            b += 1
+        if b >= len(toks) or toks[b].text != "{":
+            continue
+        depth, c = 0, b
+        while c < len(toks):
+            if toks[c].text == "{":
+                depth += 1
+            elif toks[c].text == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            c += 1
+        out[name] = text[t.start:toks[min(c, len(toks) - 1)].end]
+    return out
+
+
+def kept_unchanged(original: str, output: str, kernels: list[str]) -> str | None:
+    """None when every kernel in `kernels` and its launches are byte-identical."""
+    a, b = kernel_definitions(original), kernel_definitions(output)
+    try:
+        la, lb = find_launches(original), find_launches(output)
+    except ValueError as e:
+        return f"launches cannot be read: {e}"
+    for k in kernels:
+        if a.get(k) != b.get(k):
+            return f"kernel '{k}' changed"
+        if [(l.config, l.args) for l in la if l.kernel == k] != \
+                [(l.config, l.args) for l in lb if l.kernel == k]:
+            return f"a launch of kernel '{k}' changed"
+    return None
+
+
+# ------------------------------------------------------------------------- one program
+
+class Runner:
+    """Judges programs; `cpu` is shared (its runtime object is built once)."""
+
+    def __init__(self, cpu: CpuProgramRunner, nvcc: Nvcc | None, options: list[str] | None = None,
+                 transform_timeout: int = TRANSFORM_TIMEOUT, judge_outputs: bool = True):
+        # False: only the transforms are judged, and the original only has to be valid
+        # C++ (the shrinker's quick mode for transform-level classes)
+        self.judge_outputs = judge_outputs
+        self.cpu = cpu
+        self.nvcc = nvcc
+        self.options = options or list(OPTION_SETS)
+        self.transform_timeout = transform_timeout
+
+    def run_seed(self, seed: int, family: str | None = None) -> ProgramResult:
+        return self.run_program(generate(seed, family))
+
+    def run_program(self, program: GeneratedProgram, transformed: dict[str, str] | None = None
+                    ) -> ProgramResult:
+        """Judge `program`. `transformed` (option -> output text) replaces polycoal, for
+        testing the judge itself."""
+        result = ProgramResult(program.seed, program.family, program.variant, program.shape,
+                               source=program.source)
+        with tempfile.TemporaryDirectory(prefix="polycoal-difftest-") as tmp:
+            self._run(program, result, tmp, transformed)
+        return result
+
+    def _time(self, result: ProgramResult, key: str, start: float) -> None:
+        result.seconds[key] = result.seconds.get(key, 0.0) + time.monotonic() - start
+
+    def _run(self, program: GeneratedProgram, result: ProgramResult, tmp: str,
+             transformed: dict[str, str] | None) -> None:
+        path = os.path.join(tmp, f"{program.family}_{program.seed}.cu")
+        with open(path, "w") as f:
+            f.write(program.source)
+        want = self._original(program, result, tmp)
+        if want is not None:
+            self._transforms_and_outputs(program, result, tmp, transformed, path, want)
+
+    def _original(self, program: GeneratedProgram, result: ProgramResult, tmp: str
+                  ) -> dict[str, tuple[float, float]] | None:
+        """The original's checksums (run on the CPU), or None with a generator-invalid
+        failure recorded. Without judge_outputs, only its syntax is checked ({})."""
+        t = time.monotonic()
+        if not self.judge_outputs:
+            error = self.cpu.syntax_errors(program.source, tmp)
+            self._time(result, "gxx", t)
+            if error is None:
+                return {}
+            result.failures.append(Failure("generator-invalid", [], "the original is not "
+                                           "valid C++:\n" + _errors(error)))
+            return None
+        exe, error = self.cpu.compile(program.source, tmp, "original")
+        self._time(result, "gxx", t)
+        if exe is None:
+            result.failures.append(Failure("generator-invalid", [], "the original does not "
+                                           "compile on the CPU path:\n" + _errors(error)))
+            return None
+        t = time.monotonic()
+        ref = self.cpu.run(exe, RUN_TIMEOUT)
+        self._time(result, "run", t)
+        if ref.failure:
+            result.failures.append(Failure("generator-invalid", [], f"the original fails on "
+                                           f"the CPU ({ref.failure}): {ref.stderr[-1500:]}"))
+            return None
+        want = parse_checks(ref.stdout)
+        if set(want) != set(program.checks):
+            result.failures.append(Failure("generator-invalid", [], "the original prints "
+                                           f"checksums of {sorted(want)}"))
+            return None
+        if not program.must_keep:
+            # the generator's programs are race-free: the reverse order gives the same
+            t = time.monotonic()
+            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
+            self._time(result, "run", t)
+            diff = compare(program.checks, want, parse_checks(rev.stdout)) if \
+                not rev.failure else rev.failure
+            if diff:
+                result.failures.append(Failure("generator-invalid", [], "the original's "
+                                               f"result depends on the order: {diff}"))
+                return None
+        return want
+
+    def _transforms_and_outputs(self, program: GeneratedProgram, result: ProgramResult,
+                                tmp: str, transformed: dict[str, str] | None, path: str,
+                                want: dict[str, tuple[float, float]]) -> None:
+        # transform with every option set
+        outputs: dict[str, list[str]] = {}
+        failures: dict[tuple[str, str], Failure] = {}
+
+        def fail(cls: str, option: str, message: str, output: str | None = None):
+            key = (cls, message.splitlines()[0] if message else "")
+            if key in failures:
+                failures[key].options.append(option)
+            else:
+                failures[key] = Failure(cls, [option], message, output)
+            result.outcomes[option] = cls
+
+        clear_read_cache()
+        for option in self.options:
+            t = time.monotonic()
+            if transformed is not None:
+                text = transformed.get(option)
+                outcome = TransformOutcome(0, text, "") if text is not None else \
+                    TransformOutcome(None, None, "", None)
+                if text is None:
+                    continue
+            else:
+                outcome = run_transform(path, os.path.join(tmp, "out.cu"), OPTION_SETS[option],
+                                        self.transform_timeout)
+            self._time(result, "transform", t)
+            if outcome.cls:
+                fail(outcome.cls, option, outcome.detail, outcome.text)
+                continue
+            outputs.setdefault(outcome.text, []).append(option)
+        clear_read_cache()
+        result.distinct_outputs = len([t for t in outputs if t != program.source])
+        if not self.judge_outputs:
+            result.failures.extend(failures.values())
+            return
+        # judge each distinct output
+        original_nvcc: list[str | None] = []
+        for n, (text, options) in enumerate(outputs.items()):
+            for o in options:
+                result.outcomes[o] = "unchanged" if text == program.source else "changed"
+            if text == program.source:
+                continue
+            if program.must_keep:
+                changed = False
+                for o in options:
+                    why = kept_unchanged(program.source, text, program.kept_under(o))
+                    if why:
+                        fail("changed-racy", o, why, text)
+                        changed = True
+                if changed:
+                    continue
+            name = f"out{n}"
+            if self.nvcc is not None:
+                t = time.monotonic()
+                error = self.nvcc.check(text, tmp, name)
+                self._time(result, "nvcc", t)
+                if error is not None:
+                    if not original_nvcc:
+                        t = time.monotonic()
+                        original_nvcc.append(self.nvcc.check(program.source, tmp, "orig"))
+                        self._time(result, "nvcc", t)
+                    if original_nvcc[0] is not None:
+                        result.failures.append(Failure(
+                            "generator-invalid", options, "nvcc rejects the original:\n" +
+                            original_nvcc[0]))
+                        return
+                    for o in options:
+                        fail("nvcc-error", o, error, text)
+                    continue
+            t = time.monotonic()
+            exe, error = self.cpu.compile(text, tmp, name)
+            self._time(result, "gxx", t)
+            if exe is None:
+                for o in options:
+                    fail("cpu-compile-error", o, _errors(error), text)
+                continue
+            t = time.monotonic()
+            run = self.cpu.run(exe, RUN_TIMEOUT)
+            self._time(result, "run", t)
+            if run.failure:
+                for o in options:
+                    fail(f"runtime:{run.failure}", o, run.stderr[-1500:], text)
+                continue
+            diff = compare(program.checks, want, parse_checks(run.stdout))
+            if diff:
+                for o in options:
+                    fail("mismatch", o, diff, text)
+                continue
+            # a race the transformation introduced: the result depends on the order in
+            # which blocks and threads run
+            t = time.monotonic()
+            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
+            self._time(result, "run", t)
+            if rev.failure:
+                for o in options:
+                    fail(f"runtime:{rev.failure}", o, "in the reverse order: " +
+                         rev.stderr[-1500:], text)
+                continue
+            diff = compare(program.checks, want, parse_checks(rev.stdout))
+            if diff:
+                for o in options:
+                    fail("race", o, "blocks and threads in the reverse order: " + diff, text)
+        result.failures.extend(failures.values())
+
+
+def source_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
