@@ -143,7 +143,7 @@ def _in_original_shape(old: KernelModel, a: Access) -> Access:
     """Access `a` (of either kernel) with its subscripts in the original model's shape of
     its array (see _in_shape), or as it is when that shape or its flat offset is
     unknown."""
-    space, sizes = old.arrays.get(a.array, (None, None))
+    _, sizes = old.arrays.get(a.array, (None, None))
     if a.space not in ("global", "constant") or a.flat is None or sizes is None:
         return a
     subscripts = _in_shape(a.flat, sizes)
