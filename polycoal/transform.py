@@ -37,6 +37,7 @@ from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
+from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
 
 
@@ -78,6 +79,10 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         if d.code:
             return d
     model = d.analysis.model
+    if model.is_affine and model.statements and \
+            all(isl_helpers.domain(model, s).is_empty() for s in model.statements):
+        return d.keep("no-instances", "no statement of the kernel ever runs (its guards and "
+                      "loop bounds exclude every thread and iteration)")
     if not model.is_affine or not options.polyhedral:
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"
@@ -100,6 +105,10 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
             return reduced
         return kept.keep(kept.code, f"{kept.reason}; loop '{reductions[0].loop.source_name}' "
                          f"carries a reduction ({reduced.reason})")
+    unbounded = [a for a in mapping.axes if not all(isl_helpers.dim_bounds(model, a))]
+    if unbounded:
+        return d.keep("unbounded-range", f"the range of {unbounded[0]} has no affine bound, "
+                      "so no grid can be computed for it")
     block = options.block or default_block(len(mapping.axes))
     return d.change("restructured", "new geometry: " + ", ".join(
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)),

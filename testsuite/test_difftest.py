@@ -28,6 +28,10 @@ from polycoal.difftest.runner import (OPTION_SETS, Nvcc, Runner, compare, instal
 from polycoal.runtime.cpu_program import (CpuProgramRunner, find_launches, rewrite_for_cpu,
                                           synchronising_kernels)
 
+from polycoal.cli import main as cli_main
+
+from conftest import FIXTURES
+
 HAVE_NVCC = shutil.which("nvcc") is not None
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH")
 
@@ -296,10 +300,9 @@ def test_transform_in_process_classifies_tracebacks(tmp_path, monkeypatch):
 
 SHORT_SEED = 12000
 SHORT_COUNT = 300                # 30 programs per family
-# families in which the short mode still finds failures on the current code (issue 12);
-# the lead removes a family from this set when its fixes land
-FAILING_FAMILIES = {"rowred", "colred", "bounds", "guards", "multi", "runtime", "racy",
-                    "nearmiss", "affine", "hostloop"}
+# families in which the short mode still finds failures on the current code: none since
+# the fixes of issue 12 (a family goes here, xfail, only with an open issue naming it)
+FAILING_FAMILIES: set[str] = set()
 
 
 @pytest.mark.difftest
@@ -315,3 +318,19 @@ def test_difftest_short_mode(family, tmp_path, capsys):
         "--quiet", "--no-confirm"] + ([] if HAVE_NVCC else ["--no-nvcc"]))
     report = capsys.readouterr().out
     assert status == 0, report
+
+
+# ------------------------------------------------------------------ (e) reproducers found
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "difftest").glob("*.cu")),
+                         ids=lambda p: p.stem)
+def test_reproducers_found_by_the_tester(path, tmp_path):
+    """Programs the short mode found (kernels whose guards exclude every thread, a loop
+    `for (l = 0; l < l; l++)`): transform stopped with an internal error ("the range of
+    c0 is unbounded"); now they are kept byte-identical with the reason, exit 0, and the
+    whole judgement (every option set, CPU run) passes."""
+    out = tmp_path / "out.cu"
+    assert cli_main(["transform", str(path), "-o", str(out)]) == 0
+    assert out.read_bytes() == path.read_bytes()
+    assert difftest_main(["--replay", str(path), "--out", str(tmp_path / "dt"), "--quiet",
+                          "--no-confirm"] + ([] if HAVE_NVCC else ["--no-nvcc"])) == 0
