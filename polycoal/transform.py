@@ -95,7 +95,10 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         return d.keep("no-parallel-dimension", "no dimension is free of dependences")
     old_cost = mapping.costs.get(old[0]) if old else None
     new_cost = mapping.costs[mapping.axes[0]]
-    if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost):
+    # a new x with a single value (a loop of one iteration) runs one lane per warp: no gain
+    single = isl_helpers.known_extent(model, mapping.axes[0]) == 1
+    if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) or \
+            single:
         kept = _kept_order(d)
         reductions = [l for l in d.analysis.loops if l.reduction]
         if not reductions:
