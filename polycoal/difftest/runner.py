@@ -175,8 +175,9 @@ def _quiet_stdout():
 
 def run_transform(path: str, out: str, args: list[str],
                   timeout: int = TRANSFORM_TIMEOUT) -> TransformOutcome:
-    """`polycoal transform path -o out args` in this process."""
-    from polycoal.cli import main
+    """`polycoal transform path -o out args` in this process (below main's last-resort
+    handler, so that an exception escaping the command is seen with its traceback)."""
+    from polycoal.cli import _dispatch as main
     if os.path.exists(out):
         os.unlink(out)
     err = io.StringIO()
@@ -207,6 +208,9 @@ def run_transform(path: str, out: str, args: list[str],
         if text is None:
             return TransformOutcome(status, None, stderr, "no-output", "exit 0 but no output")
         return TransformOutcome(status, text, stderr)
+    if status == 1 and "[internal-error]" in stderr:     # caught and confined to a kernel
+        return TransformOutcome(status, text, stderr, "internal-error",
+                                _first_lines(stderr, "internal error"))
     if status == 1 and "validation failed" in stderr:
         return TransformOutcome(status, text, stderr, "validation-rejected",
                                 _first_lines(stderr, "validation failed"))
