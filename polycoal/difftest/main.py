@@ -44,7 +44,7 @@ def _job(task: tuple[int, str]) -> ProgramResult:
     start = time.monotonic()
     try:
         r = _runner.run_seed(seed, family)
-    except Exception as e:        # noqa: BLE001 - a tester bug must not stop the run
+    except Exception:             # noqa: BLE001 - a tester bug must not stop the run
         import traceback
         from polycoal.difftest.runner import Failure
         r = ProgramResult(seed, family, "", "", [Failure(
@@ -226,14 +226,16 @@ def main(argv: list[str] | None = None) -> int:
     work = tasks(args.count, args.seed, args.families)
     if args.select:
         work = [t for t in work if t[1] in args.select]
-    import polycoal.cli  # noqa: F401 - imported once here, inherited by the workers
-    import polycoal.transform  # noqa: F401
     start = time.monotonic()
     results: list[ProgramResult] = []
     saved: dict[str, list[str]] = defaultdict(list)
     init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache)
     if args.jobs > 1:
-        ctx = multiprocessing.get_context("fork")
+        # forkserver, not fork: a caller with threads (a test session, the CPU runtime's
+        # executors) would hand its locks to forked workers, which then hang on them
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["polycoal.cli", "polycoal.transform",
+                                    "polycoal.difftest.main"])
         pool = ctx.Pool(args.jobs, initializer=_init, initargs=init, maxtasksperchild=50)
         stream = pool.imap_unordered(_job, work, chunksize=1)
     else:
