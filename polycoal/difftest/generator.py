@@ -213,6 +213,12 @@ class Builder:
         and a grid covering each extent, written in one of the usual ways."""
         rng = self.rng
         grids, blocks = [], []
+        if len(geometry) == 1 and geometry[0][0].param and not grid_override and \
+                rng.random() < 0.5:
+            # the most common launch: k<<<(n + 255) / 256, 256>>>(..., n)
+            self.main.append(f"{indent}{k.name}<<<({geometry[0][0].h} + 255) / 256, 256>>>"
+                             f"({k.args()});")
+            return
         for n, (extent, b) in enumerate(geometry):
             if grid_override and grid_override[n]:
                 grids.append(grid_override[n])
