@@ -37,8 +37,13 @@ needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH")
 
 
 @pytest.fixture(scope="session")
-def cpu(tmp_path_factory):
-    return CpuProgramRunner(str(tmp_path_factory.mktemp("cpu-runtime")))
+def cpu_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cpu-runtime"))
+
+
+@pytest.fixture(scope="session")
+def cpu(cpu_cache):
+    return CpuProgramRunner(cpu_cache)
 
 
 def run_cpu(cpu, source, tmp_path):
@@ -309,13 +314,13 @@ FAILING_FAMILIES: set[str] = set()
 @pytest.mark.parametrize("family", [
     pytest.param(f, marks=pytest.mark.xfail(reason="issue 12 fixes pending", strict=False))
     if f in FAILING_FAMILIES else f for f in FAMILIES])
-def test_difftest_short_mode(family, tmp_path, capsys):
+def test_difftest_short_mode(family, tmp_path, capsys, cpu_cache):
     """python tools/difftest.py --count 300 --seed 12000 --jobs 2, this family's 30."""
     out = tmp_path / "out"
     status = difftest_main([
         "--count", str(SHORT_COUNT), "--seed", str(SHORT_SEED), "--select", family,
         "--jobs", str(min(2, os.cpu_count() or 1)), "--out", str(out),
-        "--quiet", "--no-confirm"] + ([] if HAVE_NVCC else ["--no-nvcc"]))
+        "--quiet", "--no-confirm", "--cache", cpu_cache] + ([] if HAVE_NVCC else ["--no-nvcc"]))
     report = capsys.readouterr().out
     assert status == 0, report
 

@@ -213,6 +213,12 @@ class Builder:
         and a grid covering each extent, written in one of the usual ways."""
         rng = self.rng
         grids, blocks = [], []
+        if len(geometry) == 1 and geometry[0][0].param and not grid_override and \
+                rng.random() < 0.5:
+            # the most common launch: k<<<(n + 255) / 256, 256>>>(..., n)
+            self.main.append(f"{indent}{k.name}<<<({geometry[0][0].h} + 255) / 256, 256>>>"
+                             f"({k.args()});")
+            return
         for n, (extent, b) in enumerate(geometry):
             if grid_override and grid_override[n]:
                 grids.append(grid_override[n])
@@ -777,6 +783,46 @@ def affine_kernel(b: Builder, nd: int | None = None, nloops: int | None = None,
     return k
 
 
+def matmul_kernel(b: Builder, loop_kind: str | None = None) -> Kernel:
+    """C[i][j] += A[i][k] * B[k][j] with i and j on thread axes in either order (x on i
+    is uncoalesced: polycoal restructures it and promotes C[i][j] to a register), the
+    loop over k plain, triangular (k < i, k <= j) or guarded-empty (k < i - 3, writing
+    C[i - 4][j]: PolyBench's shape, where promotion must not touch C for i < 4)."""
+    rng = b.rng
+    ctype = choose_type(rng, (6, 2, 1))
+    kind = loop_kind or rng.choice(("plain", "plain", "tri-i", "tri-j", "guarded-empty"))
+    NI = b.size("NI", rng.choice((7, 31, 33, 64)))
+    NJ = b.size("NJ", rng.choice((8, 31, 33, 64)))
+    NK = b.size("NK", rng.choice((3, 17, 32)) if kind == "plain" else max(NI.value, NJ.value))
+    A = b.array("A", ctype, [NI, NK])
+    B = b.array("B", ctype, [NK, NJ])
+    C = b.array("C", ctype, [NI, NJ], "zero" if rng.random() < 0.5 else
+                ("int" if ctype == "int" else "dyadic"))
+    k = b.kernel("matmul")
+    swap = rng.random() < 0.6                     # i on x: uncoalesced C and B
+    ax_i, ax_j = ("x", "y") if swap else ("y", "x")
+    k.lines.append(thread_index(rng, "i", ax_i))
+    k.lines.append(thread_index(rng, "j", ax_j))
+    an, bn, cn = k.array(A, const=True), k.array(B, const=True), k.array(C)
+    ni, nj, nk = k.size(NI), k.size(NJ), k.size(NK)
+    row = "i - 4" if kind == "guarded-empty" else "i"
+    header = {"plain": f"for (int q = 0; q < {nk}; q++)",
+              "tri-i": "for (int q = 0; q < i; q++)",
+              "tri-j": "for (int q = 0; q <= j; q++)",
+              "guarded-empty": "for (int q = 0; q < i - 3; q++)"}[kind]
+    k.lines.append(f"if (i < {ni} && j < {nj}) {{")
+    k.lines.append(f"  {header}")
+    k.lines.append(f"    {cn}[({row}) * {nj} + j] += {an}[i * {nk} + q] * {bn}[q * {nj} + j];")
+    k.lines.append("}")
+    b.note_reduction(NK.value, ctype)
+    blocks = geometry_blocks(rng, 2)
+    ext = {ax_i: NI, ax_j: NJ}
+    b.launch(k, [(ext["x"], blocks[0]), (ext["y"], blocks[1])])
+    b.variant = b.variant or f"matmul:{kind}"
+    b.shape.append(f"{k.name}: C[{row}][j] += A[i][q] * B[q][j], loop {kind}, i on {ax_i}")
+    return k
+
+
 def axis_index(axis: str) -> int:
     return "xyz".index(axis)
 
@@ -784,7 +830,10 @@ def axis_index(axis: str) -> int:
 # ----------------------------------------------------------------- families
 
 def fam_affine(b: Builder) -> None:
-    affine_kernel(b)
+    if b.rng.random() < 0.2:
+        matmul_kernel(b)
+    else:
+        affine_kernel(b)
 
 
 def fam_rowred(b: Builder) -> None:
@@ -806,7 +855,11 @@ def fam_bounds(b: Builder) -> None:
     rng = b.rng
     kind = rng.choice(LOOP_KINDS[1:])
     b.variant = f"loop:{kind}"
-    if rng.random() < 0.55:
+    if rng.random() < 0.25:
+        kind = rng.choice(("tri-i", "tri-j", "guarded-empty", "guarded-empty"))
+        matmul_kernel(b, kind)
+        b.variant = f"loop:{kind}:matmul"
+    elif rng.random() < 0.55:
         reduction_kernel(b, rng.choice(("row", "row", "col")), loop_kind=kind,
                          update=("sum", "+=", SUM_FORMS["+="]) if rng.random() < 0.5 else None)
         b.variant = f"loop:{kind}:reduction"

@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                                 for k, v in sorted(seconds.items())},
         "failures": sum(len([f for f in r.failures if f.cls not in NOT_POLYCOAL])
                         for r in results),
+        "validation_rejected": sum(1 for r in results for f in r.failures
+                                   if f.cls == "validation-rejected"),
         "reproducers": {k: sorted(v, key=os.path.getsize)[:3] for k, v in saved.items()},
         "results": [r.to_json() for r in results]})
     with open(os.path.join(args.out, "summary.json"), "w") as f:
@@ -303,7 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(results)} programs in {elapsed:.0f} s with {args.jobs} jobs "
           f"({elapsed / max(1, len(results)):.2f} s per program); per program: " +
           ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds_per_program"].items()))
-    print(f"{summary['failures']} failures; summary in {os.path.join(args.out, 'summary.json')}")
+    rejected = sum(1 for r in results for f in r.failures if f.cls == "validation-rejected")
+    print(f"{summary['failures']} failures ({summary['failures'] - rejected} wrong results, "
+          f"crashes and rejected outputs; {rejected} validation-rejected); summary in "
+          f"{os.path.join(args.out, 'summary.json')}")
     return 1 if summary["failures"] else 0
 
 

@@ -152,7 +152,8 @@ def traceback_class(error: BaseException) -> str:
     """traceback:<type>@<file>:<function> of the innermost frame inside polycoal (or the
     innermost frame at all)."""
     frames = traceback.extract_tb(error.__traceback__)
-    inner = [f for f in frames if f"{os.sep}polycoal{os.sep}" in f.filename] or frames
+    inner = [f for f in frames if f"{os.sep}polycoal{os.sep}" in f.filename and
+             f"{os.sep}difftest{os.sep}" not in f.filename] or frames
     where = f"{os.path.basename(inner[-1].filename)}:{inner[-1].name}" if inner else "?"
     return f"traceback:{type(error).__name__}@{where}"
 
@@ -162,15 +163,17 @@ def _quiet_stdout():
     """Solvers print on file descriptor 1 (HiGHS' banner): send it to /dev/null."""
     sys.stdout.flush()
     saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
+    # a temporary file rather than /dev/null: a test run as root elsewhere on the machine
+    # has been seen to replace /dev/null (issue 12)
+    sink = tempfile.TemporaryFile()
+    os.dup2(sink.fileno(), 1)
     try:
         yield
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-        os.close(null)
+        sink.close()
 
 
 def run_transform(path: str, out: str, args: list[str],
@@ -183,8 +186,10 @@ def run_transform(path: str, out: str, args: list[str],
     err = io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
+    quiet = _quiet_stdout()
+    quiet.__enter__()          # outside the try: a failure here is the tester's own
     try:
-        with _quiet_stdout(), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stderr(err):
             status = main(["transform", path, "-o", out] + args)
     except _Timeout:
         return TransformOutcome(None, None, err.getvalue(), "transform-timeout",
@@ -197,6 +202,7 @@ def run_transform(path: str, out: str, args: list[str],
         return TransformOutcome(None, None, err.getvalue(), traceback_class(e),
                                 "".join(traceback.format_exception(e))[-3000:])
     finally:
+        quiet.__exit__(None, None, None)
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     stderr = err.getvalue()
