@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 
 import pytest
 
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
 from polycoal.difftest.main import main as difftest_main
-from polycoal.difftest.runner import (OPTION_SETS, Nvcc, Runner, compare, install_read_cache,
-                                      kept_unchanged, parse_checks, tolerance)
+from polycoal.difftest.runner import (Nvcc, Runner, compare, kept_unchanged, parse_checks,
+                                      tolerance)
 from polycoal.runtime.cpu_program import (CpuProgramRunner, find_launches, rewrite_for_cpu,
                                           synchronising_kernels)
 
