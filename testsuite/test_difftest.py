@@ -325,7 +325,7 @@ def test_difftest_fixture(name, cpu):
 SHORT_SEED = 12000
 SHORT_COUNT = 300                # 30 programs per family
 # families in which the short mode finds failures on the code of this commit (issue 12:
-# 66 failures in 300 programs, 2026-11-23); remove a family when its fixes land
+# 73 failures in 300 programs, 2026-11-23); remove a family when its fixes land
 FAILING_FAMILIES = {"affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
                     "racy"}
 
