@@ -326,7 +326,10 @@ def test_difftest_short_mode(family, tmp_path, capsys, cpu_cache):
 
 # ------------------------------------------------------------------ (e) reproducers found
 
-@pytest.mark.parametrize("path", sorted((FIXTURES / "difftest").glob("*.cu")),
+KEPT_AS_THEY_ARE = ("guards_12034", "guards_12124", "runtime_12166", "rowred_30281")
+
+
+@pytest.mark.parametrize("path", [FIXTURES / "difftest" / f"{n}.cu" for n in KEPT_AS_THEY_ARE],
                          ids=lambda p: p.stem)
 def test_reproducers_found_by_the_tester(path, tmp_path):
     """Programs the short mode found (kernels whose guards exclude every thread, a loop
@@ -338,3 +341,18 @@ def test_reproducers_found_by_the_tester(path, tmp_path):
     assert out.read_bytes() == path.read_bytes()
     assert difftest_main(["--replay", str(path), "--out", str(tmp_path / "dt"), "--quiet",
                           "--no-confirm"] + ([] if HAVE_NVCC else ["--no-nvcc"])) == 0
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "difftest").glob("*.cu")),
+                         ids=lambda p: p.stem)
+def test_difftest_fixture(path, cpu):
+    """Each reproducer the tester found (testsuite/fixtures/difftest, one per class,
+    shrunk, and whole programs): judged again with the option sets that failed, it
+    passes (no crash, no mismatch, no output nvcc rejects, no rejected validation)."""
+    import json
+    from polycoal.difftest.main import load_program
+    with open(str(path)[:-3] + ".json") as f:
+        meta = json.load(f)
+    runner = Runner(cpu, Nvcc("cubin") if HAVE_NVCC else None, meta["options"])
+    result = runner.run_program(load_program(str(path)))
+    assert not result.failures, [(f.cls, f.options, f.message[:300]) for f in result.failures]
