@@ -401,16 +401,23 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
 # Validators: every kind of change is checked by its own validator before it is
 # emitted; each returns the problems it finds (none: accepted).
 
+def _read_back(new_program: Program | None, d: KernelDecision):
+    """The model of the decision's kernel as the output reads back, or why there is none."""
+    if new_program is None:
+        return "the generated program does not preprocess"
+    new_kernel = new_program.kernel(d.kernel)
+    if new_kernel is None or new_kernel.ast is None:
+        return "the generated kernel does not parse"
+    return extract_model(new_kernel, new_program)
+
+
 def _translation(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """Restructured kernels: read back from the output and checked with isl (the same
     instances, each once, the same accesses, every dependence respected)."""
-    if new_program is None:
-        return ["the generated program does not preprocess"]
-    new_kernel = new_program.kernel(d.kernel)
-    if new_kernel is None or new_kernel.ast is None:
-        return ["the generated kernel does not parse"]
-    return validate_translation(d.analysis.model, extract_model(new_kernel, new_program),
-                                d.generated)
+    new_model = _read_back(new_program, d)
+    if isinstance(new_model, str):
+        return [new_model]
+    return validate_translation(d.analysis.model, new_model, d.generated)
 
 
 def _lanes(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
@@ -434,13 +441,10 @@ def _promotion(program: Program, new_program: Program | None, d: KernelDecision)
 
 def _reparses(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """Permuted kernels: the output's kernel parses and has the original's references."""
-    if new_program is None:
-        return ["the generated program does not preprocess"]
-    new_kernel = new_program.kernel(d.kernel)
-    if new_kernel is None or new_kernel.ast is None:
-        return ["the permuted kernel does not parse"]
+    new_model = _read_back(new_program, d)
+    if isinstance(new_model, str):
+        return [new_model]
     old_model = d.analysis.model
-    new_model = extract_model(new_kernel, new_program)
     # the thread indices in the references are renamed; the arrays and kinds are not
     if sorted((a.array, a.kind) for _, a in new_model.accesses()) != \
             sorted((a.array, a.kind) for _, a in old_model.accesses()):

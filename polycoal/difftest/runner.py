@@ -327,6 +327,19 @@ def compare(checks: dict[str, Check], want: dict[str, tuple[float, float]],
     return "; ".join(problems) or None
 
 
+def _closing(toks, k: int, open_: str, close: str) -> int:
+    """Index of the token closing the bracket toks[k] (len(toks) when unbalanced)."""
+    depth = 0
+    for c in range(k, len(toks)):
+        if toks[c].text == open_:
+            depth += 1
+        elif toks[c].text == close:
+            depth -= 1
+            if depth == 0:
+                return c
+    return len(toks)
+
+
 def kernel_definitions(text: str) -> dict[str, str]:
     """name -> text of each __global__ function definition."""
     toks = tokens(text)
@@ -340,29 +353,13 @@ def kernel_definitions(text: str) -> dict[str, str]:
         if j >= len(toks) or toks[j - 1].kind != "id":
             continue
         name = toks[j - 1].text
-        depth, e = 0, j
-        while e < len(toks):
-            if toks[e].text == "(":
-                depth += 1
-            elif toks[e].text == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            e += 1
+        e = _closing(toks, j, "(", ")")
         b = e + 1
         while b < len(toks) and toks[b].text not in ("{", ";"):
             b += 1
         if b >= len(toks) or toks[b].text != "{":
             continue
-        depth, c = 0, b
-        while c < len(toks):
-            if toks[c].text == "{":
-                depth += 1
-            elif toks[c].text == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            c += 1
+        c = _closing(toks, b, "{", "}")
         out[name] = text[t.start:toks[min(c, len(toks) - 1)].end]
     return out
 

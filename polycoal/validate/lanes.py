@@ -32,17 +32,25 @@ def _names(*texts: str) -> list[str]:
     return sorted(found - _KEYWORDS)
 
 
+def _loop_header(it: str, inc: str, *texts: str) -> tuple[int | None, str]:
+    """(the loop's constant positive step, isl's parameter header over the names in
+    `texts`), or (None, what is wrong with the step)."""
+    try:
+        step = int(inc)
+    except ValueError:
+        return None, f"loop {it}: its step {inc} is not a constant"
+    if step < 1:
+        return None, f"loop {it}: its step {step} is not positive"
+    params = [n for n in _names(*texts) if n != it]
+    return step, f"[{', '.join(params)}] -> "
+
+
 def lane_split_problems(split: LaneSplit) -> list[str]:
     """What is wrong with the split (empty when it runs each iteration exactly once)."""
     it = split.iterator
-    try:
-        step = int(split.inc)
-    except ValueError:
-        return [f"loop {it}: its step {split.inc} is not a constant"]
-    if step < 1:
-        return [f"loop {it}: its step {step} is not positive"]
-    params = [n for n in _names(split.init, split.cond) if n != it]
-    head = f"[{', '.join(params)}] -> "
+    step, head = _loop_header(it, split.inc, split.init, split.cond)
+    if step is None:
+        return [head]
     lanes = isl.Map(
         f"{head}{{ [pc_l, pc_k] -> [{it}] : 0 <= pc_l < {split.lanes} and pc_k >= 0 and "
         f"{it} = {split.init} + pc_l * {split.lane_step} + pc_k * {split.split_step} and "
@@ -63,12 +71,9 @@ def promotion_problems(loop: PromotedLoop) -> list[str]:
     and so loads and stores the element), no more (no load or store the original did not
     execute), no less."""
     it = loop.iterator
-    try:
-        step = int(loop.inc)
-    except ValueError:
-        return [f"loop {it}: its step {loop.inc} is not a constant"]
-    params = [n for n in _names(loop.init, loop.cond, loop.guard) if n != it]
-    head = f"[{', '.join(params)}] -> "
+    step, head = _loop_header(it, loop.inc, loop.init, loop.cond, loop.guard)
+    if step is None:
+        return [head]
     runs = isl.Set(f"{head}{{ : exists ({it}, pc_m : pc_m >= 0 and "
                    f"{it} = {loop.init} + pc_m * {step} and {loop.cond}) }}")
     guarded = isl.Set(f"{head}{{ : {loop.guard} }}")
