@@ -187,6 +187,27 @@ def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
     assert capsys.readouterr().out.count("PASS") == 3
 
 
+GUARDED_OFFSET = FIXTURES / "difftest" / "guards_102594.cu"
+
+
+def test_offsets_across_rows_validate():
+    """Guards that start both axes at 1 make the generated subscripts carry a constant
+    (`64 * pc_y + pc_x` for `i + 64 * j`, read back as 64 * gy + gx + 65): the accesses
+    are compared as memory offsets, not by splitting the constant over the rows, which put
+    65 in the column (the tester's seed-102594 class, 7 in 10,000 programs). Still one
+    element off, or one row off, is caught."""
+    program, result = transform(GUARDED_OFFSET, promote=False)
+    assert not failures(result), failures(result)
+    assert actions(result) == {"stencil": "restructured"}
+    assert _problems(program, result, "stencil", result.text) == []
+    for old, new in [("A[(pc_y + 33 * pc_x)]", "A[(pc_y + 33 * pc_x + 1)]"),
+                     ("A[(pc_y + 33 * pc_x)]", "A[(pc_y + 33 * pc_x + 33)]"),
+                     ("res[(64 * pc_y + pc_x)] =", "res[(64 * pc_y + pc_x + 64)] =")]:
+        wrong = result.text.replace(old, new, 1)
+        assert wrong != result.text, old
+        assert any("same elements" in p for p in _problems(program, result, "stencil", wrong))
+
+
 ONE_THREAD = FIXTURES / "one_thread.cu"
 DISPLACED = FIXTURES / "displaced_thread.cu"
 
