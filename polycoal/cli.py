@@ -303,7 +303,8 @@ def cmd_transform(args) -> int:
     else:
         for x in diagnostics:
             print(x, file=sys.stderr)
-    _write(result.text, args.output)
+    from polycoal.output import relocate_includes
+    _write(relocate_includes(result.text, program.path, args.output), args.output)
     return 1 if any(x.severity == "error" for x in result.diagnostics) else 0
 
 

@@ -9,11 +9,14 @@
   renaming a file over it; and to a regular file atomically, through a temporary file in
   the same directory renamed over it, keeping its permissions (and its owner when the
   process may set it).
+- `relocate_includes` keeps the output's quoted includes naming the files the input's
+  did, when the output goes to another directory.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -132,3 +135,35 @@ def write_stdout(text: str) -> None:
     sys.stdout.flush()
     buffer.write(encode(text))
     buffer.flush()
+
+
+_QUOTED_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*")([^"\r\n]+)(")', re.M)
+
+
+def relocate_includes(text: str, source: str | None, output: str | None) -> str:
+    """`text` (the program read from `source`) with each `#include "name"` that names a
+    file beside the source rewritten relative to the output's directory (the current
+    directory for standard output), so that the output compiles where it is written
+    (`polycoal transform dir/in.cu > out.cu && nvcc -c out.cu`). Includes found through
+    -I directories, system includes, and every include when the output sits beside
+    the source stay as they are; the preprocessor resolves a header's own includes from
+    the header's directory, so only the top-level file needs this."""
+    if _is_stdout(source):
+        return text
+    source_dir = os.path.dirname(os.path.realpath(source))
+    if _is_stdout(output) or _special(os.path.realpath(output)):
+        output_dir = os.getcwd()
+    else:
+        output_dir = os.path.dirname(os.path.realpath(output))
+    if source_dir == output_dir:
+        return text
+
+    def relocated(m: re.Match) -> str:
+        name = m.group(2)
+        header = os.path.join(source_dir, name)
+        if os.path.isabs(name) or not os.path.isfile(header) or \
+                _same_file(os.path.join(output_dir, name), header):
+            return m.group(0)
+        new = os.path.relpath(header, output_dir).replace(os.sep, "/")
+        return m.group(1) + new + m.group(3)
+    return _QUOTED_INCLUDE.sub(relocated, text)

@@ -37,7 +37,7 @@ def test_stdout_carries_the_program_alone(tmp_path):
     """The solver's banner ("Running HiGHS ...") is printed by native code on file
     descriptor 1 the first time a solver is made in a process: it must not precede the
     program on standard output, nor reach standard error."""
-    piped = polycoal("transform", BICG)
+    piped = polycoal("transform", BICG, cwd=tmp_path)   # output in tmp_path either way
     assert piped.returncode == 0, piped.stderr.decode()
     written = tmp_path / "out.cu"
     to_file = polycoal("transform", BICG, "-o", written)
@@ -47,6 +47,38 @@ def test_stdout_carries_the_program_alone(tmp_path):
     assert piped.stdout.split(b"\n", 1)[0] == first_line
     assert piped.stdout == written.read_bytes()
     assert b"HiGHS" not in piped.stderr + to_file.stderr
+
+
+@pytest.mark.parametrize("where", ["stdout", "-o"])
+def test_output_elsewhere_includes_the_inputs_headers(tmp_path, where):
+    """`polycoal transform polybench_inputs/bicg/bicg.cu > out.cu && nvcc -c out.cu`:
+    bicg.cu's quoted includes ("../common/polybench_gpu.h", "bicg.cuh") name files
+    beside the input; in an output written elsewhere they are rewritten relative to the
+    output's directory (standard output: the current directory). Beside the input,
+    nothing changes. (A copy of the inputs: no test writes outside its directory.)"""
+    for d in ("bicg", "common"):
+        shutil.copytree(BICG.parent.parent / d, tmp_path / "src" / d)
+    source = tmp_path / "src" / "bicg" / "bicg.cu"
+    out = tmp_path / "build" / "out.cu"
+    out.parent.mkdir()
+    if where == "stdout":
+        r = polycoal("transform", source, cwd=out.parent)
+        out.write_bytes(r.stdout)
+    else:
+        r = polycoal("transform", source, "-o", out)
+    assert r.returncode == 0, r.stderr.decode()
+    text = out.read_text()
+    assert '#include "../src/common/polybench_gpu.h"' in text
+    assert '#include "../src/bicg/bicg.cuh"' in text
+    assert "#include <cuda_runtime.h>" in text
+    if shutil.which("nvcc"):
+        proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", "out.cu", "-o", "out.o"],
+                              cwd=out.parent, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    beside = source.parent / "bicg_coalesced.cu"
+    assert polycoal("transform", source, "-o", beside).returncode == 0
+    assert b'#include "../common/polybench_gpu.h"' in beside.read_bytes()
+    assert b'#include "bicg.cuh"' in beside.read_bytes()
 
 
 def test_a_build_step_shows_no_solver_output(tmp_path):
