@@ -35,6 +35,19 @@ HAVE_NVCC = shutil.which("nvcc") is not None
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH")
 
 
+def _have_gpu() -> bool:
+    import subprocess
+    try:
+        return HAVE_NVCC and subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                            timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+needs_gpu = pytest.mark.skipif(not _have_gpu(), reason="no CUDA GPU (the gpu tests run on "
+                               "the lent H200)")
+
+
 @pytest.fixture(scope="session")
 def cpu_cache(tmp_path_factory):
     return str(tmp_path_factory.mktemp("cpu-runtime"))
@@ -356,3 +369,48 @@ def test_difftest_fixture(path, cpu):
     runner = Runner(cpu, Nvcc("cubin") if HAVE_NVCC else None, meta["options"])
     result = runner.run_program(load_program(str(path)))
     assert not result.failures, [(f.cls, f.options, f.message[:300]) for f in result.failures]
+
+
+@pytest.mark.gpu
+@needs_gpu
+@pytest.mark.parametrize("path", sorted((FIXTURES / "difftest").glob("*.cu")),
+                         ids=lambda p: p.stem)
+def test_difftest_fixture_on_the_gpu(path, tmp_path):
+    """The same judgement with original and outputs built by nvcc and run on the GPU."""
+    import json
+    from polycoal.difftest.main import load_program
+    from polycoal.runtime.gpu_program import GpuProgramRunner
+    with open(str(path)[:-3] + ".json") as f:
+        meta = json.load(f)
+    runner = Runner(GpuProgramRunner(), None, meta["options"])
+    result = runner.run_program(load_program(str(path)))
+    assert not result.failures, [(f.cls, f.options, f.message[:300]) for f in result.failures]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_the_gpu_judge_finds_a_wrong_result():
+    from polycoal.runtime.gpu_program import GpuProgramRunner
+    p = generate(5, "affine")
+    wrong = re.sub(r"(\w+\[[^\]]+\] = )", r"\g<1>1 + ", p.source, count=1)
+    result = Runner(GpuProgramRunner(), None, ["default"]).run_program(
+        p, transformed={"default": wrong})
+    assert _classes(result) == {"mismatch"}, result.failures
+    bad = re.sub(r"<<<(.*?)>>>", "<<<1, 2048>>>", p.source, count=1)
+    result = Runner(GpuProgramRunner(), None, ["default"]).run_program(
+        p, transformed={"default": bad})
+    assert _classes(result) == {"runtime:cuda-error"}, result.failures
+
+
+def test_ddmin_keeps_only_what_the_failure_needs():
+    import time
+    from polycoal.difftest.shrink import ddmin
+    lines = [f"line {k}\n" for k in range(40)]
+    needed = {"line 3\n", "line 17\n", "line 31\n"}
+    calls = []
+
+    def interesting(candidate):
+        calls.append(len(candidate))
+        return needed <= set(candidate)
+    assert ddmin(lines, interesting, time.monotonic() + 60) == sorted(needed, key=lines.index)
+    assert len(calls) < 200

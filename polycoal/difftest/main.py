@@ -24,18 +24,24 @@ from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, gener
 from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner,
                                       install_read_cache)
 from polycoal.runtime.cpu_program import CpuProgramRunner
+from polycoal.runtime.gpu_program import GpuProgramRunner
 
 NOT_POLYCOAL = {"generator-invalid"}        # the tester's own problems
 
 _runner: Runner | None = None
 
 
+def executor(cache: str, gpu: bool):
+    """Where programs run: the GPU (nvcc builds them) or the CPU runtime."""
+    return GpuProgramRunner() if gpu else CpuProgramRunner(cache)
+
+
 def _init(cache: str, nvcc_mode: str | None, options: list[str], timeout: int,
-          cache_reads: bool = True) -> None:
+          cache_reads: bool = True, gpu: bool = False) -> None:
     global _runner
     if cache_reads:
         install_read_cache()
-    _runner = Runner(CpuProgramRunner(cache), Nvcc(nvcc_mode) if nvcc_mode else None, options,
+    _runner = Runner(executor(cache, gpu), Nvcc(nvcc_mode) if nvcc_mode else None, options,
                      timeout)
 
 
@@ -206,11 +212,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="do not re-run the first failures of each class through a "
                    "`polycoal transform` subprocess")
     p.add_argument("--cache", default=None, help="directory for the CPU runtime object")
+    p.add_argument("--gpu", action="store_true", help="run original and outputs on this "
+                   "machine's GPU (built by nvcc -arch=sm_90 --fmad=false) instead of the "
+                   "CPU runtime")
     p.add_argument("--quiet", "-q", action="store_true")
     args = p.parse_args(argv)
-    nvcc_mode = None if args.no_nvcc else args.nvcc_mode
+    # on the GPU every output is built by nvcc anyway: no separate nvcc check
+    nvcc_mode = None if args.no_nvcc or args.gpu else args.nvcc_mode
     cache = args.cache or os.path.join(os.path.abspath(args.out), ".cpu-runtime")
-    cpu = CpuProgramRunner(cache)          # builds the runtime once, before the workers
+    cpu = executor(cache, args.gpu)        # builds the CPU runtime once, before the workers
 
     if args.replay:
         if not args.no_read_cache:
@@ -229,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     results: list[ProgramResult] = []
     saved: dict[str, list[str]] = defaultdict(list)
-    init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache)
+    init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache, args.gpu)
     if args.jobs > 1:
         # forkserver, not fork: a caller with threads (a test session, the CPU runtime's
         # executors) would hand its locks to forked workers, which then hang on them

@@ -3,7 +3,9 @@
 A candidate (the program with some lines removed) is interesting when the judge still
 finds the same failure class with the same option set, and the candidate's original is
 itself a valid program (it compiles and runs cleanly on the CPU path: the runner reports
-anything else as generator-invalid, which is not interesting). Checksums are compared for
+anything else as generator-invalid, which is not interesting; and, when the run uses nvcc,
+nvcc -c builds it, which also needs the declarations g++ finds in the CPU runtime's
+header, printf's <cstdio> say). Checksums are compared for
 the arrays whose checksum lines remain. Transform-level classes (tracebacks, validation,
 exit statuses) do not judge outputs; only nvcc-error candidates run nvcc.
 """
@@ -13,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 import time
 from dataclasses import replace
 
 from polycoal.difftest.generator import Check, GeneratedProgram
-from polycoal.difftest.runner import Runner
+from polycoal.difftest.runner import Nvcc, Runner
 
 TRANSFORM_CLASSES = ("traceback:", "validation-rejected", "exit-", "transform-timeout",
                      "no-output")
@@ -34,7 +37,14 @@ def make_predicate(runner: Runner, program: GeneratedProgram, cls: str, option: 
     transform_only = cls.startswith(TRANSFORM_CLASSES)
     judge = Runner(runner.cpu, runner.nvcc if cls == "nvcc-error" else None, [option],
                    runner.transform_timeout, judge_outputs=not transform_only)
+    whole = Nvcc("c", runner.nvcc.nvcc) if runner.nvcc is not None else None
     cache: dict[str, bool] = {}
+
+    def builds(source: str) -> bool:
+        if whole is None:
+            return True
+        with tempfile.TemporaryDirectory(prefix="polycoal-shrink-") as tmp:
+            return whole.check(source, tmp, "candidate") is None
 
     def interesting(lines: list[str]) -> bool:
         cand = candidate_program(program, lines)
@@ -44,7 +54,8 @@ def make_predicate(runner: Runner, program: GeneratedProgram, cls: str, option: 
         if key not in cache:
             result = judge.run_program(cand)
             cache[key] = any(f.cls == cls for f in result.failures) and \
-                not any(f.cls == "generator-invalid" for f in result.failures)
+                not any(f.cls == "generator-invalid" for f in result.failures) and \
+                builds(cand.source)
         return cache[key]
     return interesting
 

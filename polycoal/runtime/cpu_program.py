@@ -36,7 +36,8 @@ CXXFLAGS = ("-std=c++17", "-O0", "-w", "-ffp-contract=off")
 # exit statuses of the runtime (cpu_program.h, PC_EXIT_*)
 EXIT_STATUSES = {88: "deadlock", 87: "invalid-launch", 86: "memory-fault",
                  85: "out-of-bounds-write", 84: "sync-in-sequential-kernel",
-                 83: "cuda-api-misuse"}
+                 83: "cuda-api-misuse",
+                 82: "cuda-error"}           # the GPU runner's (gpu_program.py)
 
 SYNC_WORDS = re.compile(r"^(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any_sync|"
                         r"__all_sync|__activemask|__match\w*|__reduce\w*_sync)$")
