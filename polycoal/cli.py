@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from polycoal import __version__
@@ -50,9 +51,34 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    "with --empirical")
 
 
-def _transform_options(args):
+def _environment_shape(name: str, environ) -> tuple[int, ...] | None:
+    """A column form's shape from the environment (comma-separated positive integers)."""
+    value = environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        shape = tuple(int(v) for v in value.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise InputError(f"{name}={value}: expected positive integers separated by commas")
+    return shape
+
+
+def _transform_options(args, environ=None):
+    """The one options object of a transform, from the command line and the environment
+    (the column forms' tuning shapes, POLYCOAL_SPLIT=rows,groups[,columns] and
+    POLYCOAL_COLUMN_GROUPS=G), read here and nowhere else."""
     from polycoal.transform import TransformOptions
+    environ = os.environ if environ is None else environ
+    split = _environment_shape("POLYCOAL_SPLIT", environ)
+    if split is not None and len(split) not in (2, 3):
+        raise InputError("POLYCOAL_SPLIT: expected rows,groups[,columns]")
+    groups = _environment_shape("POLYCOAL_COLUMN_GROUPS", environ)
+    if groups is not None and len(groups) != 1:
+        raise InputError("POLYCOAL_COLUMN_GROUPS: expected one number")
     return TransformOptions(kernel=args.kernel, block=args.block,
+                            split=split, column_groups=groups[0] if groups else None,
                             polyhedral=not args.no_polyhedral, promote=not args.no_promotion,
                             reduction=args.reduction,
                             collapse_redundant=args.collapse_redundant_threads,
@@ -67,7 +93,7 @@ class _OptionsParser(argparse.ArgumentParser):
         raise InputError(f"POLYCOAL_OPTIONS: {message}")
 
 
-def transform_options_from(argv: list[str], preprocessor):
+def transform_options_from(argv: list[str], preprocessor, environ=None):
     """TransformOptions from `transform`'s options in `argv` (the build plugin's
     POLYCOAL_OPTIONS) and the build's preprocessor options. As `transform`, a build does
     not trace kernels (compiles and runs them on the CPU, seconds each) unless
@@ -76,7 +102,8 @@ def transform_options_from(argv: list[str], preprocessor):
     parser = _OptionsParser(prog="POLYCOAL_OPTIONS", add_help=False)
     _add_transform_options(parser)
     parser.set_defaults(include_dirs=[], defines=[], undefines=[])
-    return replace(_transform_options(parser.parse_args(argv)), preprocessor=preprocessor)
+    return replace(_transform_options(parser.parse_args(argv), environ),
+                   preprocessor=preprocessor)
 
 
 class _CMakeDir(argparse.Action):

@@ -40,6 +40,11 @@ class TransformOptions:
     empirical_fallback: bool = False  # ... only where the static model cannot tell the axes
     #                                   apart (opt-in: tracing compiles and runs user code)
     arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
+    # shapes of the column forms for tuning experiments (None: polycoal's choice): the
+    # split's (rows, groups[, columns]) and the block form's rows of threads; the command
+    # line reads them from POLYCOAL_SPLIT and POLYCOAL_COLUMN_GROUPS (cli._transform_options)
+    split: tuple[int, ...] | None = None
+    column_groups: int | None = None
     preprocessor: PreprocessorOptions = PreprocessorOptions()
 
 

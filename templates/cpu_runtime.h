@@ -18,28 +18,7 @@
 #include <thread>
 #include <vector>
 
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __noinline__
-#define __inline__ inline
-#define __shared__ static
-#define __constant__
-#define __restrict__ __restrict
-#define __launch_bounds__(...)
-#define __align__(n) alignas(n)
-
-struct uint3 { unsigned x, y, z; };
-struct dim3 {
-  unsigned x, y, z;
-  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
-};
-struct float2 { float x, y; };
-struct float4 { float x, y, z, w; };
-struct int2 { int x, y; };
-struct int4 { int x, y, z, w; };
-struct double2 { double x, y; };
+#include "cuda_types.h"
 
 static thread_local uint3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;

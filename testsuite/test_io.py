@@ -580,5 +580,6 @@ def test_every_environment_setting_read_is_classified():
         read |= set(re.findall(r"""(?:environ\.get|getenv|environ)\(?\[?\s*["']([A-Z_]+)["']""",
                                text))
         read |= set(re.findall(r"""_flag\(\s*\w+\s*,\s*["']([A-Z_]+)["']""", text))
+        read |= set(re.findall(r"""_environment_shape\(\s*["']([A-Z_]+)["']""", text))
     assert {"POLYCOAL_SPLIT", "POLYCOAL_CPP", "POLYCOAL_STRICT"} <= read   # the scan works
     assert read - steering <= set(OUTPUT_ENVIRONMENT), read - steering - set(OUTPUT_ENVIRONMENT)

@@ -402,10 +402,29 @@ def test_column_reduction_split_shape_and_launches():
     (100, 1 << 20, (512, 8, 1)),      # few columns, long loop
     (None, None, (512, 8, 4)),        # sizes known only when running
 ])
-def test_split_shape(columns, rows, shape, monkeypatch):
-    monkeypatch.delenv("POLYCOAL_SPLIT", raising=False)
+def test_split_shape(columns, rows, shape):
     s = split_shape(columns, rows)
     assert (s.rows, s.groups, s.columns) == shape
+    assert split_shape(columns, rows, (256, 4)) == type(s)(256, 4, 1)       # tuning override
+
+
+def test_column_shapes_come_from_the_options_object(monkeypatch):
+    """The environment's tuning shapes are read once, into TransformOptions, by the
+    command line (cli._transform_options); code generation reads only the options."""
+    from polycoal.cli import _parser, _transform_options
+    from polycoal.diagnostics import InputError
+    args = _parser().parse_args(["transform", "x.cu"])
+    env = {"POLYCOAL_SPLIT": "256,4,2", "POLYCOAL_COLUMN_GROUPS": "16"}
+    options = _transform_options(args, env)
+    assert options.split == (256, 4, 2) and options.column_groups == 16
+    assert _transform_options(args, {}).split is None
+    with pytest.raises(InputError):
+        _transform_options(args, {"POLYCOAL_SPLIT": "256"})
+    with pytest.raises(InputError):
+        _transform_options(args, {"POLYCOAL_COLUMN_GROUPS": "a"})
+    monkeypatch.setenv("POLYCOAL_SPLIT", "128,8,1")     # read by the options, not codegen
+    d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1", ("NX=4096", "NY=4096"))
+    assert d.action == "split" and "128 columns x 128 rows" in d.reason, d.reason
 
 
 def test_short_column_reductions_are_not_split():

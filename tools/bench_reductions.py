@@ -69,9 +69,10 @@ def cublas_ms(n: int, matrices: int, repeat: int, transposed: bool) -> float | N
 
 
 def run_case(case, n: int, repeat: int, with_cublas: bool = True,
-             reduction: str = "auto") -> dict:
+             reduction: str = "auto", shape: dict | None = None) -> dict:
     program, kernel, macros, matrices, transposed = case
     options = TransformOptions(kernel=kernel, collapse_redundant=True, reduction=reduction,
+                               **(shape or {}),
                                preprocessor=PreprocessorOptions(
                                    defines=tuple(f"{m}={n}" for m in macros)))
     path = os.path.join(ROOT, "polybench_inputs", program, f"{program}.cu")
@@ -85,16 +86,15 @@ def run_case(case, n: int, repeat: int, with_cublas: bool = True,
             "cublas_ms": cublas_ms(n, matrices, repeat, transposed) if with_cublas else None}
 
 
-def _use_column_form(form: str) -> None:
-    """Set the shape of a column form (block:G or split:ROWS:GROUPS[:COLUMNS]) for what
-    follows; "auto" restores polycoal's defaults."""
-    os.environ.pop("POLYCOAL_COLUMN_GROUPS", None)
-    os.environ.pop("POLYCOAL_SPLIT", None)
+def column_form_options(form: str) -> dict:
+    """TransformOptions fields for a column form (block:G or split:ROWS:GROUPS[:COLUMNS];
+    "auto": polycoal's defaults)."""
     kind, *shape = form.split(":")
     if kind == "block" and shape:
-        os.environ["POLYCOAL_COLUMN_GROUPS"] = shape[0]
+        return {"column_groups": int(shape[0])}
     if kind == "split" and shape:
-        os.environ["POLYCOAL_SPLIT"] = ",".join(shape)
+        return {"split": tuple(int(v) for v in shape)}
+    return {}
 
 
 def main() -> int:
@@ -112,13 +112,12 @@ def main() -> int:
     sizes = [int(v) for v in args.sizes.split(",")]
     tuning = []
     for form in filter(None, args.column_forms.split(",")):
-        _use_column_form(form)
         for n in sizes:
             row = run_case(("bicg", "bicg_kernel1", ("NX", "NY"), 1, True), n, args.repeat,
-                           with_cublas=False, reduction=form.split(":")[0])
+                           with_cublas=False, reduction=form.split(":")[0],
+                           shape=column_form_options(form))
             tuning.append({"form": form, **row})
             print(json.dumps(tuning[-1]), flush=True)
-    _use_column_form("auto")                 # the main run: polycoal's defaults
     report = {"date": datetime.date.today().isoformat(),
               "device": driver.Device(0).name(), "command": " ".join(sys.argv), "rows": []}
     report["column_form"] = "auto"

@@ -43,7 +43,7 @@ def _build_options(environ, preprocessor: PreprocessorOptions) -> BuildOptions:
     """The one options value of this command (see build/settings.py)."""
     from polycoal.cli import transform_options_from
     transform = transform_options_from(environ.get("POLYCOAL_OPTIONS", "").split(),
-                                       preprocessor)
+                                       preprocessor, environ)
     return build_options(environ, transform)
 
 

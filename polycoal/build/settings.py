@@ -4,11 +4,12 @@ whole into the build cache's key (see build/prepare.py), so that no change of a 
 can reuse a stale result.
 
 It holds:
-- the transformation's options (POLYCOAL_OPTIONS, and the compile command's -I/-D/-U
-  and -std as preprocessor options);
-- the environment settings that change the output (`OUTPUT_ENVIRONMENT`): the column
-  reduction's shape (POLYCOAL_SPLIT, POLYCOAL_COLUMN_GROUPS, read by codegen/column.py),
-  the preprocessor (POLYCOAL_CPP) and the host compiler of the CPU traces (CXX);
+- the transformation's options (POLYCOAL_OPTIONS, the compile command's -I/-D/-U and
+  -std as preprocessor options, and the column forms' shapes POLYCOAL_SPLIT and
+  POLYCOAL_COLUMN_GROUPS, read with them by cli._transform_options);
+- the environment settings that change the output (`OUTPUT_ENVIRONMENT`): those shapes
+  again as written, the preprocessor (POLYCOAL_CPP) and the host compiler of the CPU
+  traces (CXX);
 - the tools that read the source: the preprocessor and the C++ compiler that judges
   syntax errors (frontend/syntax.py), each as the file it resolves to, with its size and
   modification time (an upgraded compiler may predefine other macros).

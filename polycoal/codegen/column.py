@@ -11,7 +11,6 @@ the original's stream replace one.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 
@@ -39,18 +38,17 @@ class SplitShape:
     columns: int          # columns per thread, at stride 32 (a block covers 32 * columns)
 
 
-def split_shape(columns: int | None, rows: int | None) -> SplitShape:
+def split_shape(columns: int | None, rows: int | None,
+                override: tuple[int, ...] | None = None) -> SplitShape:
     """The shape of a column split over `columns` x `rows` (None: not known when
     compiling). Four columns per thread at stride 32 give each warp four independent
     128-byte loads per row, enough bytes in flight to run at the copy bandwidth (one
     column per thread measured 1.8x slower on the H200: tools/explore_column_forms.py);
     the chunk of rows per block is as long as possible (up to 512) while the grid still
-    has about TARGET_BLOCKS blocks. POLYCOAL_SPLIT=rows,groups[,columns] overrides it
+    has about TARGET_BLOCKS blocks. `override` (rows, groups[, columns]) replaces it
     (tuning experiments on a device: tools/bench_reductions.py --column-forms)."""
-    override = os.environ.get("POLYCOAL_SPLIT")
     if override:
-        values = [int(v) for v in override.split(",")]
-        return SplitShape(values[0], values[1], values[2] if len(values) > 2 else 1)
+        return SplitShape(override[0], override[1], override[2] if len(override) > 2 else 1)
     per_thread = COLUMNS_PER_THREAD if columns is None or columns >= 32 * COLUMNS_PER_THREAD \
         else 1
     chunk = ROWS_PER_BLOCK
@@ -61,19 +59,14 @@ def split_shape(columns: int | None, rows: int | None) -> SplitShape:
     return SplitShape(chunk, ROW_GROUPS, per_thread)
 
 
-def column_groups() -> int:
-    """Rows of threads per block of the block-cooperative column form;
-    POLYCOAL_COLUMN_GROUPS overrides it (tuning experiments on a device)."""
-    return int(os.environ.get("POLYCOAL_COLUMN_GROUPS", COLUMN_GROUPS))
-
-
 def generate_column_blocks(original: str, kernel: Kernel, model: KernelModel,
-                           counter: str) -> GeneratedKernel:
+                           counter: str, groups: int | None = None) -> GeneratedKernel:
     """A coalesced but starved column reduction, one launch: each block of 32 x G
     threads owns 32 columns, its G rows of threads split the loop, partial sums meet in
     shared memory and row 0 finishes the column (codegen.kernel's block-cooperative
-    form). Raises ValueError when the barriers could not be reached by every thread."""
-    groups = column_groups()
+    form; G = `groups`, COLUMN_GROUPS by default). Raises ValueError when the barriers
+    could not be reached by every thread."""
+    groups = groups or COLUMN_GROUPS
     mapping = Mapping((model.thread_dims[0].name,), (counter,), {}, ())
     return generate_kernel(original, kernel, model, mapping, (32, groups, 1),
                            warp_reduction=counter, column_groups=groups)
@@ -142,11 +135,12 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
 
 
 def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
-                          counter: str, extents: tuple[int | None, int | None]
-                          ) -> GeneratedKernel:
+                          counter: str, extents: tuple[int | None, int | None],
+                          override: tuple[int, ...] | None = None) -> GeneratedKernel:
     """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
-    rows on y): templates/column_split.cu.j2; `extents`: split_extents."""
-    shape = split_shape(*extents)
+    rows on y): templates/column_split.cu.j2; `extents`: split_extents; `override`: see
+    split_shape."""
+    shape = split_shape(*extents, override)
     return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
                         (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
                         rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)

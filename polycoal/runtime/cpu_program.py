@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 HEADER = "cpu_program.h"
+TYPES = "cuda_types.h"           # included by HEADER, shared with validate --cpu
 RUNTIME = "cpu_program_rt.cpp"
 STUB_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
                 "device_functions.h", "cuda_fp16.h", "math_functions.h", "vector_types.h",
@@ -298,8 +299,10 @@ class CpuProgramRunner:
         self.link_flags = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
         files = resources.files("polycoal.templates")
         self.header = (files / HEADER).read_text()
+        self.types = (files / TYPES).read_text()
         self.runtime = (files / RUNTIME).read_text()
-        key = hashlib.sha256("\0".join((self.header, self.runtime, self.cxx) + self.flags)
+        key = hashlib.sha256("\0".join((self.header, self.types, self.runtime, self.cxx) +
+                                       self.flags)
                              .encode()).hexdigest()[:16]
         base = cache or os.path.join(tempfile.gettempdir(), "polycoal-cpu-program")
         self.directory = os.path.join(base, key)
@@ -313,8 +316,9 @@ class CpuProgramRunner:
         os.makedirs(self.include, exist_ok=True)
         tmp = tempfile.mkdtemp(dir=self.directory)
         try:
-            with open(os.path.join(tmp, HEADER), "w") as f:
-                f.write(self.header)
+            for name, text in ((HEADER, self.header), (TYPES, self.types)):
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
             for stub in STUB_HEADERS:
                 with open(os.path.join(tmp, stub), "w") as f:
                     f.write("#pragma once\n")
@@ -330,7 +334,7 @@ class CpuProgramRunner:
                                   os.path.join(tmp, HEADER), "-o",
                                   os.path.join(tmp, HEADER + ".gch")],
                                  capture_output=True, text=True)
-            names = (HEADER, *STUB_HEADERS) + ((HEADER + ".gch",) if pch.returncode == 0
+            names = (HEADER, TYPES, *STUB_HEADERS) + ((HEADER + ".gch",) if pch.returncode == 0
                                                 else ())
             for name in names:
                 os.replace(os.path.join(tmp, name), os.path.join(self.include, name))

@@ -73,7 +73,7 @@ def build_harness(directory: str, source: str, headers: tuple[str, ...] = ("cpu_
                   ) -> tuple[str | None, str]:
     """Compile the harness `source` with the runtime headers in `directory`:
     (executable, "") or (None, the compiler's first error line)."""
-    for header in headers:
+    for header in ("cuda_types.h",) + headers:      # the types both CPU runtimes include
         text = (resources.files("polycoal.templates") / header).read_text()
         with open(os.path.join(directory, header), "w") as f:
             f.write(text)
