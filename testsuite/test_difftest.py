@@ -414,3 +414,17 @@ def test_ddmin_keeps_only_what_the_failure_needs():
         return needed <= set(candidate)
     assert ddmin(lines, interesting, time.monotonic() + 60) == sorted(needed, key=lines.index)
     assert len(calls) < 200
+
+
+def test_a_time_limit_still_summarises(tmp_path, capsys, cpu_cache):
+    """--time-limit: a run inside a time-limited job stops taking results and still
+    writes its summary (how many of the programs asked for were judged)."""
+    import json
+    out = tmp_path / "out"
+    assert difftest_main(["--count", "20", "--seed", "5", "--jobs", "1", "--no-nvcc",
+                          "--time-limit", "0", "--out", str(out), "--quiet",
+                          "--cache", cpu_cache]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by_time_limit"] and summary["asked"] == 20
+    assert summary["count"] < 20
+    assert "stopped by --time-limit" in capsys.readouterr().out

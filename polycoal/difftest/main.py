@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu", action="store_true", help="run original and outputs on this "
                    "machine's GPU (built by nvcc -arch=sm_90 --fmad=false) instead of the "
                    "CPU runtime")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="stop taking results after this long and summarise the programs "
+                   "judged so far (a run inside a time-limited job still reports)")
     p.add_argument("--quiet", "-q", action="store_true")
     args = p.parse_args(argv)
     # on the GPU every output is built by nvcc anyway: no separate nvcc check
@@ -252,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         _init(*init)
         pool = None
         stream = map(_job, work)
+    stopped = False
     try:
         for n, r in enumerate(stream, 1):
+            if args.time_limit is not None and time.monotonic() - start > args.time_limit:
+                stopped = True
+                break
             results.append(r)
             for f in r.failures:
                 program = generate(r.seed, r.family)
@@ -266,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
     finally:
         if pool is not None:
-            pool.close()
+            if stopped:
+                pool.terminate()
+            else:
+                pool.close()
             pool.join()
     elapsed = time.monotonic() - start
 
@@ -290,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in r.seconds.items():
             seconds[k] += v
     summary.update({
-        "count": len(results), "seed": args.seed, "families": args.families,
+        "count": len(results), "asked": len(work), "stopped_by_time_limit": stopped,
+        "seed": args.seed, "families": args.families,
         "options": args.options, "jobs": args.jobs, "nvcc": nvcc_mode,
         "elapsed_s": round(elapsed, 1),
         "seconds_per_program": {k: round(v / max(1, len(results)), 3)
@@ -312,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for cls, paths in sorted(summary["reproducers"].items()):
         print(f"{cls}: e.g. {paths[0]}")
+    if stopped:
+        print(f"\nstopped by --time-limit: {len(results)} of {len(work)} programs judged")
     print(f"\n{len(results)} programs in {elapsed:.0f} s with {args.jobs} jobs "
           f"({elapsed / max(1, len(results)):.2f} s per program); per program: " +
           ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds_per_program"].items()))
