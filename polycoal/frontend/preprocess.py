@@ -167,10 +167,15 @@ def _preprocessor_error(stderr: str, path: str) -> InputError:
 
 
 def _origins(output: str, path: str) -> tuple[list[tuple[str, int]], list[bool]]:
-    """Origin (file, line) and system-header flag (linemarker flag 3) of each output line."""
+    """Origin (file, line) and system-header flag (linemarker flag 3) of each output line.
+    A file entered without flag 3 is the user's: a marker that names it with flag 3 is
+    the expansion of a system header's macro in the user's code (`assert(i < n)` is
+    printed as lines of <assert.h>'s tokens marked `# 20 "k.cu" 3 4` between lines of
+    the argument's), which is the user's code at that line, not a header's."""
     origins: list[tuple[str, int]] = []
     system: list[bool] = []
     current_file, current_line, in_system = path, 1, False
+    users = {path}
     for raw in output.split("\n"):
         m = _LINEMARKER.match(raw)
         if m:
@@ -179,7 +184,9 @@ def _origins(output: str, path: str) -> tuple[list[tuple[str, int]], list[bool]]
             current_file = m.group(2).encode().decode("unicode_escape")
             current_line = int(m.group(1))
             flags = raw[m.end():].split()
-            in_system = "3" in flags or current_file in ("<built-in>", "<command-line>")
+            if "3" not in flags and current_file not in ("<built-in>", "<command-line>"):
+                users.add(current_file)
+            in_system = current_file not in users
             continue
         origins.append((current_file, current_line))
         system.append(in_system)

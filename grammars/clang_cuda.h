@@ -1,0 +1,262 @@
+// CUDA's declarations for reading a .cu file with libclang in CUDA mode (-x cuda
+// -nocudainc --cuda-host-only): the qualifiers as clang's CUDA attributes, the built-in
+// variables, the vector types and the runtime API that programs call. Nothing here is
+// compiled or linked: it only lets clang type-check the program (templates
+// instantiated, constants evaluated) as nvcc's front end would. Force-included before
+// the program; the CUDA headers themselves resolve to empty stubs.
+#pragma once
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __inline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __align__(n) __attribute__((aligned(n)))
+#define __CUDACC__ 1
+#define __NVCC__ 1
+#define CUDART_VERSION 13000
+
+// nvcc includes cuda_runtime.h in every .cu file, and it brings these
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <math.h>
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x, y, z;
+  __host__ __device__ constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1)
+      : x(a), y(b), z(c) {}
+  __host__ __device__ constexpr dim3(uint3 u) : x(u.x), y(u.y), z(u.z) {}
+};
+#define PC_VEC2(T, N) struct N##2 { T x, y; }; \
+  __host__ __device__ inline N##2 make_##N##2(T x, T y) { return {x, y}; }
+#define PC_VEC3(T, N) struct N##3 { T x, y, z; }; \
+  __host__ __device__ inline N##3 make_##N##3(T x, T y, T z) { return {x, y, z}; }
+#define PC_VEC4(T, N) struct __attribute__((aligned(4 * sizeof(T)))) N##4 { T x, y, z, w; }; \
+  __host__ __device__ inline N##4 make_##N##4(T x, T y, T z, T w) { return {x, y, z, w}; }
+#define PC_VECS(T, N) PC_VEC2(T, N) PC_VEC3(T, N) PC_VEC4(T, N)
+PC_VECS(int, int) PC_VECS(float, float) PC_VECS(double, double)
+PC_VEC2(unsigned, uint) PC_VEC4(unsigned, uint)
+PC_VECS(char, char) PC_VECS(unsigned char, uchar) PC_VECS(short, short)
+PC_VECS(long long, longlong)
+#undef PC_VECS
+#undef PC_VEC4
+#undef PC_VEC3
+#undef PC_VEC2
+
+extern const __device__ uint3 threadIdx, blockIdx;
+extern const __device__ dim3 blockDim, gridDim;
+extern const __device__ int warpSize;
+
+// ---- runtime API (host) ----
+typedef int cudaError_t;
+typedef struct CUstream_st *cudaStream_t;
+typedef struct CUevent_st *cudaEvent_t;
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                      cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
+enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
+enum cudaFuncCache { cudaFuncCachePreferNone, cudaFuncCachePreferShared,
+                     cudaFuncCachePreferL1, cudaFuncCachePreferEqual };
+enum { cudaMemAttachGlobal = 1, cudaHostAllocDefault = 0, cudaEventDefault = 0 };
+struct cudaDeviceProp {
+  char name[256]; size_t totalGlobalMem, sharedMemPerBlock; int regsPerBlock, warpSize;
+  int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], major, minor;
+  int multiProcessorCount, clockRate, memoryClockRate, memoryBusWidth;
+  size_t totalConstMem; int l2CacheSize, maxThreadsPerMultiProcessor;
+};
+extern "C" {
+unsigned __cudaPushCallConfiguration(dim3, dim3, size_t = 0, void * = 0);
+cudaError_t cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);
+cudaError_t cudaMalloc(void **, size_t);
+cudaError_t cudaMallocManaged(void **, size_t, unsigned = cudaMemAttachGlobal);
+cudaError_t cudaMallocHost(void **, size_t);
+cudaError_t cudaHostAlloc(void **, size_t, unsigned);
+cudaError_t cudaMallocPitch(void **, size_t *, size_t, size_t);
+cudaError_t cudaFree(void *);
+cudaError_t cudaFreeHost(void *);
+cudaError_t cudaMemcpy(void *, const void *, size_t, cudaMemcpyKind);
+cudaError_t cudaMemcpyAsync(void *, const void *, size_t, cudaMemcpyKind, cudaStream_t = 0);
+cudaError_t cudaMemcpy2D(void *, size_t, const void *, size_t, size_t, size_t, cudaMemcpyKind);
+cudaError_t cudaMemset(void *, int, size_t);
+cudaError_t cudaMemsetAsync(void *, int, size_t, cudaStream_t = 0);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaThreadSynchronize(void);
+cudaError_t cudaDeviceReset(void);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorString(cudaError_t);
+const char *cudaGetErrorName(cudaError_t);
+cudaError_t cudaSetDevice(int);
+cudaError_t cudaGetDevice(int *);
+cudaError_t cudaGetDeviceCount(int *);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *, int);
+cudaError_t cudaStreamCreate(cudaStream_t *);
+cudaError_t cudaStreamDestroy(cudaStream_t);
+cudaError_t cudaStreamSynchronize(cudaStream_t);
+cudaError_t cudaEventCreate(cudaEvent_t *);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *, unsigned);
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t);
+cudaError_t cudaEventElapsedTime(float *, cudaEvent_t, cudaEvent_t);
+cudaError_t cudaEventDestroy(cudaEvent_t);
+cudaError_t cudaMemGetInfo(size_t *, size_t *);
+cudaError_t cudaFuncSetCacheConfig(const void *, cudaFuncCache);
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache);
+cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t = 0, cudaStream_t = 0);
+cudaError_t cudaMemcpyToSymbol(const void *, const void *, size_t, size_t = 0,
+                               cudaMemcpyKind = cudaMemcpyHostToDevice);
+cudaError_t cudaMemcpyFromSymbol(void *, const void *, size_t, size_t = 0,
+                                 cudaMemcpyKind = cudaMemcpyDeviceToHost);
+}
+template <typename T> cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
+template <typename T> cudaError_t cudaMallocManaged(T **p, size_t n, unsigned f = cudaMemAttachGlobal)
+{ return cudaMallocManaged((void **)p, n, f); }
+template <typename T> cudaError_t cudaMallocHost(T **p, size_t n) { return cudaMallocHost((void **)p, n); }
+template <typename T> cudaError_t cudaMemcpyToSymbol(const T &s, const void *src, size_t n,
+    size_t o = 0, cudaMemcpyKind k = cudaMemcpyHostToDevice) { return cudaMemcpyToSymbol((const void *)&s, src, n, o, k); }
+template <typename T> cudaError_t cudaLaunchKernel(T *f, dim3 g, dim3 b, void **a, size_t s = 0,
+    cudaStream_t t = 0) { return cudaLaunchKernel((const void *)f, g, b, a, s, t); }
+template <typename T> cudaError_t cudaFuncSetCacheConfig(T *f, cudaFuncCache c)
+{ return cudaFuncSetCacheConfig((const void *)f, c); }
+
+// ---- device functions ----
+__device__ void __syncthreads(void);
+__device__ int __syncthreads_count(int);
+__device__ int __syncthreads_and(int);
+__device__ int __syncthreads_or(int);
+__device__ void __syncwarp(unsigned = 0xffffffffu);
+__device__ void __threadfence(void);
+__device__ void __threadfence_block(void);
+template <typename T> __device__ T __shfl_sync(unsigned, T, int, int = 32);
+template <typename T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);
+template <typename T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
+template <typename T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);
+template <typename T> __device__ T __ldg(const T *);
+__device__ unsigned __ballot_sync(unsigned, int);
+__device__ int __any_sync(unsigned, int);
+__device__ int __all_sync(unsigned, int);
+__device__ unsigned __activemask(void);
+__device__ int __popc(unsigned);
+__device__ int __clz(int);
+__device__ int __ffs(int);
+template <typename T> __device__ T atomicAdd(T *, T);
+template <typename T> __device__ T atomicSub(T *, T);
+template <typename T> __device__ T atomicMax(T *, T);
+template <typename T> __device__ T atomicMin(T *, T);
+template <typename T> __device__ T atomicExch(T *, T);
+template <typename T> __device__ T atomicCAS(T *, T, T);
+template <typename T> __device__ T atomicAnd(T *, T);
+template <typename T> __device__ T atomicOr(T *, T);
+__device__ unsigned atomicInc(unsigned *, unsigned);
+__device__ long long clock64(void);
+__device__ long clock(void);
+extern "C" __device__ void __assert_fail(const char *, const char *, unsigned, const char *);
+__device__ __host__ int min(int, int);
+__device__ __host__ int max(int, int);
+__device__ __host__ unsigned min(unsigned, unsigned);
+__device__ __host__ unsigned max(unsigned, unsigned);
+__device__ __host__ long long min(long long, long long);
+__device__ __host__ long long max(long long, long long);
+__device__ __host__ float min(float, float);
+__device__ __host__ float max(float, float);
+__device__ __host__ double min(double, double);
+__device__ __host__ double max(double, double);
+__device__ float __fdividef(float, float);
+__device__ float __expf(float);
+__device__ float __logf(float);
+__device__ float __sinf(float);
+__device__ float __cosf(float);
+__device__ float rsqrtf(float);
+__device__ float __saturatef(float);
+__device__ float __int_as_float(int);
+__device__ int __float_as_int(float);
+// math: the device versions (host ones come from the C library's headers)
+__device__ float sqrtf(float);
+__device__ float expf(float);
+__device__ float logf(float);
+__device__ float sinf(float);
+__device__ float cosf(float);
+__device__ float tanf(float);
+__device__ float fabsf(float);
+__device__ float floorf(float);
+__device__ float ceilf(float);
+__device__ float exp2f(float);
+__device__ float expm1f(float);
+__device__ float log2f(float);
+__device__ float log10f(float);
+__device__ float log1pf(float);
+__device__ float tanhf(float);
+__device__ float atanf(float);
+__device__ float asinf(float);
+__device__ float acosf(float);
+__device__ float sinhf(float);
+__device__ float coshf(float);
+__device__ float cbrtf(float);
+__device__ float roundf(float);
+__device__ float truncf(float);
+__device__ float rintf(float);
+__device__ float erff(float);
+__device__ float erfcf(float);
+__device__ float lgammaf(float);
+__device__ float tgammaf(float);
+__device__ float powf(float, float);
+__device__ float fminf(float, float);
+__device__ float fmaxf(float, float);
+__device__ float fmodf(float, float);
+__device__ float atan2f(float, float);
+__device__ float hypotf(float, float);
+__device__ float copysignf(float, float);
+__device__ float fdimf(float, float);
+__device__ float remainderf(float, float);
+__device__ float fmaf(float, float, float);
+__device__ double sqrt(double);
+__device__ double exp(double);
+__device__ double log(double);
+__device__ double sin(double);
+__device__ double cos(double);
+__device__ double tan(double);
+__device__ double fabs(double);
+__device__ double floor(double);
+__device__ double ceil(double);
+__device__ double exp2(double);
+__device__ double expm1(double);
+__device__ double log2(double);
+__device__ double log10(double);
+__device__ double log1p(double);
+__device__ double tanh(double);
+__device__ double atan(double);
+__device__ double asin(double);
+__device__ double acos(double);
+__device__ double sinh(double);
+__device__ double cosh(double);
+__device__ double cbrt(double);
+__device__ double round(double);
+__device__ double trunc(double);
+__device__ double rint(double);
+__device__ double erf(double);
+__device__ double erfc(double);
+__device__ double lgamma(double);
+__device__ double tgamma(double);
+__device__ double pow(double, double);
+__device__ double fmin(double, double);
+__device__ double fmax(double, double);
+__device__ double fmod(double, double);
+__device__ double atan2(double, double);
+__device__ double hypot(double, double);
+__device__ double copysign(double, double);
+__device__ double fdim(double, double);
+__device__ double remainder(double, double);
+__device__ double fma(double, double, double);
+__device__ int abs(int);
+__device__ float fabs(float);
+__device__ float sqrt(float);
+__device__ float exp(float);
+__device__ float log(float);
+__device__ float pow(float, float);

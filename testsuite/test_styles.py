@@ -1,0 +1,55 @@
+"""Programs written in the styles real CUDA code uses (testsuite/fixtures/styles: kernel
+templates, kernels in headers, constexpr sizes, structs of buffers, pointer arithmetic,
+dim3 set field by field, C++ references, assert and clock_t, launches in macros and
+spaced `<< <`, index macros, namespaces, run-time sizes, host classes). Issue 13 makes
+polycoal read them; until then, none may crash transform, be called unusable input, or
+give an output nvcc rejects. tools/frontend_survey.py measures what each front end
+reads of them (docs/frontend.md)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+
+STYLES = sorted((FIXTURES / "styles").glob("*.cu"))
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+def nvcc(path, cwd) -> str:
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", str(path), "-o", str(path) + ".o"],
+                       cwd=cwd, capture_output=True, text=True)
+    return "" if r.returncode == 0 else r.stdout + r.stderr
+
+
+def test_the_corpus_has_every_style():
+    assert len(STYLES) == 14
+
+
+@pytest.mark.parametrize("path", STYLES, ids=lambda p: p.stem)
+def test_a_program_in_this_style_is_not_refused_and_compiles(path, tmp_path):
+    out = tmp_path / path.name
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(path), "-o",
+                        str(out)], capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr           # never unusable input, never exit 3
+    assert "Traceback" not in r.stderr
+    if shutil.which("nvcc"):
+        assert nvcc(path, path.parent) == "", path.name
+        assert nvcc(out, tmp_path) == "", (path.name, r.stderr)
+
+
+def test_assert_in_a_kernel_is_not_a_syntax_error(capsys):
+    """<assert.h>'s macro expands into tokens the preprocessor marks as a system
+    header's (`# 20 "k.cu" 3 4`) inside the user's line; they were dropped from the
+    kernel's text, which then read `i < n "i < n" ;`, a syntax error (exit 2)."""
+    from polycoal.cli import main
+    path = FIXTURES / "styles" / "clock_and_assert.cu"
+    assert main(["transform", str(path), "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "syntax error" not in captured.err
+    assert captured.out.encode() == path.read_bytes()      # kept: static_cast, reported
+    assert "static_cast" in captured.err
