@@ -53,3 +53,55 @@ def test_assert_in_a_kernel_is_not_a_syntax_error(capsys):
     assert "syntax error" not in captured.err
     assert captured.out.encode() == path.read_bytes()      # kept: static_cast, reported
     assert "static_cast" in captured.err
+
+
+# ------------------------------------------------------------ the Clang reader (issue 13)
+
+from polycoal.frontend import clang  # noqa: E402
+
+needs_clang = pytest.mark.skipif(not clang.available(), reason="libclang is not installed")
+
+
+@needs_clang
+@pytest.mark.parametrize("path", STYLES, ids=lambda p: p.stem)
+def test_clang_reads_every_style_without_an_error(path):
+    unit = clang.read(str(path))
+    assert unit.errors == []
+    assert unit.kernels and unit.launches
+    launched = {launch.kernel for launch in unit.launches}
+    assert {k.qualified for k in unit.kernels} <= launched, (unit.kernels, unit.launches)
+
+
+@needs_clang
+def test_clang_finds_what_the_c_subset_cannot():
+    styles = FIXTURES / "styles"
+    unit = clang.read(str(styles / "template_kernel.cu"))
+    [k] = unit.kernels
+    assert k.is_template and k.template_parameters == ("T",)
+    assert [launch.template_arguments for launch in unit.launches] == [("float",), ("double",)]
+    [launch] = clang.read(str(styles / "template_int_param.cu")).launches
+    assert launch.dependent and launch.kernel == "scatter_columns" and \
+        launch.template_arguments == ("ROWS",)
+    [k] = clang.read(str(styles / "header_kernel.cu")).kernels
+    assert k.place.file.endswith("header_kernel_kernels.cuh") and k.place.line == 7
+    text = (styles / "header_kernel_kernels.cuh").read_text()
+    assert text[k.place.start:k.place.end].startswith("__global__ void matvec_rows(")
+    [k] = clang.read(str(styles / "constexpr_sizes.cu")).kernels
+    assert dict(k.constants) == {"COLS": 384, "PAD": 4, "ROWS": 512}
+    unit = clang.read(str(styles / "namespaced_kernel.cu"))
+    assert [k.qualified for k in unit.kernels] == ["linalg::rowsum", "linalg::transpose"]
+    unit = clang.read(str(styles / "launch_macro.cu"))          # in a macro, and `<< <`
+    assert [launch.kernel for launch in unit.launches] == ["rowsum", "scale_transpose"]
+
+
+@needs_clang
+def test_clang_reports_a_real_syntax_error():
+    unit = clang.read(str(FIXTURES / "syntax_error.cu"))
+    assert unit.errors and "expected" in unit.errors[0]
+
+
+def test_spaced_launch_brackets_are_closed_up_in_place():
+    text = "k << < g, b >> > (a); x = y << 2; z = w >> 1;"
+    out = clang.closed_up(text)
+    assert len(out) == len(text) and out.startswith("k <<<  g, b >>>  (a);")
+    assert out.endswith("x = y << 2; z = w >> 1;")

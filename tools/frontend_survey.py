@@ -7,33 +7,21 @@ libclang in CUDA mode reads of the same file.
 
 Current front end: the kernel is found, parsed, and modelled (`affine`), or the reason
 it is not (from `analyze`). libclang (pip install libclang; skipped when it is missing):
-the file parsed with -x cuda -nocudainc --cuda-host-only, CUDA's declarations from
-grammars/clang_cuda.h, the CUDA headers as empty stubs and the host compiler's builtin
-headers (libclang's wheel carries none); reported: errors, the kernels (in any file
-the program includes, template or not), their launch sites with the template
-arguments written there, the constants a kernel reads that clang evaluates
-(constexpr/const variables: `clang_Cursor_Evaluate`), and the parse time.
+polycoal.frontend.clang (-x cuda -nocudainc --cuda-host-only, CUDA's declarations from
+grammars/clang_cuda.h); reported: errors, the kernels (in any file the program
+includes, template or not), their launch sites with the template arguments there, the
+file-scope constants a kernel reads with the values Clang evaluates, the parse time.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
-import re
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-CUDA_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
-                "cuda_fp16.h", "device_functions.h", "math_functions.h", "vector_types.h",
-                "driver_types.h", "cooperative_groups.h", "helper_cuda.h")
-
 
 def current(path: Path) -> dict[str, str]:
     """kernel -> what the current front end and model make of it ('affine' or why not)
@@ -64,96 +52,24 @@ def current(path: Path) -> dict[str, str]:
     return out
 
 
-class Clang:
-    def __init__(self):
-        import clang.cindex as ci
-        self.ci = ci
-        self.index = ci.Index.create()
-        self.stubs = tempfile.mkdtemp(prefix="polycoal-clang-stubs-")
-        for h in CUDA_HEADERS:
-            Path(self.stubs, h).write_text("#pragma once\n")
-        builtin = subprocess.run(["cc", "-print-file-name=include"], capture_output=True,
-                                 text=True).stdout.strip()
-        self.args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
-                     "--cuda-host-only", "-std=c++17", "-w",
-                     "-include", str(ROOT / "grammars" / "clang_cuda.h"),
-                     "-isystem", self.stubs, "-isystem", builtin]
-        lib = ci.conf.lib
-        lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
-        lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
-        lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
-        lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
-        lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
-        lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
-        self.lib = lib
-
-    def evaluate(self, cursor) -> int | None:
-        result = self.lib.clang_Cursor_Evaluate(cursor)
-        if not result:
-            return None
-        try:
-            return self.lib.clang_EvalResult_getAsLongLong(result) \
-                if self.lib.clang_EvalResult_getKind(result) == 1 else None
-        finally:
-            self.lib.clang_EvalResult_dispose(result)
-
-    def survey(self, path: Path) -> dict:
-        ci = self.ci
-        start = time.monotonic()
-        # nvcc reads `k << < g, b >> > (...)` as a launch, clang does not: the spaced
-        # brackets are closed up (same length, so lines and columns stay)
-        text = path.read_text(errors="replace")
-        text = re.sub(r"<<\s<", "<<< ", re.sub(r">>\s>", ">>> ", text))
-        tu = self.index.parse(str(path), args=self.args + [f"-I{path.parent}"],
-                              unsaved_files=[(str(path), text)])
-        seconds = time.monotonic() - start
-        errors = [f"{d.location.line}: {d.spelling}" for d in tu.diagnostics if d.severity >= 3]
-        ours = (str(ROOT / "grammars"), self.stubs)
-        kernels: dict[str, dict] = {}
-        launches: dict[str, list[str]] = {}
-
-        def user_file(c) -> bool:
-            f = c.location.file
-            return f is not None and not f.name.startswith(("/usr/", *ours))
-
-        def visit(c, depth=0):
-            for ch in c.get_children():
-                if ch.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
-                        and user_file(ch) and ch.is_definition() and any(
-                            a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in ch.get_children()):
-                    constants = set()
-                    for e in ch.walk_preorder():
-                        if e.kind == ci.CursorKind.DECL_REF_EXPR and e.referenced is not None \
-                                and e.referenced.kind == ci.CursorKind.VAR_DECL \
-                                and e.referenced.semantic_parent is not None \
-                                and e.referenced.semantic_parent.kind in (
-                                    ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE,
-                                    ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL):
-                            value = self.evaluate(e.referenced)
-                            if value is not None:
-                                constants.add(f"{e.spelling}={value}")
-                    kernels[ch.spelling] = {
-                        "file": Path(ch.location.file.name).name, "line": ch.location.line,
-                        "template": ch.kind == ci.CursorKind.FUNCTION_TEMPLATE,
-                        "constants": sorted(constants)}
-                if ch.kind == ci.CursorKind.CALL_EXPR and user_file(ch):
-                    # a CUDAKernelCallExpr: the callee, then the launch configuration (a
-                    # call of __cudaPushCallConfiguration), then the arguments
-                    if any(k.kind == ci.CursorKind.CALL_EXPR and
-                           k.spelling == "__cudaPushCallConfiguration"
-                           for k in ch.get_children()):
-                        callee = ch.referenced
-                        name = callee.spelling if callee is not None else ch.spelling
-                        args = ""
-                        if callee is not None and callee.get_num_template_arguments() > 0:
-                            args = "<" + ", ".join(
-                                str(callee.get_template_argument_type(k).spelling or
-                                    callee.get_template_argument_value(k))
-                                for k in range(callee.get_num_template_arguments())) + ">"
-                        launches.setdefault(name, []).append(f"{ch.location.line}: {name}{args}")
-                visit(ch, depth + 1)
-        visit(tu.cursor)
-        return {"seconds": seconds, "errors": errors, "kernels": kernels, "launches": launches}
+def clang_survey(path: Path) -> dict:
+    """What polycoal.frontend.clang reads of `path`, and how long it takes."""
+    from polycoal.frontend import clang
+    start = time.monotonic()
+    unit = clang.read(str(path))
+    seconds = time.monotonic() - start
+    kernels = {k.name: {"file": Path(k.place.file).name, "line": k.place.line,
+                        "template": k.is_template,
+                        "constants": [f"{n}={v}" for n, v in k.constants]}
+               for k in unit.kernels}
+    launches: dict[str, list[str]] = {}
+    for launch in unit.launches:
+        name = launch.kernel.split("::")[-1]
+        args = f"<{', '.join(launch.template_arguments)}>" if launch.template_arguments else ""
+        launches.setdefault(name, []).append(
+            f"{launch.line}: {launch.kernel}{args}" + (" (dependent)" if launch.dependent else ""))
+    return {"seconds": seconds, "errors": [e.split(": ", 1)[-1] for e in unit.errors],
+            "kernels": kernels, "launches": launches}
 
 
 def files(arguments: list[str]) -> list[Path]:
@@ -168,10 +84,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=[str(ROOT / "testsuite" / "fixtures" / "styles")])
     args = ap.parse_args(argv)
-    try:
-        clang = Clang()
-    except ImportError:
-        clang = None
+    from polycoal.frontend import clang
+    if not clang.available():
         print("libclang is not installed (pip install libclang): its column is left out")
     print("| file | kernel | current front end | libclang: kernel | launches | constants |"
           " errors | ms |")
@@ -179,8 +93,8 @@ def main(argv=None) -> int:
     totals = {"kernels": 0, "affine": 0, "clang": 0, "clean": 0}
     for path in files(args.paths):
         now = current(path)
-        seen = clang.survey(path) if clang else {"kernels": {}, "launches": {}, "errors": [],
-                                                 "seconds": 0}
+        seen = clang_survey(path) if clang.available() else {
+            "kernels": {}, "launches": {}, "errors": [], "seconds": 0}
         names = list(dict.fromkeys(list(seen["kernels"]) + [k for k in now if k != "*"]))
         for name in names:
             c = seen["kernels"].get(name)

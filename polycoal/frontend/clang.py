@@ -1,0 +1,263 @@
+"""Reading a .cu file with Clang (libclang in CUDA mode): the kernels wherever they are
+defined, their launches with the instantiation each names, and the file-scope
+constants the kernels read, with their values.
+
+This is the reader chosen for issue 13 (docs/frontend.md): Clang reads what nvcc reads
+(C++, templates, namespaces, headers, constants), and what it reads is to be lowered to
+the C subset the model consumes. The file is parsed as nvcc's host pass sees it:
+
+    -x cuda --cuda-gpu-arch=sm_90 -nocudainc -nocudalib --cuda-host-only -std=...
+
+with CUDA's declarations force-included from grammars/clang_cuda.h (the libclang wheel
+carries none of Clang's own headers, so CUDA's are replaced by that file and empty
+stubs, and the host compiler's builtin headers give `stddef.h` and the like), the
+user's -I/-D/-U, and the input's directory on the include path. nvcc accepts a launch
+written `k << < g, b >> > (a)`, Clang does not: such brackets are closed up in the text
+Clang reads (same length, so every line and column stays).
+
+Everything is returned as plain data; nothing here depends on the rest of polycoal but
+the preprocessor options.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+
+from polycoal.frontend.preprocess import PreprocessorOptions
+
+# CUDA headers a program includes, read as empty files (their declarations are in
+# grammars/clang_cuda.h)
+CUDA_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+                "cuda_fp16.h", "device_functions.h", "math_functions.h", "vector_types.h",
+                "driver_types.h", "cooperative_groups.h", "sm_60_atomic_functions.h")
+_SPACED_OPEN = re.compile(r"<<\s<")
+_SPACED_CLOSE = re.compile(r">>\s>")
+
+
+@dataclass(frozen=True)
+class Place:
+    file: str
+    line: int
+    start: int              # offsets into that file's text (the kernel's whole definition)
+    end: int
+
+
+@dataclass(frozen=True)
+class ClangKernel:
+    name: str
+    qualified: str          # with its namespaces: linalg::rowsum
+    place: Place
+    template_parameters: tuple[str, ...] = ()     # () for a plain kernel
+    constants: tuple[tuple[str, int], ...] = ()   # file-scope constants read, with values
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.template_parameters)
+
+
+@dataclass(frozen=True)
+class ClangLaunch:
+    kernel: str             # the kernel's qualified name ('' when it is not resolved)
+    line: int
+    file: str
+    template_arguments: tuple[str, ...] = ()   # as Clang spells them: ('float',), ('64',)
+    dependent: bool = False  # inside a template whose arguments decide the kernel
+
+
+@dataclass
+class ClangUnit:
+    path: str
+    kernels: list[ClangKernel] = field(default_factory=list)
+    launches: list[ClangLaunch] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)     # "file:line: message"
+
+    def kernel(self, name: str) -> ClangKernel | None:
+        return next((k for k in self.kernels if name in (k.name, k.qualified)), None)
+
+
+@functools.lru_cache(maxsize=1)
+def _cindex():
+    """The libclang bindings with the C functions the Python module does not wrap
+    (clang_Cursor_Evaluate), or None when libclang is not installed."""
+    try:
+        import clang.cindex as ci
+        lib = ci.conf.lib
+    except Exception:             # noqa: BLE001 - not installed, or no shared library
+        return None
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    return ci
+
+
+def available() -> bool:
+    return _cindex() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_include() -> str | None:
+    """The host compiler's own header directory (stddef.h, stdarg.h...)."""
+    for cc in ("cc", "gcc", "clang"):
+        if shutil.which(cc):
+            out = subprocess.run([cc, "-print-file-name=include"], capture_output=True,
+                                 text=True).stdout.strip()
+            if out and os.path.isdir(out):
+                return out
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _stub_directory() -> str:
+    directory = tempfile.mkdtemp(prefix="polycoal-clang-")
+    for header in CUDA_HEADERS:
+        with open(os.path.join(directory, header), "w") as f:
+            f.write("#pragma once\n")
+    return directory
+
+
+def declarations_header() -> str:
+    return str(resources.files("polycoal.grammars") / "clang_cuda.h")
+
+
+def arguments(path: str, options: PreprocessorOptions) -> list[str]:
+    args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
+            "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header()]
+    args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
+    args += [f"-I{d}" for d in options.include_dirs]
+    args += [f"-I{os.path.dirname(os.path.abspath(path))}", "-isystem", _stub_directory()]
+    builtin = _builtin_include()
+    return args + (["-isystem", builtin] if builtin else [])
+
+
+def closed_up(text: str) -> str:
+    """`k << < g, b >> > (a)` as `k<<<  g, b>>>  (a)`: the same length."""
+    text = _SPACED_OPEN.sub(lambda m: "<<<" + " " * (len(m.group(0)) - 3), text)
+    return _SPACED_CLOSE.sub(lambda m: ">>>" + " " * (len(m.group(0)) - 3), text)
+
+
+def _evaluate(ci, cursor) -> int | None:
+    lib = ci.conf.lib
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        return lib.clang_EvalResult_getAsLongLong(result) \
+            if lib.clang_EvalResult_getKind(result) == 1 else None     # CXEval_Int
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
+def _qualified(ci, cursor) -> str:
+    parts = [cursor.spelling]
+    parent = cursor.semantic_parent
+    while parent is not None and parent.kind in (ci.CursorKind.NAMESPACE,
+                                                 ci.CursorKind.CLASS_DECL,
+                                                 ci.CursorKind.STRUCT_DECL):
+        parts.append(parent.spelling)
+        parent = parent.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
+         text: str | None = None) -> ClangUnit:
+    """Parse `path` (or `text` as `path`) with Clang. Raises RuntimeError when libclang
+    is not installed."""
+    ci = _cindex()
+    if ci is None:
+        raise RuntimeError("libclang is not installed (pip install libclang)")
+    if text is None:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
+    path = os.path.abspath(path)
+    tu = ci.Index.create().parse(path, args=arguments(path, options),
+                                 unsaved_files=[(path, closed_up(text))])
+    unit = ClangUnit(path)
+    unit.errors = [f"{d.location.file.name if d.location.file else path}:{d.location.line}: "
+                   f"{d.spelling}" for d in tu.diagnostics if d.severity >= 3]
+    ours = (os.path.dirname(declarations_header()), _stub_directory())
+    system = ("/usr/", "/opt/", (_builtin_include() or "/nonexistent"))
+
+    def user_file(c) -> bool:
+        f = c.location.file
+        return f is not None and not f.name.startswith(ours + system)
+
+    def kernel_of(c) -> ClangKernel:
+        params = tuple(p.spelling for p in c.get_children()
+                       if p.kind in (ci.CursorKind.TEMPLATE_TYPE_PARAMETER,
+                                     ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+                                     ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER))
+        constants = {}
+        for e in c.walk_preorder():
+            ref = e.referenced if e.kind == ci.CursorKind.DECL_REF_EXPR else None
+            if ref is not None and ref.kind == ci.CursorKind.VAR_DECL and \
+                    ref.semantic_parent is not None and ref.semantic_parent.kind in (
+                        ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE):
+                value = _evaluate(ci, ref)
+                if value is not None:
+                    constants[ref.spelling] = value
+        extent = c.extent
+        return ClangKernel(c.spelling, _qualified(ci, c),
+                           Place(c.location.file.name, extent.start.line,
+                                 extent.start.offset, extent.end.offset),
+                           params, tuple(sorted(constants.items())))
+
+    def launch_of(c, tokens: list[str]) -> ClangLaunch:
+        callee = c.referenced
+        if callee is None:
+            # a dependent callee (a launch inside a template): its name and arguments as
+            # written before `<<<`
+            tokens = tokens or [t.spelling for t in c.get_tokens()][:64]
+            head = tokens[:tokens.index("<<<")] if "<<<" in tokens else tokens[:1]
+            name = "".join(head[:head.index("<")] if "<" in head else head)
+            written = "".join(head[head.index("<") + 1:-1]) if "<" in head else ""
+            return ClangLaunch(name, c.location.line, c.location.file.name,
+                               tuple(a.strip() for a in written.split(",") if a.strip()),
+                               dependent=True)
+        n = max(callee.get_num_template_arguments(), 0)
+        args = tuple(
+            callee.get_template_argument_type(k).spelling
+            if callee.get_template_argument_kind(k) == ci.TemplateArgumentKind.TYPE
+            else str(callee.get_template_argument_value(k)) for k in range(n))
+        return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args)
+
+    def launch_tokens(c) -> list[str] | None:
+        """The tokens of a launch (a CUDAKernelCallExpr: the callee, the configuration as
+        a call of __cudaPushCallConfiguration, the arguments; where the callee is
+        dependent there is no configuration call, only the `<<<` of the text), or None
+        when `c` is not one."""
+        if c.kind != ci.CursorKind.CALL_EXPR or c.spelling == "__cudaPushCallConfiguration":
+            return None
+        if any(k.kind == ci.CursorKind.CALL_EXPR and k.spelling == "__cudaPushCallConfiguration"
+               for k in c.get_children()):
+            return []
+        if c.referenced is None:
+            tokens = [t.spelling for t in c.get_tokens()]
+            if "<<<" in tokens[:64]:
+                return tokens
+        return None
+
+    def visit(c):
+        for child in c.get_children():
+            if not user_file(child) and child.kind != ci.CursorKind.NAMESPACE:
+                continue
+            if child.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
+                    and child.is_definition() and any(
+                        a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in child.get_children()):
+                unit.kernels.append(kernel_of(child))
+            tokens = launch_tokens(child)
+            if tokens is not None:
+                unit.launches.append(launch_of(child, tokens))
+            visit(child)
+    visit(tu.cursor)
+    return unit
