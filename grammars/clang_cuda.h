@@ -177,82 +177,21 @@ __device__ float rsqrtf(float);
 __device__ float __saturatef(float);
 __device__ float __int_as_float(int);
 __device__ int __float_as_int(float);
-// math: the device versions (host ones come from the C library's headers)
-__device__ float sqrtf(float);
-__device__ float expf(float);
-__device__ float logf(float);
-__device__ float sinf(float);
-__device__ float cosf(float);
-__device__ float tanf(float);
-__device__ float fabsf(float);
-__device__ float floorf(float);
-__device__ float ceilf(float);
-__device__ float exp2f(float);
-__device__ float expm1f(float);
-__device__ float log2f(float);
-__device__ float log10f(float);
-__device__ float log1pf(float);
-__device__ float tanhf(float);
-__device__ float atanf(float);
-__device__ float asinf(float);
-__device__ float acosf(float);
-__device__ float sinhf(float);
-__device__ float coshf(float);
-__device__ float cbrtf(float);
-__device__ float roundf(float);
-__device__ float truncf(float);
-__device__ float rintf(float);
-__device__ float erff(float);
-__device__ float erfcf(float);
-__device__ float lgammaf(float);
-__device__ float tgammaf(float);
-__device__ float powf(float, float);
-__device__ float fminf(float, float);
-__device__ float fmaxf(float, float);
-__device__ float fmodf(float, float);
-__device__ float atan2f(float, float);
-__device__ float hypotf(float, float);
-__device__ float copysignf(float, float);
-__device__ float fdimf(float, float);
-__device__ float remainderf(float, float);
+// math: the device versions, float (name##f) and double (host ones come from the C
+// library's headers)
+#define PC_MATH1(name) __device__ float name##f(float); __device__ double name(double);
+#define PC_MATH2(name) __device__ float name##f(float, float); \
+  __device__ double name(double, double);
+PC_MATH1(sqrt) PC_MATH1(exp) PC_MATH1(log) PC_MATH1(sin) PC_MATH1(cos) PC_MATH1(tan)
+PC_MATH1(fabs) PC_MATH1(floor) PC_MATH1(ceil) PC_MATH1(exp2) PC_MATH1(expm1) PC_MATH1(log2)
+PC_MATH1(log10) PC_MATH1(log1p) PC_MATH1(tanh) PC_MATH1(atan) PC_MATH1(asin) PC_MATH1(acos)
+PC_MATH1(sinh) PC_MATH1(cosh) PC_MATH1(cbrt) PC_MATH1(round) PC_MATH1(trunc) PC_MATH1(rint)
+PC_MATH1(erf) PC_MATH1(erfc) PC_MATH1(lgamma) PC_MATH1(tgamma)
+PC_MATH2(pow) PC_MATH2(fmin) PC_MATH2(fmax) PC_MATH2(fmod) PC_MATH2(atan2) PC_MATH2(hypot)
+PC_MATH2(copysign) PC_MATH2(fdim) PC_MATH2(remainder)
+#undef PC_MATH1
+#undef PC_MATH2
 __device__ float fmaf(float, float, float);
-__device__ double sqrt(double);
-__device__ double exp(double);
-__device__ double log(double);
-__device__ double sin(double);
-__device__ double cos(double);
-__device__ double tan(double);
-__device__ double fabs(double);
-__device__ double floor(double);
-__device__ double ceil(double);
-__device__ double exp2(double);
-__device__ double expm1(double);
-__device__ double log2(double);
-__device__ double log10(double);
-__device__ double log1p(double);
-__device__ double tanh(double);
-__device__ double atan(double);
-__device__ double asin(double);
-__device__ double acos(double);
-__device__ double sinh(double);
-__device__ double cosh(double);
-__device__ double cbrt(double);
-__device__ double round(double);
-__device__ double trunc(double);
-__device__ double rint(double);
-__device__ double erf(double);
-__device__ double erfc(double);
-__device__ double lgamma(double);
-__device__ double tgamma(double);
-__device__ double pow(double, double);
-__device__ double fmin(double, double);
-__device__ double fmax(double, double);
-__device__ double fmod(double, double);
-__device__ double atan2(double, double);
-__device__ double hypot(double, double);
-__device__ double copysign(double, double);
-__device__ double fdim(double, double);
-__device__ double remainder(double, double);
 __device__ double fma(double, double, double);
 __device__ int abs(int);
 __device__ float fabs(float);

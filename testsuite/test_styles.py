@@ -105,3 +105,18 @@ def test_spaced_launch_brackets_are_closed_up_in_place():
     out = clang.closed_up(text)
     assert len(out) == len(text) and out.startswith("k <<<  g, b >>>  (a);")
     assert out.endswith("x = y << 2; z = w >> 1;")
+
+
+@needs_clang
+def test_clang_reads_the_polybench_programs_without_an_error():
+    """grammars/clang_cuda.h declares what they use (device math in float and double,
+    the runtime API): every kernel found, no error."""
+    from conftest import POLYBENCH
+    kernels = 0
+    for path in sorted(POLYBENCH.glob("*/*.cu")):
+        if path.stem.endswith("_coalesced"):
+            continue
+        unit = clang.read(str(path))
+        assert unit.errors == [], (path.name, unit.errors[:3])
+        kernels += len(unit.kernels)
+    assert kernels == 45
