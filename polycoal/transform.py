@@ -464,7 +464,8 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
     """Every changed decision through the validators of its kind; a rejected kernel is
     kept (an error says why), a validator's own failure is confined to its kernel."""
     try:
-        new_program = read_program(program.path, options.preprocessor, text=text)
+        new_program = read_program(program.path, options.preprocessor, text=text,
+                                   constants=program.constants)
     except InputError:
         new_program = None
     out = []

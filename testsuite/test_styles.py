@@ -120,3 +120,70 @@ def test_clang_reads_the_polybench_programs_without_an_error():
         assert unit.errors == [], (path.name, unit.errors[:3])
         kernels += len(unit.kernels)
     assert kernels == 45
+
+
+CONSTEXPR = FIXTURES / "constexpr_rows.cu"
+
+
+def _transform(path, text=None):
+    from polycoal.frontend import read_program
+    from polycoal.transform import TransformOptions, transform_program
+    program = read_program(str(path), TransformOptions().preprocessor, text=text)
+    return program, transform_program(program, TransformOptions())
+
+
+@needs_clang
+def test_constants_are_read_as_numbers(tmp_path, capsys):
+    """`constexpr int ROWS = 300;`, `static const int PAD = 8;`, `constexpr int LD = COLS
+    + PAD;`: Clang evaluates them, the model and the launches read them as numbers, so
+    the row sum is reduced and the column scale restructured (with the constants
+    unknown, both subscripts were products of unknowns, and the grid unknown). The
+    output compiles and runs like the original (CPU runtime, whole program)."""
+    from polycoal.cli import main
+    from polycoal.difftest.runner import parse_checks
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    program, result = _transform(CONSTEXPR)
+    assert program.constants == {"ROWS": 300, "COLS": 200, "PAD": 8, "LD": 208}
+    assert {d.kernel: d.action for d in result.decisions} == {
+        "row_sums": "reduced", "scale_columns": "restructured"}
+    assert main(["validate", "--cpu", str(CONSTEXPR), "--seed", "3"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 2
+    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    runs = []
+    for name, text in (("original", program.text), ("output", result.text)):
+        run, error = cpu.compile_and_run(text)
+        assert run is not None and run.failure is None, (name, error, run and run.stderr)
+        runs.append(parse_checks(run.stdout))
+    (out0, b0), (out1, b1) = (runs[0]["out"], runs[0]["B"]), (runs[1]["out"], runs[1]["B"])
+    assert b0 == b1 and abs(out0[0] - out1[0]) <= 1e-3 * abs(out0[0])
+    if shutil.which("nvcc"):
+        out = tmp_path / "out.cu"
+        out.write_text(result.text)
+        assert nvcc(out, tmp_path) == ""
+
+
+def test_without_clang_constants_stay_unknown(monkeypatch):
+    """libclang missing: the constants are unknown names, as before, and the kernels are
+    kept with the reason (never a wrong value)."""
+    monkeypatch.setattr(clang, "available", lambda: False)
+    program, result = _transform(CONSTEXPR)
+    assert program.constants == {}
+    assert all(d.action == "unchanged" for d in result.decisions)
+
+
+@needs_clang
+def test_a_parameter_or_local_shadows_a_constant(tmp_path):
+    text = ("constexpr int N = 64;\nconstexpr int M = 32;\n"
+            "__global__ void k(float *__restrict__ a, float *__restrict__ b, int N)\n"
+            "{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < N) { int M = 3; for (int j = 0; j < M; j++) a[i * M + j] = b[j]; }\n}\n"
+            "int main() { float *a, *b; cudaMalloc((void **)&a, 4096); "
+            "cudaMalloc((void **)&b, 4096);\n  k<<<1, 64>>>(a, b, 40); }\n")
+    path = tmp_path / "shadow.cu"
+    path.write_text(text)
+    program, result = _transform(path, text)
+    assert program.constants == {"N": 64, "M": 32}
+    [d] = result.decisions
+    model = d.analysis.model
+    assert "N" in model.parameters and "M" not in model.parameters
+    assert all("64" not in " and ".join(s.constraints) for s in model.statements)

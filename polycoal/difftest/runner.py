@@ -106,9 +106,10 @@ def install_read_cache() -> None:
     import polycoal.transform as transform
     original = getattr(frontend.read_program, "__wrapped__", frontend.read_program)
 
-    def read_program(path, options=frontend.PreprocessorOptions(), text=None, source=None):
+    def read_program(path, options=frontend.PreprocessorOptions(), text=None, source=None,
+                     constants=None):
         if source is not None:
-            return original(path, options, text, source)
+            return original(path, options, text, source, constants)
         if text is None:
             try:
                 with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
@@ -117,9 +118,10 @@ def install_read_cache() -> None:
                 return original(path, options)
         else:
             content = text
-        key = (path, options, content, text is None)
+        given = None if constants is None else tuple(sorted(constants.items()))
+        key = (path, options, content, text is None, given)
         if key not in _read_cache:
-            _read_cache[key] = original(path, options, text)
+            _read_cache[key] = original(path, options, text, constants=constants)
         return _read_cache[key]
 
     read_program.__wrapped__ = original

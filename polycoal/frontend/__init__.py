@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 from polycoal.diagnostics import InputError, Location
@@ -66,9 +67,12 @@ def _unbalanced(source: PreprocessedSource, token, what: str):
 
 
 def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions(),
-                 text: str | None = None, source: PreprocessedSource | None = None) -> Program:
+                 text: str | None = None, source: PreprocessedSource | None = None,
+                 constants: dict[str, int] | None = None) -> Program:
     """Preprocess and read `path` (or `text` given for it, e.g. from stdin; with `source`
-    as well, the text already preprocessed with `options`)."""
+    as well, the text already preprocessed with `options`). `constants`: the file-scope
+    constants when already known (a read-back of polycoal's output, whose declarations
+    outside kernels are the input's), else read by Clang (file_constants)."""
     if text is None:
         _check_input_path(path)
         try:
@@ -84,7 +88,9 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     _require_balanced(source)
     kernels, device_functions, variables, diagnostics = read_functions(source, text,
                                                                        options.std)
-    launches = find_launches(source, text)
+    if constants is None:
+        constants = file_constants(path, options, text)
+    launches = find_launches(source, text, constants)
     by_name = {k.name: k for k in kernels}
     for launch in launches:
         kernel = by_name.get(launch.kernel)
@@ -94,4 +100,26 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
             kernel.parameters[int(i)].name: v for i, v in launch.constant_arguments.items()
             if int(i) < len(kernel.parameters)}
     return Program(path, text, kernels, launches, device_functions, variables,
-                   source.diagnostics + diagnostics)
+                   source.diagnostics + diagnostics, constants)
+
+
+# a declaration of a named integer constant at the start of a line (file and namespace
+# scope, as such constants are written; a kernel's local `const int i = ...` is
+# indented), the only text that makes Clang worth a parse
+_CONSTANT = re.compile(r"^(?:static\s+|inline\s+)*(?:constexpr|const)\s+(?:static\s+)?"
+                       r"(?:(?:unsigned|signed|long|short|int|size_t|std::size_t|auto|char)\s*)+"
+                       r"[A-Za-z_]\w*\s*(?:=|\{)", re.M)
+
+
+def file_constants(path: str, options: PreprocessorOptions, text: str) -> dict[str, int]:
+    """The file-scope integer constants of the program (`constexpr int ROWS = 512;`) and
+    their values, read by Clang (frontend/clang.py) when the text declares any and
+    libclang is installed; {} otherwise, or when Clang finds an error."""
+    from polycoal.frontend import clang
+    if not _CONSTANT.search(text) or not clang.available():
+        return {}
+    try:
+        unit = clang.read(path, options, text)
+    except Exception:             # noqa: BLE001 - Clang is an improvement, never a failure
+        return {}
+    return {} if unit.errors else unit.constants

@@ -39,6 +39,7 @@ CUDA_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch
                 "cuda_fp16.h", "device_functions.h", "math_functions.h", "vector_types.h",
                 "driver_types.h", "cooperative_groups.h", "sm_60_atomic_functions.h")
 _SPACED_OPEN = re.compile(r"<<\s<")
+_INTEGER_KINDS = set()          # filled with libclang's integer TypeKinds on first use
 _SPACED_CLOSE = re.compile(r">>\s>")
 
 
@@ -57,6 +58,7 @@ class ClangKernel:
     place: Place
     template_parameters: tuple[str, ...] = ()     # () for a plain kernel
     constants: tuple[tuple[str, int], ...] = ()   # file-scope constants read, with values
+    declared: frozenset[str] = frozenset()        # names its parameters and locals declare
 
     @property
     def is_template(self) -> bool:
@@ -78,6 +80,10 @@ class ClangUnit:
     kernels: list[ClangKernel] = field(default_factory=list)
     launches: list[ClangLaunch] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)     # "file:line: message"
+    # integer constants declared at file or namespace scope (`constexpr int ROWS = 512;`,
+    # `static const int PAD = 4;`), by unqualified name, with the values Clang evaluates;
+    # a name two of them share with different values is left out
+    constants: dict[str, int] = field(default_factory=dict)
 
     def kernel(self, name: str) -> ClangKernel | None:
         return next((k for k in self.kernels if name in (k.name, k.qualified)), None)
@@ -98,6 +104,9 @@ def _cindex():
     lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
     lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
     lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    k = ci.TypeKind
+    _INTEGER_KINDS.update({k.BOOL, k.CHAR_U, k.UCHAR, k.USHORT, k.UINT, k.ULONG, k.ULONGLONG,
+                           k.CHAR_S, k.SCHAR, k.SHORT, k.INT, k.LONG, k.LONGLONG, k.ENUM})
     return ci
 
 
@@ -185,12 +194,14 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
     unit = ClangUnit(path)
     unit.errors = [f"{d.location.file.name if d.location.file else path}:{d.location.line}: "
                    f"{d.spelling}" for d in tu.diagnostics if d.severity >= 3]
-    ours = (os.path.dirname(declarations_header()), _stub_directory())
-    system = ("/usr/", "/opt/", (_builtin_include() or "/nonexistent"))
+    ours = os.path.dirname(declarations_header())
 
     def user_file(c) -> bool:
-        f = c.location.file
-        return f is not None and not f.name.startswith(ours + system)
+        location = c.location
+        if location.is_in_system_header:    # the C and C++ libraries, CUDA's stubs
+            return False
+        f = location.file
+        return f is not None and not f.name.startswith(ours)
 
     def kernel_of(c) -> ClangKernel:
         params = tuple(p.spelling for p in c.get_children()
@@ -206,11 +217,13 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                 value = _evaluate(ci, ref)
                 if value is not None:
                     constants[ref.spelling] = value
+        declared = frozenset(d.spelling for d in c.walk_preorder()
+                             if d.kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL))
         extent = c.extent
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  extent.start.offset, extent.end.offset),
-                           params, tuple(sorted(constants.items())))
+                           params, tuple(sorted(constants.items())), declared)
 
     def launch_of(c, tokens: list[str]) -> ClangLaunch:
         callee = c.referenced
@@ -247,10 +260,21 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                 return tokens
         return None
 
+    values: dict[str, set[int]] = {}
+
+    def constant(c) -> None:
+        if c.kind == ci.CursorKind.VAR_DECL and c.type.is_const_qualified() and \
+                c.type.get_canonical().kind in _INTEGER_KINDS:
+            value = _evaluate(ci, c)
+            if value is not None:
+                values.setdefault(c.spelling, set()).add(value)
+
     def visit(c):
         for child in c.get_children():
-            if not user_file(child) and child.kind != ci.CursorKind.NAMESPACE:
+            if not user_file(child):        # a system header's (std:: included)
                 continue
+            if c.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE):
+                constant(child)
             if child.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
                     and child.is_definition() and any(
                         a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in child.get_children()):
@@ -260,4 +284,5 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                 unit.launches.append(launch_of(child, tokens))
             visit(child)
     visit(tu.cursor)
+    unit.constants = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
     return unit

@@ -42,11 +42,12 @@ class _Scope:
     variables whose value at token `at` (the launch) is given."""
 
     def __init__(self, tokens: list[Token], begin: int, bound: dict[str, Value] | None = None,
-                 at: int = 0):
+                 at: int = 0, constants: dict[str, int] | None = None):
         self.tokens = tokens
         self.begin = begin
         self.bound = bound or {}
         self.at = at
+        self.constants = constants or {}      # file scope: seen when no local defines it
 
     def dim3(self, expression: str, before: int, depth: int = 0) -> Dim3 | None:
         m = _DIM3_CALL.match(expression)
@@ -117,6 +118,8 @@ class _Scope:
             elif nxt in (";", ",") and k and tokens[k - 1].text in _TYPE_WORDS:
                 return None     # declared without a value
             k -= 1
+        if name in self.constants and not members:
+            return (self.constants[name], 1, 1)
         return None
 
     def _untouched(self, name: str, before: int) -> bool:
@@ -210,6 +213,7 @@ class LaunchContext:
     begin: int
     at: int
     config: tuple[str, ...]
+    constants: tuple[tuple[str, int], ...] = ()     # the program's (Program.constants)
 
 
 def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int]
@@ -227,14 +231,16 @@ def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int]
             if bound.get(name, values[parameter.name]) != values[parameter.name]:
                 return None, None       # one variable given two values
             bound[name] = values[parameter.name]
-    scope = _Scope(list(context.tokens), context.begin, bound, context.at)
+    scope = _Scope(list(context.tokens), context.begin, bound, context.at,
+                   dict(context.constants))
     grid = launch.grid_shape or _positive_ints(scope.dim3(context.config[0], context.at))
     block = launch.block_shape or (_positive_ints(scope.dim3(context.config[1], context.at))
                                    if len(context.config) > 1 else None)
     return grid, block
 
 
-def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch]:
+def find_launches(source: PreprocessedSource, original_text: str,
+                  file_constants: dict[str, int] | None = None) -> list[Launch]:
     user_text = source.user_text()
     tokens = tokenize(user_text)
     frozen_tokens = tuple(tokens)
@@ -255,7 +261,7 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
         config = [_text(p) for p in split_top_level(tokens[k + 1:close])]
         args = [_text(p) for p in split_top_level(tokens[close + 2:args_close]) if p]
         begin, function = _enclosing_function(tokens, name_index)
-        scope = _Scope(tokens, begin)
+        scope = _Scope(tokens, begin, constants=file_constants)
         block = scope.dim3(config[1], name_index) if len(config) > 1 else None
         grid = scope.dim3(config[0], name_index)
         constants = {}
@@ -276,7 +282,8 @@ def find_launches(source: PreprocessedSource, original_text: str) -> list[Launch
             block_shape=_positive_ints(block), grid_shape=_positive_ints(grid),
             block_parts=_parts(block), grid_parts=_parts(grid),
             constant_arguments=constants, function=function,
-            context=LaunchContext(frozen_tokens, begin, name_index, tuple(config))))
+            context=LaunchContext(frozen_tokens, begin, name_index, tuple(config),
+                                  tuple(sorted((file_constants or {}).items())))))
     return launches
 
 

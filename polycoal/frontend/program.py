@@ -87,6 +87,9 @@ class Program:
     device_functions: dict[str, DeviceFunction]
     globals: dict[str, GlobalVariable]
     diagnostics: list[Diagnostic]
+    # file-scope integer constants (`constexpr int ROWS = 512;`) with their values, as
+    # Clang evaluates them (frontend/clang.py): kernels and launches read them as numbers
+    constants: dict[str, int] = field(default_factory=dict)
 
     def kernel(self, name: str) -> Kernel | None:
         return next((k for k in self.kernels if k.name == name), None)

@@ -106,6 +106,22 @@ def _prescan(body: c_ast.Node) -> _Variables:
     return info
 
 
+def _constants(kernel: Kernel, program: Program) -> dict[str, Poly]:
+    """The program's file-scope integer constants (Program.constants) as values, except
+    names the kernel declares itself (a parameter or a local shadows them)."""
+    if not program.constants:
+        return {}
+    declared = {p.name for p in kernel.parameters}
+
+    class Declarations(c_ast.NodeVisitor):
+        def visit_Decl(self, node):
+            declared.add(node.name)
+            self.generic_visit(node)
+    Declarations().visit(kernel.ast)
+    return {name: Poly.const(value) for name, value in program.constants.items()
+            if name not in declared}
+
+
 class _Extractor:
     def __init__(self, kernel: Kernel, program: Program, axes: ThreadAxes):
         self.kernel = kernel
@@ -115,7 +131,7 @@ class _Extractor:
         self.vars = _prescan(kernel.ast.body)
         params = {p.name for p in kernel.parameters if not p.is_pointer
                   and p.type in _INT_TYPES}
-        self.scope = Scope(axes, {}, params)
+        self.scope = Scope(axes, _constants(kernel, program), params)
         for p in kernel.parameters:
             if not p.is_pointer and p.name not in params:
                 self.scope.opaque[p.name] = f"'{p.name}' is a non-integer argument"

@@ -217,7 +217,10 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
                   for a in arrays]
         arrays = [replace(a, index_bound=bound) if a.type not in ("float", "double") else a
                   for a in arrays]
-    declarations = [g.expanded for g in program.globals.values() if g.expanded]
+    # the file's integer constants first (kernels and device functions may read them)
+    declarations = [f"static const long long {name} = {value}LL;"
+                    for name, value in sorted(program.constants.items())]
+    declarations += [g.expanded for g in program.globals.values() if g.expanded]
     declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
     return LaunchSetup(launch, values, arrays, grid, block, declarations)
 
@@ -260,7 +263,8 @@ def run_changed(program: Program, result, options, run, unchanged):
     for the others, in the program's order."""
     from polycoal.frontend import read_program
     changed = [d for d in result.decisions if d.action != "unchanged"]
-    new_program = read_program(program.path, options.preprocessor, text=result.text) \
+    new_program = read_program(program.path, options.preprocessor, text=result.text,
+                               constants=program.constants) \
         if changed else None
     return [run(program, new_program, d) if d.action != "unchanged" else unchanged(d)
             for d in result.decisions]
