@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
 from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner,
-                                      install_read_cache)
+                                      install_read_cache, uninstall_read_cache)
 from polycoal.runtime.cpu_program import CpuProgramRunner
 from polycoal.runtime.gpu_program import GpuProgramRunner
 
@@ -229,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_read_cache:
             install_read_cache()
         runner = Runner(cpu, Nvcc(nvcc_mode) if nvcc_mode else None, args.options, args.timeout)
-        result = runner.run_program(load_program(args.replay))
+        try:
+            result = runner.run_program(load_program(args.replay))
+        finally:
+            uninstall_read_cache()
         print(json.dumps(result.to_json(), indent=1))
         for f in result.failures:
             print(f"\n[{f.cls}] {', '.join(f.options)}\n{f.message}")
@@ -278,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 pool.close()
             pool.join()
+        else:
+            uninstall_read_cache()        # ran in this process (see --replay)
     elapsed = time.monotonic() - start
 
     if args.shrink:

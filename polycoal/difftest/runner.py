@@ -133,6 +133,18 @@ def clear_read_cache() -> None:
     _read_cache.clear()
 
 
+def uninstall_read_cache() -> None:
+    """Put the front end's own read_program back (a run in the caller's process, such as
+    --replay from a test session, must not leave its memo behind)."""
+    import polycoal.frontend as frontend
+    import polycoal.transform as transform
+    original = getattr(frontend.read_program, "__wrapped__", None)
+    if original is not None:
+        frontend.read_program = original
+        transform.read_program = original
+    _read_cache.clear()
+
+
 class _Timeout(Exception):
     pass
 
