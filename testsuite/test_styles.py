@@ -187,3 +187,58 @@ def test_a_parameter_or_local_shadows_a_constant(tmp_path):
     model = d.analysis.model
     assert "N" in model.parameters and "M" not in model.parameters
     assert all("64" not in " and ".join(s.constraints) for s in model.statements)
+
+
+SPACED = r"""#include <cstdio>
+#include <cuda_runtime.h>
+#define N 200
+#define M 96
+__global__ void row_sums(const float *__restrict__ A, float *__restrict__ y)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) { float s = 0; for (int j = 0; j < M; j++) s += A[i * M + j]; y[i] = s; }
+}
+int main()
+{
+  static float hA[N * M], hy[N];
+  for (int k = 0; k < N * M; k++) hA[k] = (float)(k % 9) - 4.0f;
+  float *A, *y;
+  cudaMalloc((void **)&A, sizeof hA); cudaMalloc((void **)&y, sizeof hy);
+  cudaMemcpy(A, hA, sizeof hA, cudaMemcpyHostToDevice);
+  row_sums << < (N + 63) / 64, 64 >> > (A, y);
+  cudaMemcpy(hy, y, sizeof hy, cudaMemcpyDeviceToHost);
+  double s = 0; for (int k = 0; k < N; k++) s += hy[k] * (k % 5 + 1);
+  printf("CHECK y %.6f 0\n", s);
+  return 0;
+}
+"""
+
+
+def test_a_launch_written_with_spaced_brackets_is_a_launch(tmp_path):
+    """nvcc reads `k << < g, b >> > (a)` as a launch (real code has it): found,
+    evaluated and rewritten like `k<<<g, b>>>(a)`; the program runs as before (whole
+    program on the CPU runtime) and the output compiles."""
+    from polycoal.difftest.runner import parse_checks
+    from polycoal.frontend.lexer import tokenize
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    path = tmp_path / "spaced.cu"
+    path.write_text(SPACED)
+    program, result = _transform(path, SPACED)
+    [launch] = program.launches
+    assert launch.grid_shape == (4, 1, 1) and launch.block_shape == (64, 1, 1)
+    assert [d.action for d in result.decisions] == ["reduced"]
+    assert "<< <" not in result.text
+    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    sums = []
+    for text in (SPACED, result.text):
+        run, error = cpu.compile_and_run(text)
+        assert run is not None and run.failure is None, (error, run and run.stderr)
+        sums.append(parse_checks(run.stdout)["y"][0])
+    assert abs(sums[0] - sums[1]) <= 1e-4 * abs(sums[0])
+    if shutil.which("nvcc"):
+        out = tmp_path / "out.cu"
+        out.write_text(result.text)
+        assert nvcc(out, tmp_path) == ""
+    # `>> >` closes templates outside a launch
+    assert [t.text for t in tokenize("std::vector<std::vector<int>> > v;")][8:11] == \
+        ["int", ">>", ">"]

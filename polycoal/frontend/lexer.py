@@ -24,6 +24,7 @@ _TOKEN_RE = re.compile(
                |(?:u8|[uUL])?'(?:\\(?:\r\n|.)|[^'\\\r\n])*')
       | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
       | (?P<id>[A-Za-z_$]\w*)
+      | (?P<spaced><<[ \t]+<|>>[ \t]+>)
       | (?P<punct>""" + "|".join(re.escape(p) for p in _PUNCT) + r""")
       | (?P<other>.)""",
     re.S | re.X)
@@ -81,6 +82,7 @@ def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
     line = 1
     at_line_start = True
+    in_launch = False           # between a launch's `<<<` and its `>>>`
     pos = 0
     n = len(text)
     while pos < n:
@@ -104,6 +106,17 @@ def tokenize(text: str) -> list[Token]:
                 break
             pos = end
             continue
+        if kind == "spaced":
+            # nvcc reads `k << < g, b >> > (a)` as a launch: one `<<<` token over the
+            # spaced text (`>> >` only inside a launch's configuration: elsewhere it
+            # closes templates, `vector<vector<int>> >`)
+            if value.startswith("<") or in_launch:
+                kind, value = "punct", value[0] * 3
+            else:
+                m = _TOKEN_RE.match(text[:pos + 2], pos)        # `>>`, then `>` again
+                kind, value = "punct", ">>"
+        if kind == "punct" and value in ("<<<", ">>>"):
+            in_launch = value == "<<<"
         if kind == "nl":
             line += 1
             at_line_start = True
@@ -113,7 +126,7 @@ def tokenize(text: str) -> list[Token]:
             line += line_ends(value)
         else:
             tokens.append(Token(kind, value, pos, m.end(), line))
-            line += line_ends(value)
+            line += line_ends(text[pos:m.end()])
             at_line_start = False
         pos = m.end()
     return tokens

@@ -49,6 +49,7 @@ _TOKEN = re.compile(
       | (?P<str>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
       | (?P<num>\.?\d(?:[\w.]|[eEpP][+-])*)
       | (?P<id>[A-Za-z_]\w*)
+      | (?P<spaced><<[ \t]+<|>>[ \t]+>)
       | (?P<punct><<<|>>>|::|->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|.)""",
     re.S | re.X)
 
@@ -67,6 +68,7 @@ def tokens(text: str) -> list[Tok]:
     out: list[Tok] = []
     pos, n = 0, len(text)
     line_start = True
+    in_launch = False           # nvcc's spaced `k << < g, b >> > (a)`: one `<<<`, `>>>`
     while pos < n:
         m = _TOKEN.match(text, pos)
         kind = m.lastgroup
@@ -85,13 +87,21 @@ def tokens(text: str) -> list[Tok]:
                 break
             pos = end
             continue
+        end = m.end()
+        if kind == "spaced":
+            if value.startswith("<") or in_launch:
+                kind, value = "punct", value[0] * 3
+            else:                   # `vector<vector<int>> >`: `>>`, then `>`
+                kind, value, end = "punct", ">>", pos + 2
+        if kind == "punct" and value in ("<<<", ">>>"):
+            in_launch = value == "<<<"
         if kind == "ws":
             if "\n" in value:
                 line_start = True
         elif kind != "comment":
-            out.append(Tok(kind, value, m.start(), m.end()))
+            out.append(Tok(kind, value, pos, end))
             line_start = False
-        pos = m.end()
+        pos = end
     return out
 
 
