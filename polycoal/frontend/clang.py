@@ -24,13 +24,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 
+from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 
 # CUDA headers a program includes, read as empty files (their declarations are in
@@ -38,9 +38,7 @@ from polycoal.frontend.preprocess import PreprocessorOptions
 CUDA_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
                 "cuda_fp16.h", "device_functions.h", "math_functions.h", "vector_types.h",
                 "driver_types.h", "cooperative_groups.h", "sm_60_atomic_functions.h")
-_SPACED_OPEN = re.compile(r"<<\s<")
 _INTEGER_KINDS = set()          # filled with libclang's integer TypeKinds on first use
-_SPACED_CLOSE = re.compile(r">>\s>")
 
 
 @dataclass(frozen=True)
@@ -150,9 +148,14 @@ def arguments(path: str, options: PreprocessorOptions) -> list[str]:
 
 
 def closed_up(text: str) -> str:
-    """`k << < g, b >> > (a)` as `k<<<  g, b>>>  (a)`: the same length."""
-    text = _SPACED_OPEN.sub(lambda m: "<<<" + " " * (len(m.group(0)) - 3), text)
-    return _SPACED_CLOSE.sub(lambda m: ">>>" + " " * (len(m.group(0)) - 3), text)
+    """`k << < g, b >> > (a)` as `k <<<  g, b >>>  (a)`: the same length. The launch
+    brackets are the front end's lexer's (frontend/lexer.py decides which spaced `>> >`
+    closes a launch and which closes templates)."""
+    out = list(text)
+    for t in tokenize(text):
+        if t.text in ("<<<", ">>>") and t.end - t.start > 3:
+            out[t.start:t.end] = list(t.text + " " * (t.end - t.start - 3))
+    return "".join(out)
 
 
 def _evaluate(ci, cursor) -> int | None:

@@ -106,15 +106,15 @@ def tokenize(text: str) -> list[Token]:
                 break
             pos = end
             continue
+        end = m.end()
         if kind == "spaced":
             # nvcc reads `k << < g, b >> > (a)` as a launch: one `<<<` token over the
             # spaced text (`>> >` only inside a launch's configuration: elsewhere it
-            # closes templates, `vector<vector<int>> >`)
+            # closes templates, `vector<vector<int>> >`: `>>`, then `>`)
             if value.startswith("<") or in_launch:
                 kind, value = "punct", value[0] * 3
             else:
-                m = _TOKEN_RE.match(text[:pos + 2], pos)        # `>>`, then `>` again
-                kind, value = "punct", ">>"
+                kind, value, end = "punct", ">>", pos + 2
         if kind == "punct" and value in ("<<<", ">>>"):
             in_launch = value == "<<<"
         if kind == "nl":
@@ -125,10 +125,10 @@ def tokenize(text: str) -> list[Token]:
         elif kind == "comment":
             line += line_ends(value)
         else:
-            tokens.append(Token(kind, value, pos, m.end(), line))
-            line += line_ends(text[pos:m.end()])
+            tokens.append(Token(kind, value, pos, end, line))
+            line += line_ends(text[pos:end])
             at_line_start = False
-        pos = m.end()
+        pos = end
     return tokens
 
 
