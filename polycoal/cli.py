@@ -316,7 +316,8 @@ def cmd_transform(args) -> int:
                          ("dump_ilp", dumps.dump_ilp), ("dump_schedule", dumps.dump_schedule)):
             if getattr(args, flag):
                 sys.stderr.write(fn(d))
-    diagnostics = program.diagnostics + result.diagnostics
+    diagnostics = [x for x in program.diagnostics if x.kernel not in result.superseded] + \
+        result.diagnostics
     if args.report == "json":
         report = {"schema": "polycoal-transform", "schema_version": 1, "file": program.path,
                   "kernels": [{"name": d.kernel, "action": d.action, "code": d.code, "reason": d.reason,

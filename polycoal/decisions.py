@@ -22,6 +22,7 @@ if TYPE_CHECKING:                      # types only: no import of the layers abo
     from polycoal.analysis import KernelAnalysis
     from polycoal.codegen.kernel import GeneratedKernel
     from polycoal.dynamic.empirical import Choice
+    from polycoal.frontend.program import Program
     from polycoal.optimize.permutation import Permutation
     from polycoal.optimize.restructure import Mapping
 
@@ -85,3 +86,9 @@ class TransformResult:
     text: str
     decisions: list[KernelDecision]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # the program the changed decisions refer to: the input, or its lowering (a template's
+    # instantiation or a header's kernel copied into the text, frontend/lower.py)
+    program: "Program | None" = None
+    # kernels of the input read through Clang: the C-subset front end's diagnostics about
+    # them no longer apply
+    superseded: frozenset = frozenset()

@@ -15,6 +15,7 @@ kernels and of their launch statements changes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
@@ -25,7 +26,7 @@ from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOpt
                                 TransformResult)
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.dynamic.empirical import candidate_sources, search
-from polycoal.frontend import read_program
+from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
@@ -553,7 +554,108 @@ def _empirical_note(d: KernelDecision, kernel: Kernel) -> Diagnostic:
 
 def transform_program(program: Program, options: TransformOptions = TransformOptions()
                       ) -> TransformResult:
-    kernels = [k for k in program.kernels if options.kernel in (None, k.name)]
+    """The program with its kernels transformed where that is shown legal and a gain.
+    Kernels the C-subset front end cannot read as written (templates, a header's
+    kernels, C++ types) are read through their lowering (frontend/lower.py); a lowering
+    stays in the output only where its kernel is transformed."""
+    if lower.needs_lowering(program):
+        lowerings = lower.plan(program, options.preprocessor)
+        if lowerings:
+            return _transform_lowered(program, lowerings, options)
+    return _transform(program, options)
+
+
+def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
+                       options: TransformOptions) -> TransformResult:
+    """Transform the lowered program; then once more with only the lowerings whose kernel
+    changed (a lowered kernel left unchanged leaves the input's text as it was)."""
+    def run(chosen):
+        lowered = lower.apply(program.text, chosen)
+        p = read_program(program.path, options.preprocessor, text=lowered.text,
+                         constants=program.constants)
+        return lowered, p, _transform(p, options, {l.kernel: l.shown for l in chosen})
+
+    lowered, p, first = run(lowerings)
+    changed = {d.kernel for d in first.decisions if d.action in CHANGED}
+    kept = [l for l in lowerings if l.kernel in changed]
+    final, final_program = first, p
+    if len(kept) < len(lowerings):
+        if kept:
+            lowered, final_program, final = run(kept)
+        else:
+            final, final_program = _transform(program, options), program
+    dropped = [l for l in lowerings if l not in kept]
+    shown = {l.kernel: l for l in lowerings}
+    # a dropped copy of a plain kernel (a header's, one taking structs) speaks for it: its
+    # decision and notes replace the input kernel's (read as the C subset reads it)
+    speaks = {l.shown: l for l in dropped if l.copy and l.shown == _original_name(l)}
+    decisions = [d for d in final.decisions
+                 if (d.kernel not in shown or d.action in CHANGED) and d.kernel not in speaks]
+    decisions += [replace(d, kernel=shown[d.kernel].shown) for d in first.decisions
+                  if d.kernel in shown and shown[d.kernel] in dropped]
+    notes = [x for x in final.diagnostics if x.kernel not in shown and x.kernel not in speaks]
+    notes += [_lowered_diagnostic(x, lowered, shown[x.kernel]) for x in final.diagnostics
+              if x.kernel in shown and shown[x.kernel] in kept]
+    first_lowered = lower.apply(program.text, lowerings)
+    notes += [_lowered_diagnostic(x, first_lowered, shown[x.kernel]) for x in first.diagnostics
+              if x.kernel in shown and shown[x.kernel] in dropped]
+    superseded = frozenset(_original_name(l) for l in lowerings)
+    copies: dict[str, list[lower.Lowering]] = {}
+    for l in lowerings:
+        if l.copy and l.shown not in speaks:
+            copies.setdefault(_original_name(l), []).append(l)
+    decisions = [d.keep("lowered", _copied(copies[d.kernel], kept))
+                 if d.kernel in copies and d.action == "unchanged" else d for d in decisions]
+    notes = [replace(x, message=f"kernel '{x.kernel}' left unchanged: "
+                     f"{_copied(copies[x.kernel], kept)}")
+             if x.kernel in copies and x.code == "unchanged" else x for x in notes]
+    text = final.text
+    for lowering in kept:
+        if lowering.copy:
+            text = lower.declared_before_use(text, lowering)
+    return TransformResult(text, decisions, notes, final_program, superseded)
+
+
+def _copied(copies: list[lower.Lowering], kept: list[lower.Lowering]) -> str:
+    """What became of a kernel read through copies (a template's instantiations, a
+    header's kernel): which were transformed, under which names."""
+    moved = [f"{l.shown} as {l.kernel}" for l in copies if l in kept]
+    read = [l.shown for l in copies if l not in kept]
+    parts = ([f"its launches of {', '.join(moved)} run transformed copies (it stays for "
+              "its other uses)"] if moved else []) + \
+        ([f"read as {', '.join(read)}, not transformed (see there)"] if read else [])
+    return "; ".join(parts)
+
+
+def _original_name(lowering: lower.Lowering) -> str:
+    return lowering.shown.split("<")[0].split("::")[-1]
+
+
+def _lowered_diagnostic(x: Diagnostic, lowered: lower.Lowered, lowering: lower.Lowering
+                        ) -> Diagnostic:
+    """A diagnostic about a lowered kernel, named as the input names it and placed at its
+    definition's line (a copy's lines are past the end of the input)."""
+    location = x.location
+    origin = lowered.origin(location.line) if location is not None else None
+    if origin is not None:
+        location = replace(location, file=origin[0], line=origin[1])
+    renamed = lowering.copy and x.code in CHANGED      # the copy is in the output
+    name = f"'{lowering.shown}' (as '{lowering.kernel}')" if renamed else f"'{lowering.shown}'"
+
+    def line(m: re.Match) -> str:
+        mapped = lowered.origin(int(m.group(1)))
+        return f"line {mapped[1] if mapped else m.group(1)}"
+    message = re.sub(r"\bline (\d+)", line, x.message.replace(f"'{lowering.kernel}'", name))
+    return replace(x, message=message, location=location,
+                   kernel=lowering.kernel if renamed else lowering.shown)
+
+
+def _transform(program: Program, options: TransformOptions,
+               shown: dict[str, str] | None = None) -> TransformResult:
+    """`shown`: names of lowered kernels as the input names them (for --kernel)."""
+    shown = shown or {}
+    kernels = [k for k in program.kernels
+               if options.kernel in (None, k.name, shown.get(k.name, "").split("<")[0])]
     if options.kernel is not None and not kernels:
         known = ", ".join(k.name for k in program.kernels) or "none"
         raise InputError(f"{program.path}: no kernel named '{options.kernel}' "
@@ -599,4 +701,4 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
                                           kernel.location, d.kernel))
         if d.empirical:
             diagnostics.append(_empirical_note(d, kernel))
-    return TransformResult(text, decisions, diagnostics)
+    return TransformResult(text, decisions, diagnostics, program)

@@ -3,8 +3,8 @@
 The model treats every pointer argument as its own array; dependences, races and every
 transformation rest on that. It holds when there is evidence: every pointer argument is
 `__restrict__`; or the kernel has at most one pointer argument that is written; or
-every launch passes pointer arguments that are distinct variables, each allocated by
-its own cudaMalloc in the program. Otherwise polycoal does not transform the kernel,
+every launch passes pointer arguments that are distinct variables (or fields of
+structs, `bufs.in`), each allocated by its own cudaMalloc in the program. Otherwise polycoal does not transform the kernel,
 unless told to assume it (--assume-no-alias), which is then reported.
 """
 
@@ -16,13 +16,33 @@ from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
 
+# what `&` takes in a cudaMalloc: a variable, or a struct's field (`&bufs.in`, `&p->out`)
 _ALLOCATION = re.compile(
-    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*)?&\s*(\w+)")
+    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*)?&\s*"
+    r"(\w+(?:\s*(?:\.|->)\s*\w+)*)(?!\s*(?:\[|\.|->|\())")
+_PATH = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")
 
 
-def allocated_names(program: Program) -> set[str]:
+_COPY = re.compile(r"(?<![\w.>=!<])\s*([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*=\s*"
+                   r"([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*;")
+
+
+def allocations(program: Program) -> dict[str, str]:
+    """Variables and fields (`bufs.in`) holding a cudaMalloc allocation of the program,
+    each with the variable the allocation was made for: its own name, or, for a copy
+    `bufs.in = in;`, the allocated variable's. A name given two different allocations
+    is left out (which one it holds at a launch is not known here)."""
     text = " ".join(t.text for t in tokenize(program.text))
-    return set(_ALLOCATION.findall(text))
+    sources: dict[str, set[str]] = {}
+    for m in _ALLOCATION.findall(text):
+        name = re.sub(r"\s+", "", m)
+        sources.setdefault(name, set()).add(name)
+    copies = [(re.sub(r"\s+", "", a), re.sub(r"\s+", "", b)) for a, b in _COPY.findall(text)]
+    for target, source in copies:
+        if source in sources and target != source:
+            sources.setdefault(target, set()).update(sources[source])
+    return {name: next(iter(s)) for name, s in sources.items() if len(s) == 1}
+
 
 
 def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
@@ -38,21 +58,21 @@ def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
             all(p.is_restrict or p.is_const for p in pointers if p.name not in written) and \
             all(p.is_restrict for p in pointers if p.name in written):
         return True, "the written pointer is __restrict__"
-    allocated = allocated_names(program)
+    allocated = allocations(program)
     positions = [k for k, p in enumerate(kernel.parameters) if p.is_pointer]
     launches = program.launches_of(kernel.name)
     if not launches:
         return False, "no launch shows what the pointer arguments are"
     for launch in launches:
-        args = [launch.arguments[k].strip() if k < len(launch.arguments) else ""
+        args = [re.sub(r"\s+", "", launch.arguments[k]) if k < len(launch.arguments) else ""
                 for k in positions]
-        if not all(re.fullmatch(r"[A-Za-z_]\w*", a) for a in args):
+        if not all(_PATH.fullmatch(a) for a in args):
             return False, (f"the launch at line {launch.location.line} passes pointer "
                            "expressions, not plain variables")
-        if len(set(args)) != len(args):
-            return False, f"the launch at line {launch.location.line} passes one pointer twice"
         missing = [a for a in args if a not in allocated]
         if missing:
             return False, (f"'{missing[0]}' (launch at line {launch.location.line}) is not "
                            "allocated by cudaMalloc in this file")
+        if len({allocated[a] for a in args}) != len(args):
+            return False, f"the launch at line {launch.location.line} passes one allocation twice"
     return True, "every launch passes distinct cudaMalloc allocations"

@@ -21,16 +21,19 @@ loop bounds (steps, lower bounds, triangular and empty loops); guards that cut t
 thread range; several statements, arrays and kernels; run-time sizes with host-computed
 grids; launches in host loops; racy or aliasing kernels (must stay byte-identical); and
 near misses outside the model (CSR, data-dependent conditions, while, shared memory,
-user-written shuffles, atomics).
+user-written shuffles, atomics); and `styles`: the kernels of another family written as
+real C++ code writes them (templates, namespaces, structs of buffers passed by value,
+pointer arithmetic), which polycoal reads through Clang (frontend/lower.py).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-            "hostloop", "racy", "nearmiss")
+            "hostloop", "racy", "nearmiss", "styles")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -96,6 +99,9 @@ class Kernel:
     params: list[tuple[str, str]] = field(default_factory=list)   # (declaration, host arg)
     lines: list[str] = field(default_factory=list)
     seen: set = field(default_factory=set)
+    template: str = ""               # `template <typename T>\n` (family styles)
+    namespace: str = ""
+    before: str = ""                 # declarations the kernel needs (a struct)
 
     def size(self, s: Size) -> str:
         if s.param and s not in self.seen:
@@ -124,7 +130,10 @@ class Kernel:
     def text(self) -> str:
         sig = ", ".join(p for p, _ in self.params)
         body = "\n".join("  " + l if l else "" for l in self.lines)
-        return f"__global__ void {self.name}({sig})\n{{\n{body}\n}}\n"
+        text = f"{self.template}__global__ void {self.name}({sig})\n{{\n{body}\n}}\n"
+        if self.namespace:
+            text = f"namespace {self.namespace} {{\n\n{text}\n}} // namespace\n"
+        return self.before + text
 
     def args(self) -> str:
         return ", ".join(h for _, h in self.params)
@@ -1251,10 +1260,124 @@ def fam_nearmiss(b: Builder) -> None:
     b.shape.append(f"{k.name}: near miss ({form})")
 
 
+STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
+               "hostloop", "racy", "nearmiss")
+STYLES = ("template", "namespace", "struct", "pointer")
+
+
+def fam_styles(b: Builder) -> None:
+    """Another family's program, each kernel then written in one or more styles of real
+    C++ code: a template over its element type (launched `k<float><<<...>>>`), inside a
+    namespace (`ns::k<<<...>>>`), its arrays passed in a struct by value (`b.A[i]`), its
+    subscripts as pointer arithmetic (`*(A + i)`). The program means the same; kernels
+    that must stay byte-identical still must."""
+    rng = b.rng
+    base = rng.choice(STYLE_BASES)
+    FAMILY_FUNCTIONS[base](b)
+    applied = []
+    for k in b.kernels:
+        styles = sorted(rng.sample(STYLES, rng.choice((1, 1, 2))))
+        launch = _launch_text(k, b.main)
+        if launch is None:
+            continue
+        for style in styles:
+            launch = STYLE_FUNCTIONS[style](rng, k, launch)
+        b.main = [launch[1] if n == launch[0] else line for n, line in enumerate(b.main)]
+        applied.append(f"{k.name}: {'+'.join(styles)}")
+    b.variant = f"styles:{base}"
+    b.shape.append(f"styles over {base}: " + ", ".join(applied))
+
+
+def _launch_text(k: Kernel, main: list[str]) -> tuple[int, str] | None:
+    """(line, text) of the kernel's one launch in main (styles are given to kernels
+    launched once, where the launch is one line)."""
+    found = [(n, line) for n, line in enumerate(main) if f"{k.name}<<<" in line]
+    return found[0] if len(found) == 1 else None
+
+
+_ARRAY_DECL = re.compile(r"^(const )?(float|double|int) \*(__restrict__ )?(\w+)$")
+
+
+def _style_template(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    """template <typename T>: the pointer parameters of one element type take T."""
+    types = [m.group(2) for m in (_ARRAY_DECL.match(p) for p, _ in k.params) if m]
+    if not types:
+        k.template = "template <int Unused>\n"
+        return launch[0], launch[1].replace(f"{k.name}<<<", f"{k.name}<{rng.randrange(1, 9)}><<<")
+    ctype = rng.choice(types)
+    k.params = [(re.sub(rf"\b{ctype}\b", "ElemT", p, count=1) if (m := _ARRAY_DECL.match(p))
+                 and m.group(2) == ctype else p, h) for p, h in k.params]
+    k.template = "template <typename ElemT>\n"
+    written = f"{k.name}<{ctype}>" if rng.random() < 0.7 else k.name    # or deduced
+    return launch[0], launch[1].replace(f"{k.name}<<<", f"{written}<<<")
+
+
+def _style_namespace(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    k.namespace = f"ns_{k.name}"
+    return launch[0], re.sub(rf"(?<![\w:]){k.name}(?=[<])", f"{k.namespace}::{k.name}",
+                             launch[1], count=1)
+
+
+def _style_struct(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    """The pointer parameters as fields of a struct passed by value; the launch fills
+    one in a block of its own."""
+    fields = [(p, h, m.group(4)) for p, h in k.params if (m := _ARRAY_DECL.match(p))]
+    if not fields or any(m.group(3) for p, _ in k.params if (m := _ARRAY_DECL.match(p))):
+        return launch      # restrict pointers keep their evidence as parameters
+    struct, var = f"Args_{k.name}", "args"
+    k.before += f"struct {struct} {{\n" + "".join(f"  {p};\n" for p, _, _ in fields) + "};\n\n"
+    names = {n for _, _, n in fields}
+    k.lines = [re.sub(r"(?<![\w.])(" + "|".join(sorted(names)) + r")\b(?!\s*\()",
+                      lambda m: f"p.{m.group(1)}", line) for line in k.lines]
+    old_args = k.args()
+    first = next(n for n, (p, _) in enumerate(k.params) if _ARRAY_DECL.match(p))
+    k.params = [(f"{struct} p", var) if n == first else (p, h)
+                for n, (p, h) in enumerate(k.params)
+                if n == first or not _ARRAY_DECL.match(p)]
+    setup = f"{struct} {var}; " + " ".join(f"{var}.{n} = {h};" for _, h, n in fields)
+    n, text = launch
+    indent = text[:len(text) - len(text.lstrip())]
+    call = text.strip().replace(f"({old_args});", f"({k.args()});")
+    return n, f"{indent}{{ {setup} {call} }}"
+
+
+def _style_pointer(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    """Subscripts of pointer parameters written `*(A + e)` (the parameters' names as
+    the kernel spells them, possibly `p.A` after the struct style)."""
+    names = [m.group(4) for m in (_ARRAY_DECL.match(p) for p, _ in k.params) if m]
+    k.lines = [_dereferences(line, names) for line in k.lines]
+    return launch
+
+
+def _dereferences(line: str, names: list[str]) -> str:
+    if not names:
+        return line
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(sorted(names)) + r")\[")
+    while True:
+        m = pattern.search(line)
+        if m is None:
+            return line
+        depth, j = 0, m.end() - 1
+        while j < len(line):
+            depth += {"[": 1, "]": -1}.get(line[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        if j >= len(line):
+            return line
+        index = line[m.end():j]
+        offset = index if re.fullmatch(r"[\w\s*+]+", index) else f"({index})"
+        line = f"{line[:m.start()]}*({m.group(1)} + {offset}){line[j + 1:]}"
+
+
+STYLE_FUNCTIONS = {"template": _style_template, "namespace": _style_namespace,
+                   "struct": _style_struct, "pointer": _style_pointer}
+
+
 FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_colred,
                     "bounds": fam_bounds, "guards": fam_guards, "multi": fam_multi,
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
-                    "nearmiss": fam_nearmiss}
+                    "nearmiss": fam_nearmiss, "styles": fam_styles}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:

@@ -57,6 +57,14 @@ class ClangKernel:
     template_parameters: tuple[str, ...] = ()     # () for a plain kernel
     constants: tuple[tuple[str, int], ...] = ()   # file-scope constants read, with values
     declared: frozenset[str] = frozenset()        # names its parameters and locals declare
+    # the names of its type aliases declared in user code (`using real = float;`), as
+    # offsets [start, end) in its file with the type each stands for
+    aliases: tuple[tuple[int, int, str], ...] = ()
+    # its parameters passed as structs of pointers and numbers and used only through
+    # their members: (name, position, [start, end) of the declaration, fields as
+    # (name, type)); and each member use (start, end, parameter, field)
+    records: tuple[tuple[str, int, int, int, tuple[tuple[str, str], ...]], ...] = ()
+    members: tuple[tuple[int, int, str, str], ...] = ()
 
     @property
     def is_template(self) -> bool:
@@ -70,6 +78,12 @@ class ClangLaunch:
     file: str
     template_arguments: tuple[str, ...] = ()   # as Clang spells them: ('float',), ('64',)
     dependent: bool = False  # inside a template whose arguments decide the kernel
+    # offsets in `file`: the callee as written (`linalg::rowsum<float>`, up to `<<<`), or
+    # None when it comes from a macro; where the file-scope declaration holding the
+    # launch starts (a function, or the namespace around it)
+    callee: tuple[int, int] | None = None
+    scope_start: int | None = None
+    arguments: tuple[tuple[int, int], ...] = ()     # each argument's offsets in `file`
 
 
 @dataclass
@@ -170,6 +184,54 @@ def _evaluate(ci, cursor) -> int | None:
         lib.clang_EvalResult_dispose(result)
 
 
+def _aliased(type_) -> str:
+    """What an alias stands for: the canonical type (`float`), or, where that depends on
+    a template's parameters, the type as the alias writes it (`T *`)."""
+    canonical = type_.get_canonical().spelling
+    return type_.spelling if "type-parameter" in canonical else canonical
+
+
+def _records(ci, kernel):
+    """The kernel's by-value struct parameters whose fields are all pointers or numbers
+    and which the body uses only through `p.field`, with those uses."""
+    K = ci.CursorKind
+    parameters = [p for p in kernel.get_children() if p.kind == K.PARM_DECL]
+    records, members = [], []
+    for position, p in enumerate(parameters):
+        declaration = p.type.get_canonical().get_declaration()
+        if p.type.get_canonical().kind != ci.TypeKind.RECORD or declaration is None:
+            continue
+        fields = [(f.spelling, f.type.get_canonical()) for f in declaration.get_children()
+                  if f.kind == K.FIELD_DECL]
+        if not fields or any(t.kind != ci.TypeKind.POINTER and t.kind not in _INTEGER_KINDS
+                             and t.kind not in (ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE)
+                             for _, t in fields):
+            continue
+        uses, whole = [], False
+        for e in kernel.walk_preorder():
+            if e.kind == K.MEMBER_REF_EXPR:
+                base = next(iter(e.get_children()), None)
+                while base is not None and base.kind == K.UNEXPOSED_EXPR:
+                    base = next(iter(base.get_children()), None)
+                if base is not None and base.kind == K.DECL_REF_EXPR and base.referenced == p:
+                    uses.append((e.extent.start.offset, e.extent.end.offset, p.spelling,
+                                 e.spelling))
+            elif e.kind == K.DECL_REF_EXPR and e.referenced == p:
+                whole = whole or not any(u[0] == e.extent.start.offset for u in uses)
+        if uses and not whole:
+            records.append((p.spelling, position, p.extent.start.offset, p.extent.end.offset,
+                            tuple((name, t.spelling) for name, t in fields)))
+            members.extend(uses)
+    return tuple(records), tuple(members)
+
+
+def _in_macro(ci, cursor) -> bool:
+    """Whether the cursor's text comes from a macro's expansion (its tokens are not the
+    file's at its extent)."""
+    tokens = [t.spelling for t in cursor.get_tokens()]
+    return not tokens or cursor.spelling not in tokens[:16]
+
+
 def _qualified(ci, cursor) -> str:
     parts = [cursor.spelling]
     parent = cursor.semantic_parent
@@ -222,14 +284,26 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                     constants[ref.spelling] = value
         declared = frozenset(d.spelling for d in c.walk_preorder()
                              if d.kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL))
+        aliases = []
+        for e in c.walk_preorder():
+            ref = e.referenced if e.kind == ci.CursorKind.TYPE_REF else None
+            if ref is not None and ref.kind in (ci.CursorKind.TYPEDEF_DECL,
+                                                ci.CursorKind.TYPE_ALIAS_DECL) \
+                    and user_file(ref) and e.location.file is not None \
+                    and e.location.file.name == c.location.file.name:
+                aliases.append((e.extent.start.offset, e.extent.end.offset,
+                                _aliased(ref.underlying_typedef_type)))
+        records, members = _records(ci, c)
         extent = c.extent
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  extent.start.offset, extent.end.offset),
-                           params, tuple(sorted(constants.items())), declared)
+                           params, tuple(sorted(constants.items())), declared,
+                           tuple(sorted(set(aliases))), records, members)
 
-    def launch_of(c, tokens: list[str]) -> ClangLaunch:
+    def launch_of(c, tokens: list[str], top) -> ClangLaunch:
         callee = c.referenced
+        scope = top.extent.start.offset if top is not None else None
         if callee is None:
             # a dependent callee (a launch inside a template): its name and arguments as
             # written before `<<<`
@@ -239,13 +313,21 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
             written = "".join(head[head.index("<") + 1:-1]) if "<" in head else ""
             return ClangLaunch(name, c.location.line, c.location.file.name,
                                tuple(a.strip() for a in written.split(",") if a.strip()),
-                               dependent=True)
+                               dependent=True, scope_start=scope)
         n = max(callee.get_num_template_arguments(), 0)
         args = tuple(
             callee.get_template_argument_type(k).spelling
             if callee.get_template_argument_kind(k) == ci.TemplateArgumentKind.TYPE
             else str(callee.get_template_argument_value(k)) for k in range(n))
-        return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args)
+        children = list(c.get_children())
+        head = children[0].extent if children else None
+        written = (head.start.offset, head.end.offset) if head is not None and \
+            head.start.file is not None and head.start.file.name == c.location.file.name \
+            and not _in_macro(ci, c) else None
+        arguments = tuple((a.extent.start.offset, a.extent.end.offset)
+                          for a in children[2:]) if written else ()
+        return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args,
+                           callee=written, scope_start=scope, arguments=arguments)
 
     def launch_tokens(c) -> list[str] | None:
         """The tokens of a launch (a CUDAKernelCallExpr: the callee, the configuration as
@@ -272,10 +354,11 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
             if value is not None:
                 values.setdefault(c.spelling, set()).add(value)
 
-    def visit(c):
+    def visit(c, top=None):
         for child in c.get_children():
             if not user_file(child):        # a system header's (std:: included)
                 continue
+            outer = child if c.kind == ci.CursorKind.TRANSLATION_UNIT else top
             if c.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE):
                 constant(child)
             if child.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
@@ -284,8 +367,8 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                 unit.kernels.append(kernel_of(child))
             tokens = launch_tokens(child)
             if tokens is not None:
-                unit.launches.append(launch_of(child, tokens))
-            visit(child)
+                unit.launches.append(launch_of(child, tokens, outer))
+            visit(child, outer)
     visit(tu.cursor)
     unit.constants = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
     return unit

@@ -352,10 +352,11 @@ class CpuProgramRunner:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def compile(self, source: str, directory: str, name: str = "program"
-                ) -> tuple[str | None, str]:
+    def compile(self, source: str, directory: str, name: str = "program",
+                include_dirs: tuple[str, ...] = ()) -> tuple[str | None, str]:
         """(executable, "") or (None, the compiler's messages). `source` is the CUDA
-        program as written; its launches are rewritten here."""
+        program as written; its launches are rewritten here; `include_dirs`: where its
+        quoted includes are (the directory of the file it was read from)."""
         try:
             text = rewrite_for_cpu(source)
         except ValueError as e:
@@ -364,7 +365,8 @@ class CpuProgramRunner:
         with open(src, "w") as f:
             f.write(text)
         exe = os.path.join(directory, name)
-        build = subprocess.run([self.cxx, *self.flags, "-I", self.include, "-include",
+        build = subprocess.run([self.cxx, *self.flags, "-I", self.include,
+                                *(f"-I{d}" for d in include_dirs), "-include",
                                 os.path.join(self.include, HEADER), src, self.object,
                                 *self.link_flags, "-o", exe], capture_output=True, text=True)
         if build.returncode != 0:
@@ -399,9 +401,10 @@ class CpuProgramRunner:
             return RunResult(-9, out, "timed out", True)
         return RunResult(r.returncode, r.stdout, r.stderr)
 
-    def compile_and_run(self, source: str, timeout: float = 60.0) -> tuple[RunResult | None, str]:
+    def compile_and_run(self, source: str, timeout: float = 60.0,
+                        include_dirs: tuple[str, ...] = ()) -> tuple[RunResult | None, str]:
         with tempfile.TemporaryDirectory(prefix="polycoal-prog-") as tmp:
-            exe, error = self.compile(source, tmp)
+            exe, error = self.compile(source, tmp, include_dirs=include_dirs)
             if exe is None:
                 return None, error
             return self.run(exe, timeout), ""

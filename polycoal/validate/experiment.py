@@ -262,6 +262,7 @@ def run_changed(program: Program, result, options, run, unchanged):
     """run(program, new_program, decision) for every changed kernel, unchanged(decision)
     for the others, in the program's order."""
     from polycoal.frontend import read_program
+    program = result.program or program        # the lowered program the decisions name
     changed = [d for d in result.decisions if d.action != "unchanged"]
     new_program = read_program(program.path, options.preprocessor, text=result.text,
                                constants=program.constants) \

@@ -1,0 +1,362 @@
+"""Lowering what Clang reads to the C subset the model consumes (issue 13).
+
+Kernels the C-subset front end cannot take as they are written become plain kernels in
+the text the rest of polycoal reads:
+
+- a template kernel, once per instantiation launched in the input file
+  (`rowsum<float><<<g, b>>>(...)`): a copy named `rowsum__pc_float` with the template's
+  parameters replaced by the launch's arguments, and those launches redirected to it;
+- a kernel defined in another file (an included header): a copy `name__pc` in the input
+  file, its launches there redirected to it (the header is not touched);
+- a kernel of the input file whose type aliases the C subset does not know
+  (`using real = float;`, in a namespace): the aliases replaced in place by the types
+  they stand for.
+
+A copy keeps the definition's line structure and is appended at the end of the text,
+inside the kernel's namespaces; a prototype on the line where the declaration holding
+its first launch starts declares it before that launch. Lines of the input keep their
+numbers, so every diagnostic outside a copy stays true, and a copy's lines map back to
+its definition's (`Lowered.origin`). The driver (transform.py) keeps a lowering only
+where the lowered kernel is then transformed: otherwise the input stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+
+from polycoal.frontend.lexer import Token, line_ends, matching, tokenize
+from polycoal.frontend.preprocess import PreprocessorOptions
+
+
+@dataclass(frozen=True)
+class Lowering:
+    kernel: str             # the name the pipeline reads: the copy's, or the kernel's own
+    shown: str              # how diagnostics name it: rowsum<float>, linalg::rowsum
+    file: str               # where the definition is
+    line: int               # its first line there
+    edits: tuple[tuple[int, int, str], ...]     # [start, end) of the input text -> text
+    copy: str = ""          # the copy appended at the end of the text ('' when in place)
+    prototype: str = ""     # its declaration, inserted before its first launch
+    namespaces: tuple[str, ...] = ()
+
+
+def declared_before_use(text: str, lowering: Lowering) -> str:
+    """`text` (a transformed lowered program) with a prototype, beside the copy's, of each
+    kernel the transformation generated from the copy (`k__pc__pc_before`, stages launched
+    before or after it), whose definitions follow the copy's at the end."""
+    at = text.find(lowering.prototype)
+    if at < 0:
+        return text
+    opening = "".join(f"namespace {n} {{ " for n in lowering.namespaces)
+    closing = " }" * len(lowering.namespaces)
+    extra = []
+    pattern = re.compile(r"__global__\s+void\s+(" + re.escape(lowering.kernel) + r"\w+)\s*\(")
+    for m in pattern.finditer(text, at + len(lowering.prototype)):
+        extra.append(f"{opening}{_signature(text[m.start():])};{closing} ")
+    end = at + len(lowering.prototype)
+    return text[:end] + "".join(extra) + text[end:]
+
+
+@dataclass(frozen=True)
+class Lowered:
+    text: str
+    # per copy: (first line in `text`, its number of lines, lowering)
+    copies: tuple[tuple[int, int, Lowering], ...]
+
+    def origin(self, line: int) -> tuple[str, int, Lowering] | None:
+        """(file, line, lowering) of a line of a copy; None for the input's own lines."""
+        for first, count, lowering in self.copies:
+            if first <= line < first + count:
+                return lowering.file, lowering.line + line - first, lowering
+        return None
+
+
+_SCALAR_WORDS = {"int", "float", "double", "unsigned", "signed", "long", "short", "char",
+                 "bool", "_Bool", "size_t", "int8_t", "uint8_t", "int16_t", "uint16_t",
+                 "int32_t", "uint32_t", "int64_t", "uint64_t", "uint", "half", "ptrdiff_t"}
+
+
+def needs_lowering(program) -> bool:
+    """Whether the C-subset front end left a kernel it could not read or place (a
+    template, a header's kernel, C++ in the kernel), or a kernel takes a struct by
+    value: only then is Clang asked."""
+    return any(k.ast is None or k.span is None or any(
+        not p.is_pointer and not set(p.type.split()) & _SCALAR_WORDS for p in k.parameters)
+        for k in program.kernels)
+
+
+def plan(program, options: PreprocessorOptions) -> list[Lowering]:
+    """The lowerings of the program's kernels (none without libclang, or when Clang finds
+    an error in the file)."""
+    from polycoal.frontend import clang
+    if not clang.available():
+        return []
+    try:
+        unit = clang.read(program.path, options, program.text)
+    except Exception:             # noqa: BLE001 - Clang is an improvement, never a failure
+        return []
+    if unit.errors:
+        return []
+    main = os.path.abspath(program.path)
+    tokens = tokenize(program.text)
+    taken = {t.text for t in tokens if t.kind == "id"}
+    lowerings: list[Lowering] = []
+    for kernel in unit.kernels:
+        mine = program.kernel(kernel.name)
+        in_main = os.path.abspath(kernel.place.file) == main
+        if in_main and not kernel.is_template and not kernel.records:
+            if mine is not None and mine.ast is None and kernel.aliases:
+                lowerings.append(_in_place(program.text, kernel))
+            continue
+        launches = [l for l in unit.launches if l.kernel == kernel.qualified and
+                    not l.dependent and os.path.abspath(l.file) == main and
+                    _written(program.text, l, kernel.name) and
+                    _plain_records(program.text, l, kernel)]
+        if not launches or _referenced_elsewhere(tokens, kernel, launches, in_main):
+            continue
+        definition = program.text if in_main else _read(kernel.place.file)
+        if definition is None:
+            continue
+        for arguments in dict.fromkeys(l.template_arguments for l in launches):
+            name = _fresh(f"{kernel.name}__pc" + "".join(
+                "_" + _identifier(a) for a in arguments), taken)
+            taken.add(name)
+            lowerings.append(_copy(program.text, definition, kernel, arguments, name,
+                                   [l for l in launches if l.template_arguments == arguments]))
+    return [replace(l, file=_as_named(l.file, program.path)) for l in lowerings]
+
+
+def _as_named(file: str, path: str) -> str:
+    """A file Clang names by its absolute path, named as the input's path names its
+    directory (as the preprocessor's line markers name it)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.abspath(file) == os.path.abspath(path):
+        return path
+    return os.path.join(os.path.dirname(path), os.path.relpath(file, directory))
+
+
+def apply(text: str, lowerings: list[Lowering]) -> Lowered:
+    """The input text with the lowerings' edits and their copies appended."""
+    edits = sorted((e for l in lowerings for e in l.edits), key=lambda e: (e[0], e[1]))
+    out, pos = [], 0
+    for start, end, new in edits:
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    lowered = "".join(out)
+    copies = []
+    for lowering in lowerings:
+        if not lowering.copy:
+            continue
+        if not lowered.endswith("\n"):
+            lowered += "\n"
+        first = lowered.count("\n") + 1
+        lowered += lowering.copy + "\n"
+        copies.append((first, lowering.copy.count("\n") + 1, lowering))
+    return Lowered(lowered, tuple(copies))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _written(text: str, launch, name: str) -> bool:
+    """The launch's callee is in the text as written (not from a macro): its tokens end
+    with the kernel's name or its template arguments, and `<<<` follows."""
+    if launch.callee is None:
+        return False
+    start, end = launch.callee
+    words = [t.text for t in tokenize(text[start:end])]
+    return name in words and text[end:end + 8].lstrip().startswith("<<")
+
+
+def _referenced_elsewhere(tokens: list[Token], kernel, launches, in_main: bool) -> bool:
+    """The input file names the kernel other than at the launches to redirect, in its
+    definition or in a forward declaration: taking its address, setting its attributes
+    (cudaFuncSetAttribute) or launching it through a macro would still see the original
+    kernel, so no copy of it is made."""
+    spans = [l.callee for l in launches]
+    if in_main:
+        spans.append((kernel.place.start, kernel.place.end))
+    for k, t in enumerate(tokens):
+        if t.text != kernel.name or any(s <= t.start < e for s, e in spans):
+            continue
+        if any(x.text == "__global__" for x in tokens[max(0, k - 8):k]):
+            continue                      # a prototype
+        return True
+    return False
+
+
+def _plain_records(text: str, launch, kernel) -> bool:
+    """The launch passes each struct the copy takes field by field as a variable's name
+    (`k<<<g, b>>>(bufs, n)` becomes `k__pc<<<g, b>>>(bufs.in, bufs.out, bufs.n, n)`: an
+    expression would be evaluated once per field)."""
+    for _, position, _, _, _ in kernel.records:
+        if position >= len(launch.arguments):
+            return False
+        start, end = launch.arguments[position]
+        if not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", text[start:end]):
+            return False
+    return True
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+def _identifier(argument: str) -> str:
+    """A template argument as part of an identifier: `unsigned int` -> unsigned_int,
+    `-1` -> m1, `Vec<3>` -> Vec_3."""
+    text = argument.replace("-", "m").replace("*", "p").replace("&", "r")
+    return re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "x"
+
+
+def _replace(text: str, edits: list[tuple[int, int, str]]) -> str:
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _qualifier_start(text: str, start: int) -> int:
+    """Where the qualifier of the name at `start` begins (`linalg::real` -> at `linalg`)."""
+    m = re.search(r"(?:(?:\b[A-Za-z_]\w*)?\s*::\s*)+$", text[:start])
+    return m.start() if m else start
+
+
+def _without_aliases(text: str, offset: int, kernel, fields: bool = False) -> str:
+    """The definition `text` (which starts at `offset` of its file) with its aliases'
+    names, qualifiers included, replaced by the types they stand for; with `fields`, its
+    struct parameters declared field by field (`Buffers b` -> `float * b__in, int b__n`)
+    and their uses (`b.in`) named so."""
+    edits = []
+    records = [(s - offset, e - offset) for _, _, s, e, _ in kernel.records] if fields else []
+    for start, end, spelling in kernel.aliases:
+        s, e = start - offset, end - offset
+        if 0 <= s <= e <= len(text) and not any(a <= s < b for a, b in records):
+            edits.append((_qualifier_start(text, s), e, spelling))
+    if fields:
+        for name, _, start, end, members in kernel.records:
+            edits.append((start - offset, end - offset, ", ".join(
+                _declaration(t, f"{name}__{f}") for f, t in members)))
+        for start, end, name, member in kernel.members:
+            edits.append((start - offset, end - offset, f"{name}__{member}"))
+    return _replace(text, edits)
+
+
+def _declaration(type_: str, name: str) -> str:
+    """`float *` and `b__in` as the declaration `float *b__in`."""
+    return f"{type_}{'' if type_.endswith('*') else ' '}{name}"
+
+
+def _in_place(text: str, kernel) -> Lowering:
+    start, end = kernel.place.start, kernel.place.end
+    lowered = _without_aliases(text[start:end], start, kernel)
+    return Lowering(kernel.name, kernel.qualified, kernel.place.file, kernel.place.line,
+                    ((start, end, lowered),))
+
+
+def _blank(text: str) -> str:
+    """Only the line ends of `text` (what is removed leaves its lines, empty)."""
+    return "".join(c for c in text if c in "\r\n")
+
+
+def _copy(text: str, file_text: str, kernel, arguments: tuple[str, ...], name: str,
+          launches) -> Lowering:
+    """A plain copy of `kernel` (an instantiation of it when `arguments`) named `name`,
+    and the edits of the input `text` that declare it and redirect `launches` to it;
+    `file_text`: the text of the file that defines the kernel."""
+    start, end = kernel.place.start, kernel.place.end
+    definition = _without_aliases(file_text[start:end], start, kernel, fields=True)
+    tokens = tokenize(definition)
+    edits = []
+    first = 0
+    if tokens and tokens[0].text == "template":
+        close = _angle_close(tokens, 1)
+        edits.append((tokens[0].start, tokens[close].end, _blank(
+            definition[tokens[0].start:tokens[close].end])))
+        first = close + 1
+    values = dict(zip(kernel.template_parameters, arguments))
+    named = None
+    for k, t in enumerate(tokens[first:], first):
+        if t.kind != "id":
+            continue
+        if t.text in values:
+            value = values[t.text]
+            edits.append((t.start, t.end, f"({value})" if value.startswith("-") else value))
+        elif t.text == kernel.name and named is None and k + 1 < len(tokens) and \
+                tokens[k + 1].text == "(":
+            named = k
+            edits.append((t.start, t.end, name))
+    body = _replace(definition, edits)
+    namespaces = kernel.qualified.split("::")[:-1]
+    opening = "".join(f"namespace {n} {{ " for n in namespaces)
+    closing = " }" * len(namespaces)
+    signature = _signature(body)         # the template header is gone from `body`
+    prototype = f"{opening}{signature};{closing} "
+    scope = min(l.scope_start for l in launches if l.scope_start is not None) \
+        if any(l.scope_start is not None for l in launches) else None
+    qualified = "::" + "::".join(namespaces + [name]) if namespaces else name
+    edits = [(l.callee[0], l.callee[1], qualified) for l in launches]
+    for l in launches:
+        for _, position, _, _, members in kernel.records:
+            a, b = l.arguments[position]
+            variable = text[a:b].strip()
+            edits.append((a, b, ", ".join(f"{variable}.{f}" for f, _ in members)))
+    if scope is not None:
+        edits.append((scope, scope, prototype))
+    shown = kernel.qualified + (f"<{', '.join(arguments)}>" if arguments else "")
+    stripped = body.lstrip("\r\n")         # the template header's lines
+    line = kernel.place.line + line_ends(body[:len(body) - len(stripped)])
+    return Lowering(name, shown, kernel.place.file, line, tuple(edits),
+                    opening + stripped + closing, prototype, tuple(namespaces))
+
+
+def _angle_close(tokens: list[Token], k: int) -> int:
+    """Index of the `>` closing the `<` at tokens[k] (a template's parameter list)."""
+    depth, j = 0, k
+    while j < len(tokens):
+        text = tokens[j].text
+        if text in ("(", "[", "{"):
+            j = matching(tokens, j)
+        elif text == "<":
+            depth += 1
+        elif text in (">", ">>"):
+            depth -= len(text)
+            if depth <= 0:
+                return j
+        j += 1
+    return len(tokens) - 1
+
+
+def _signature(definition: str) -> str:
+    """The declaration part of a function definition, on one line (the tokens up to its
+    body's `{`)."""
+    tokens = tokenize(definition)
+    out = []
+    k = 0
+    while k < len(tokens) and tokens[k].text != "{":
+        if tokens[k].text == "(":
+            close = matching(tokens, k)
+            out.extend(t.text for t in tokens[k:close + 1])
+            k = close + 1
+            continue
+        out.append(tokens[k].text)
+        k += 1
+    return " ".join(out)
