@@ -599,7 +599,8 @@ def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
     first_lowered = lower.apply(program.text, lowerings)
     notes += [_lowered_diagnostic(x, first_lowered, shown[x.kernel]) for x in first.diagnostics
               if x.kernel in shown and shown[x.kernel] in dropped]
-    superseded = frozenset(_original_name(l) for l in lowerings)
+    superseded = frozenset(_original_name(l) for l in lowerings) | \
+        frozenset(name for l in kept for name in l.inlined)
     copies: dict[str, list[lower.Lowering]] = {}
     for l in lowerings:
         if l.copy and l.shown not in speaks:

@@ -332,3 +332,102 @@ def test_pointer_arithmetic_is_read_as_subscripts(tmp_path):
     assert {a.text for _, a in model.accesses()} >= {"t[(j * n) + i]", "a[((i * n) - 0) + j]"}
     runs_alike(POINTERS, result.text, tmp_path)
     compiles(result.text, tmp_path)
+
+
+@pytest.mark.parametrize("name, actions", [
+    ("cpp_references", {"row_half_sum": "reduced"}),
+    ("index_macros", {"row_dot": "reduced", "outer_cols": "restructured"}),
+])
+def test_device_helpers_are_inlined(name, actions, tmp_path):
+    """`accumulate(float &acc, float v)` and `store_result(float &, const float &)`
+    (references), `int globalIdx()` (the thread index through a helper): inlined, the
+    kernels enter the model and are transformed; the helpers' warnings no longer apply."""
+    path = STYLES / f"{name}.cu"
+    program, result = _transform(path)
+    assert {d.kernel: d.action for d in result.decisions} == actions
+    assert not any(x.kernel in result.superseded for x in result.diagnostics
+                   if x.code == "unsupported-construct")
+    runs_alike(program.text, result.text, tmp_path)
+    compiles(result.text, tmp_path)
+
+
+HELPERS = r"""#include <cstdio>
+#include <cuda_runtime.h>
+#define R 300
+#define C 64
+__device__ inline float twice(float v) { return 2.0f * v; }
+__device__ inline int half(int v) { return v / 2; }
+__device__ inline void add2(float &a, float &b, float v) { a += v; b += twice(v); }
+__device__ inline void bump(float &a, float v) { a += v; }
+__device__ inline unsigned lane() { return threadIdx.x % 32; }
+
+__global__ void rows(const float *A, float *s, float *t, int *h)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < R) {
+        float a = 0.0f, b = 0.0f;
+        for (int j = 0; j < C; j++)
+            add2(a, b, A[i * C + j]);
+        s[i] = a;
+        t[i] = b;
+        h[i] = half(A[i * C] * 3.0f) + (int)(lane() - 40u > 0u);
+    }
+}
+
+__global__ void side_effects(const float *A, float *s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < R) {
+        float a = 0.0f;
+        int j = 0;
+        while (j < C)
+            bump(a, A[i * C + j++]);
+        s[i] = twice(a);
+    }
+}
+
+int main()
+{
+    static float hA[R * C], hs[R], ht[R], hu[R];
+    static int hh[R];
+    for (int k = 0; k < R * C; k++) hA[k] = (float)(k % 11) - 5.0f;
+    float *A, *s, *t, *u;
+    int *h;
+    cudaMalloc(&A, sizeof hA); cudaMalloc(&s, sizeof hs); cudaMalloc(&t, sizeof ht);
+    cudaMalloc(&u, sizeof hu); cudaMalloc(&h, sizeof hh);
+    cudaMemcpy(A, hA, sizeof hA, cudaMemcpyHostToDevice);
+    rows<<<(R + 127) / 128, 128>>>(A, s, t, h);
+    side_effects<<<(R + 127) / 128, 128>>>(A, u);
+    cudaMemcpy(hs, s, sizeof hs, cudaMemcpyDeviceToHost);
+    cudaMemcpy(ht, t, sizeof ht, cudaMemcpyDeviceToHost);
+    cudaMemcpy(hu, u, sizeof hu, cudaMemcpyDeviceToHost);
+    cudaMemcpy(hh, h, sizeof hh, cudaMemcpyDeviceToHost);
+    double x = 0;
+    for (int k = 0; k < R; k++) x += hs[k] + 3 * ht[k] + 5 * hu[k] + 7 * hh[k] * (k % 3);
+    printf("checksum %.3f\n", x);
+    return 0;
+}
+"""
+
+
+def test_helpers_keep_their_meaning_when_inlined(tmp_path):
+    """A helper calling a helper is not inlined (add2 calls twice), a call inside an
+    argument is (half(A[...] * 3.0f) converts its float argument to int as the call
+    did), a helper's result keeps its type (lane() - 40u is unsigned arithmetic), and an
+    argument with a side effect (A[i * C + j++]) keeps its call: the program means the
+    same whatever is inlined."""
+    from polycoal.frontend import lower
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    path = tmp_path / "helpers.cu"
+    path.write_text(HELPERS)
+    program, result = _transform(path, HELPERS)
+    [rows, side] = lower.plan(program, PreprocessorOptions())
+    lowered = rows.edits[0][2]
+    assert "add2(a, b, A[i * C + j]);" in lowered                   # calls a helper
+    assert "((int)(((float)(A[i * C] * 3.0f)) / 2))" not in lowered
+    assert "((int)(((int)(A[i * C] * 3.0f)) / 2))" in lowered
+    assert "((unsigned int)(threadIdx.x % 32))" in lowered
+    assert "bump(a, A[i * C + j++]);" in side.edits[0][2]
+    assert "((float)(2.0f * a))" in side.edits[0][2]
+    runs_alike(HELPERS, result.text, tmp_path)
+    compiles(result.text, tmp_path)

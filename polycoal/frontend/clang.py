@@ -65,10 +65,34 @@ class ClangKernel:
     # (name, type)); and each member use (start, end, parameter, field)
     records: tuple[tuple[str, int, int, int, tuple[tuple[str, str], ...]], ...] = ()
     members: tuple[tuple[int, int, str, str], ...] = ()
+    calls: tuple[Call, ...] = ()            # calls of the unit's helpers
 
     @property
     def is_template(self) -> bool:
         return bool(self.template_parameters)
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A `__device__` function small enough to be inlined where a kernel calls it: its
+    body is expression statements (a void function) or one `return e;`, calling no
+    function of the user's."""
+    name: str
+    parameters: tuple[tuple[str, str, bool], ...]   # (name, canonical type, by reference)
+    statements: tuple[str, ...] = ()                # their texts, on one line each
+    result: str | None = None                       # the returned expression's text
+    returns: str = "void"                           # its canonical return type
+
+
+@dataclass(frozen=True)
+class Call:
+    """A kernel's call of a helper: offsets of the call and of each argument, with the
+    argument's canonical type, and whether the call is a statement of a block."""
+    start: int
+    end: int
+    helper: str             # the helper's USR
+    arguments: tuple[tuple[int, int, str], ...]
+    statement: bool
 
 
 @dataclass(frozen=True)
@@ -96,6 +120,7 @@ class ClangUnit:
     # `static const int PAD = 4;`), by unqualified name, with the values Clang evaluates;
     # a name two of them share with different values is left out
     constants: dict[str, int] = field(default_factory=dict)
+    helpers: dict[str, Helper] = field(default_factory=dict)     # by USR
 
     def kernel(self, name: str) -> ClangKernel | None:
         return next((k for k in self.kernels if name in (k.name, k.qualified)), None)
@@ -225,6 +250,76 @@ def _records(ci, kernel):
     return tuple(records), tuple(members)
 
 
+def _helper(ci, function, file_text, user_file) -> Helper | None:
+    """The inlinable form of a `__device__` function definition, or None."""
+    K = ci.CursorKind
+    children = list(function.get_children())
+    body = next((c for c in children if c.kind == K.COMPOUND_STMT), None)
+    if body is None:
+        return None
+    parameters = []
+    for p in (c for c in children if c.kind == K.PARM_DECL):
+        t = p.type
+        reference = t.kind == ci.TypeKind.LVALUEREFERENCE
+        if reference:
+            t = t.get_pointee()
+        parameters.append((p.spelling, t.get_canonical().spelling, reference))
+    for e in body.walk_preorder():
+        if e.kind == K.CALL_EXPR and e.referenced is not None and user_file(e.referenced):
+            return None                       # calls a function of the user's
+    text = file_text(function.location.file.name)
+
+    def spelled(c) -> str | None:
+        written = text[c.extent.start.offset:c.extent.end.offset]
+        return None if "//" in written or "/*" in written else " ".join(written.split())
+
+    statements = list(body.get_children())
+    void = function.result_type.kind == ci.TypeKind.VOID
+    if void and all(c.kind.is_expression() for c in statements):
+        texts = [spelled(c) for c in statements]
+        return None if None in texts else Helper(function.spelling, tuple(parameters),
+                                                 tuple(texts))
+    if not void and len(statements) == 1 and statements[0].kind == K.RETURN_STMT:
+        value = list(statements[0].get_children())
+        if len(value) == 1 and spelled(value[0]) is not None:
+            return Helper(function.spelling, tuple(parameters), result=spelled(value[0]),
+                          returns=function.result_type.get_canonical().spelling)
+    return None
+
+
+def _calls(ci, kernel) -> list[Call]:
+    """The kernel's calls of functions defined with a body (helpers or not; the lowering
+    inlines those the unit has a Helper for), with their context."""
+    K = ci.CursorKind
+    out = []
+
+    def walk(c):
+        for child in c.get_children():
+            if child.kind == K.CALL_EXPR and child.referenced is not None and \
+                    child.referenced.kind == K.FUNCTION_DECL:
+                definition = child.referenced.get_definition()
+                if definition is not None:
+                    arguments = tuple((a.extent.start.offset, a.extent.end.offset,
+                                       _written_type(ci, a)) for a in child.get_arguments())
+                    out.append(Call(child.extent.start.offset, child.extent.end.offset,
+                                    definition.get_usr(), arguments,
+                                    c.kind == K.COMPOUND_STMT))
+            walk(child)
+    walk(kernel)
+    return out
+
+
+def _written_type(ci, expression) -> str:
+    """The canonical type of an expression as written, before the implicit conversions
+    Clang wraps it in (an argument converted to its parameter's type)."""
+    while expression.kind == ci.CursorKind.UNEXPOSED_EXPR:
+        inner = list(expression.get_children())
+        if len(inner) != 1 or inner[0].extent != expression.extent:
+            break
+        expression = inner[0]
+    return expression.type.get_canonical().spelling
+
+
 def _in_macro(ci, cursor) -> bool:
     """Whether the cursor's text comes from a macro's expansion (its tokens are not the
     file's at its extent)."""
@@ -257,6 +352,14 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
     tu = ci.Index.create().parse(path, args=arguments(path, options),
                                  unsaved_files=[(path, closed_up(text))])
     unit = ClangUnit(path)
+    texts = {path: text}
+
+    def file_text(name: str) -> str:
+        if name not in texts:
+            with open(name, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                texts[name] = f.read()
+        return texts[name]
+
     unit.errors = [f"{d.location.file.name if d.location.file else path}:{d.location.line}: "
                    f"{d.spelling}" for d in tu.diagnostics if d.severity >= 3]
     ours = os.path.dirname(declarations_header())
@@ -294,12 +397,13 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                 aliases.append((e.extent.start.offset, e.extent.end.offset,
                                 _aliased(ref.underlying_typedef_type)))
         records, members = _records(ci, c)
+        calls = tuple(_calls(ci, c))
         extent = c.extent
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  extent.start.offset, extent.end.offset),
                            params, tuple(sorted(constants.items())), declared,
-                           tuple(sorted(set(aliases))), records, members)
+                           tuple(sorted(set(aliases))), records, members, calls)
 
     def launch_of(c, tokens: list[str], top) -> ClangLaunch:
         callee = c.referenced
@@ -365,6 +469,11 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                     and child.is_definition() and any(
                         a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in child.get_children()):
                 unit.kernels.append(kernel_of(child))
+            elif child.kind == ci.CursorKind.FUNCTION_DECL and child.is_definition() and any(
+                    a.kind == ci.CursorKind.CUDADEVICE_ATTR for a in child.get_children()):
+                helper = _helper(ci, child, file_text, user_file)
+                if helper is not None:
+                    unit.helpers[child.get_usr()] = helper
             tokens = launch_tokens(child)
             if tokens is not None:
                 unit.launches.append(launch_of(child, tokens, outer))

@@ -40,6 +40,7 @@ class Lowering:
     copy: str = ""          # the copy appended at the end of the text ('' when in place)
     prototype: str = ""     # its declaration, inserted before its first launch
     namespaces: tuple[str, ...] = ()
+    inlined: tuple[str, ...] = ()       # the helpers it calls, inlined where it can
 
 
 def declared_before_use(text: str, lowering: Lowering) -> str:
@@ -81,10 +82,25 @@ _SCALAR_WORDS = {"int", "float", "double", "unsigned", "signed", "long", "short"
 def needs_lowering(program) -> bool:
     """Whether the C-subset front end left a kernel it could not read or place (a
     template, a header's kernel, C++ in the kernel), or a kernel takes a struct by
-    value: only then is Clang asked."""
+    value or calls a `__device__` function: only then is Clang asked."""
     return any(k.ast is None or k.span is None or any(
         not p.is_pointer and not set(p.type.split()) & _SCALAR_WORDS for p in k.parameters)
-        for k in program.kernels)
+        or _calls_helpers(k.ast, program.device_functions) for k in program.kernels)
+
+
+def _calls_helpers(ast, helpers) -> bool:
+    from pycparser import c_ast
+
+    class Calls(c_ast.NodeVisitor):
+        found = False
+
+        def visit_FuncCall(self, node):
+            if isinstance(node.name, c_ast.ID) and node.name.name in helpers:
+                self.found = True
+            self.generic_visit(node)
+    visitor = Calls()
+    visitor.visit(ast)
+    return visitor.found
 
 
 def plan(program, options: PreprocessorOptions) -> list[Lowering]:
@@ -107,8 +123,11 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
         mine = program.kernel(kernel.name)
         in_main = os.path.abspath(kernel.place.file) == main
         if in_main and not kernel.is_template and not kernel.records:
-            if mine is not None and mine.ast is None and kernel.aliases:
-                lowerings.append(_in_place(program.text, kernel))
+            inlined = any(c.helper in unit.helpers for c in kernel.calls)
+            if mine is not None and (mine.ast is None and kernel.aliases or inlined):
+                lowering = _in_place(program.text, kernel, unit.helpers)
+                if lowering.edits[0][2] != program.text[kernel.place.start:kernel.place.end]:
+                    lowerings.append(lowering)
             continue
         launches = [l for l in unit.launches if l.kernel == kernel.qualified and
                     not l.dependent and os.path.abspath(l.file) == main and
@@ -123,7 +142,8 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
             name = _fresh(f"{kernel.name}__pc" + "".join(
                 "_" + _identifier(a) for a in arguments), taken)
             taken.add(name)
-            lowerings.append(_copy(program.text, definition, kernel, arguments, name,
+            lowerings.append(_copy(program.text, definition, kernel, unit.helpers, arguments,
+                                   name,
                                    [l for l in launches if l.template_arguments == arguments]))
     return [replace(l, file=_as_named(l.file, program.path)) for l in lowerings]
 
@@ -240,24 +260,145 @@ def _qualifier_start(text: str, start: int) -> int:
     return m.start() if m else start
 
 
-def _without_aliases(text: str, offset: int, kernel, fields: bool = False) -> str:
-    """The definition `text` (which starts at `offset` of its file) with its aliases'
-    names, qualifiers included, replaced by the types they stand for; with `fields`, its
-    struct parameters declared field by field (`Buffers b` -> `float * b__in, int b__n`)
-    and their uses (`b.in`) named so."""
-    edits = []
-    records = [(s - offset, e - offset) for _, _, s, e, _ in kernel.records] if fields else []
+def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
+                        fields: bool = False) -> str:
+    """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
+    names, qualifiers included, replaced by the types they stand for; its calls of small
+    `__device__` helpers inlined (`accumulate(acc, A[i])` -> `(acc) += (A[i]) * 0.5f`);
+    with `fields`, its struct parameters declared field by field (`Buffers b` ->
+    `float *b__in, int b__n`) and their uses (`b.in`) named so. Every replacement keeps
+    the line ends of what it replaces, so the definition keeps its lines."""
+    edits: list[tuple[int, int, object]] = []
     for start, end, spelling in kernel.aliases:
         s, e = start - offset, end - offset
-        if 0 <= s <= e <= len(text) and not any(a <= s < b for a, b in records):
+        if 0 <= s <= e <= len(text):
             edits.append((_qualifier_start(text, s), e, spelling))
     if fields:
+        records = [(s - offset, e - offset) for _, _, s, e, _ in kernel.records]
+        edits = [x for x in edits if not any(a <= x[0] < b for a, b in records)]
         for name, _, start, end, members in kernel.records:
             edits.append((start - offset, end - offset, ", ".join(
                 _declaration(t, f"{name}__{f}") for f, t in members)))
         for start, end, name, member in kernel.members:
             edits.append((start - offset, end - offset, f"{name}__{member}"))
-    return _replace(text, edits)
+    for call in kernel.calls:
+        helper = helpers.get(call.helper)
+        if helper is not None and 0 <= call.start - offset and call.end - offset <= len(text):
+            edits.append((call.start - offset, call.end - offset, (helper, call, offset)))
+    return _render(text, 0, len(text), edits)
+
+
+def _render(text: str, lo: int, hi: int, edits: list) -> str:
+    """text[lo:hi] with the edits inside it: a string replaces its range; a helper's call
+    is replaced by the helper's body on its arguments, each rendered with the edits
+    inside it (a call in an argument is inlined too), or kept when it cannot be."""
+    inside = sorted((e for e in edits if lo <= e[0] and e[1] <= hi),
+                    key=lambda e: (e[0], -e[1]))
+    out, pos = [], lo
+    for start, end, payload in inside:
+        if start < pos:
+            continue                      # inside an edit already applied
+        out.append(text[pos:start])
+        nested = [e for e in edits
+                  if start <= e[0] and e[1] <= end and (e[0], e[1]) != (start, end)]
+        if isinstance(payload, str):
+            new = payload
+        else:
+            helper, call, offset = payload
+            arguments = [(_render(text, a - offset, b - offset, nested), t)
+                         for a, b, t in call.arguments]
+            new = _inlined(helper, arguments, call.statement)
+            if new is None:
+                new = _render(text, start, end, nested)
+        out.append(_keep_lines(text[start:end], new))
+        pos = end
+    out.append(text[pos:hi])
+    return "".join(out)
+
+
+def _keep_lines(old: str, new: str) -> str:
+    missing = line_ends(old) - line_ends(new)
+    return new + "\n" * missing if missing > 0 else new
+
+
+# calls an argument of an inlined helper may make (no side effects)
+_PURE = {"sqrtf", "sqrt", "expf", "exp", "logf", "log", "fabsf", "fabs", "fminf", "fmin",
+         "fmaxf", "fmax", "min", "max", "abs", "sinf", "sin", "cosf", "cos", "powf", "pow",
+         "floorf", "floor", "ceilf", "ceil", "rsqrtf", "tanhf", "tanh", "__ldg"}
+_WRITES = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"}
+
+
+def _pure(text: str) -> bool:
+    tokens = tokenize(text)
+    for k, t in enumerate(tokens):
+        if t.text in _WRITES:
+            return False
+        if t.text == "(" and k and tokens[k - 1].kind == "id" and \
+                tokens[k - 1].text not in _PURE and tokens[k - 1].text not in _TYPE_WORDS:
+            return False
+    return True
+
+
+_TYPE_WORDS = {"float", "double", "int", "unsigned", "long", "short", "char", "size_t",
+               "bool", "sizeof"}
+
+
+def _inlined(helper, arguments: list[tuple[str, str]], statement: bool) -> str | None:
+    """The text that replaces a call of `helper` on `arguments` (their texts and types),
+    or None when the call must stay: an argument with side effects (it would be
+    evaluated once per use), a value parameter the helper assigns, a void helper of
+    several statements called where a block is not a statement."""
+    if len(arguments) != len(helper.parameters):
+        return None
+    values = {}
+    bodies = list(helper.statements) + ([helper.result] if helper.result is not None else [])
+    for (name, type_, reference), (text, given) in zip(helper.parameters, arguments):
+        if not _pure(text):
+            return None
+        if reference and _unqualified(type_) == _unqualified(given):
+            values[name] = f"({text})"
+            continue
+        if any(_assigns(body, name) for body in bodies):
+            return None
+        simple = re.fullmatch(r"\s*[A-Za-z_]\w*\s*", text) is not None
+        if _unqualified(type_) == _unqualified(given) or (type_.endswith("*") and simple):
+            values[name] = text.strip() if simple else f"({text})"
+        else:
+            values[name] = f"(({type_})({text}))"
+
+    def substituted(body: str) -> str:
+        tokens = tokenize(body)
+        edits = [(t.start, t.end, values[t.text]) for k, t in enumerate(tokens)
+                 if t.kind == "id" and t.text in values and
+                 not (k and tokens[k - 1].text in (".", "->"))]
+        return _replace(body, edits)
+
+    if helper.result is not None:       # converted to the type the helper returns
+        return f"(({helper.returns})({substituted(helper.result)}))"
+    statements = [substituted(b) for b in helper.statements]
+    if len(statements) == 1:
+        return statements[0]
+    if not statements:
+        return "(void)0"
+    if not statement:
+        return None
+    return "{ " + " ".join(f"{x};" for x in statements) + " }"
+
+
+def _assigns(body: str, name: str) -> bool:
+    tokens = tokenize(body)
+    for k, t in enumerate(tokens):
+        if t.text != name:
+            continue
+        after = tokens[k + 1].text if k + 1 < len(tokens) else ""
+        before = tokens[k - 1].text if k else ""
+        if after in _WRITES or before in ("++", "--", "&"):
+            return True
+    return False
+
+
+def _unqualified(type_: str) -> str:
+    return " ".join(w for w in type_.split() if w not in ("const", "volatile"))
 
 
 def _declaration(type_: str, name: str) -> str:
@@ -265,11 +406,15 @@ def _declaration(type_: str, name: str) -> str:
     return f"{type_}{'' if type_.endswith('*') else ' '}{name}"
 
 
-def _in_place(text: str, kernel) -> Lowering:
+def _in_place(text: str, kernel, helpers: dict) -> Lowering:
     start, end = kernel.place.start, kernel.place.end
-    lowered = _without_aliases(text[start:end], start, kernel)
+    lowered = _lowered_definition(text[start:end], start, kernel, helpers)
     return Lowering(kernel.name, kernel.qualified, kernel.place.file, kernel.place.line,
-                    ((start, end, lowered),))
+                    ((start, end, lowered),), inlined=_helpers_of(kernel, helpers))
+
+
+def _helpers_of(kernel, helpers: dict) -> tuple[str, ...]:
+    return tuple(sorted({helpers[c.helper].name for c in kernel.calls if c.helper in helpers}))
 
 
 def _blank(text: str) -> str:
@@ -277,13 +422,14 @@ def _blank(text: str) -> str:
     return "".join(c for c in text if c in "\r\n")
 
 
-def _copy(text: str, file_text: str, kernel, arguments: tuple[str, ...], name: str,
-          launches) -> Lowering:
+def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str, ...],
+          name: str, launches) -> Lowering:
     """A plain copy of `kernel` (an instantiation of it when `arguments`) named `name`,
     and the edits of the input `text` that declare it and redirect `launches` to it;
     `file_text`: the text of the file that defines the kernel."""
     start, end = kernel.place.start, kernel.place.end
-    definition = _without_aliases(file_text[start:end], start, kernel, fields=True)
+    definition = _lowered_definition(file_text[start:end], start, kernel, helpers,
+                                     fields=True)
     tokens = tokenize(definition)
     edits = []
     first = 0
@@ -325,7 +471,8 @@ def _copy(text: str, file_text: str, kernel, arguments: tuple[str, ...], name: s
     stripped = body.lstrip("\r\n")         # the template header's lines
     line = kernel.place.line + line_ends(body[:len(body) - len(stripped)])
     return Lowering(name, shown, kernel.place.file, line, tuple(edits),
-                    opening + stripped + closing, prototype, tuple(namespaces))
+                    opening + stripped + closing, prototype, tuple(namespaces),
+                    _helpers_of(kernel, helpers))
 
 
 def _angle_close(tokens: list[Token], k: int) -> int:
