@@ -576,6 +576,7 @@ def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
         return lowered, p, _transform(p, options, {l.kernel: l.shown for l in chosen})
 
     lowered, p, first = run(lowerings)
+    first_lowered = lowered
     changed = {d.kernel for d in first.decisions if d.action in CHANGED}
     kept = [l for l in lowerings if l.kernel in changed]
     final, final_program = first, p
@@ -589,14 +590,15 @@ def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
     # a dropped copy of a plain kernel (a header's, one taking structs) speaks for it: its
     # decision and notes replace the input kernel's (read as the C subset reads it)
     speaks = {l.shown: l for l in dropped if l.copy and l.shown == _original_name(l)}
-    decisions = [d for d in final.decisions
+    decisions = [replace(d, reason=_original_lines(d.reason, lowered)) if d.kernel in shown
+                 else d for d in final.decisions
                  if (d.kernel not in shown or d.action in CHANGED) and d.kernel not in speaks]
-    decisions += [replace(d, kernel=shown[d.kernel].shown) for d in first.decisions
-                  if d.kernel in shown and shown[d.kernel] in dropped]
+    decisions += [replace(d, kernel=shown[d.kernel].shown,
+                          reason=_original_lines(d.reason, first_lowered))
+                  for d in first.decisions if d.kernel in shown and shown[d.kernel] in dropped]
     notes = [x for x in final.diagnostics if x.kernel not in shown and x.kernel not in speaks]
     notes += [_lowered_diagnostic(x, lowered, shown[x.kernel]) for x in final.diagnostics
               if x.kernel in shown and shown[x.kernel] in kept]
-    first_lowered = lower.apply(program.text, lowerings)
     notes += [_lowered_diagnostic(x, first_lowered, shown[x.kernel]) for x in first.diagnostics
               if x.kernel in shown and shown[x.kernel] in dropped]
     superseded = frozenset(_original_name(l) for l in lowerings) | \
@@ -643,12 +645,17 @@ def _lowered_diagnostic(x: Diagnostic, lowered: lower.Lowered, lowering: lower.L
     renamed = lowering.copy and x.code in CHANGED      # the copy is in the output
     name = f"'{lowering.shown}' (as '{lowering.kernel}')" if renamed else f"'{lowering.shown}'"
 
+    message = _original_lines(x.message.replace(f"'{lowering.kernel}'", name), lowered)
+    return replace(x, message=message, location=location,
+                   kernel=lowering.kernel if renamed else lowering.shown)
+
+
+def _original_lines(text: str, lowered: lower.Lowered) -> str:
+    """`line N` of a copy (past the end of the input) as the definition's line."""
     def line(m: re.Match) -> str:
         mapped = lowered.origin(int(m.group(1)))
         return f"line {mapped[1] if mapped else m.group(1)}"
-    message = re.sub(r"\bline (\d+)", line, x.message.replace(f"'{lowering.kernel}'", name))
-    return replace(x, message=message, location=location,
-                   kernel=lowering.kernel if renamed else lowering.shown)
+    return re.sub(r"\bline (\d+)", line, text)
 
 
 def _transform(program: Program, options: TransformOptions,

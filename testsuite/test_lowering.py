@@ -6,12 +6,12 @@ lowering whose kernel is not transformed leaves the input byte-identical."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 
 import pytest
 
+import conftest
 from conftest import FIXTURES
 from polycoal.frontend import clang
 
@@ -26,23 +26,8 @@ def _transform(path, text=None, **options):
     return program, transform_program(program, TransformOptions(**options))
 
 
-def _numbers(stdout: str) -> list[float]:
-    return [float(x) for x in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", stdout)]
-
-
 def runs_alike(original: str, output: str, tmp_path, include_dirs=(STYLES,)) -> None:
-    """Both programs run on the CPU runtime and print the same numbers (to the rounding
-    of reassociated float sums)."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    cpu = CpuProgramRunner(str(tmp_path / "rt"))
-    printed = []
-    for name, text in (("original", original), ("output", output)):
-        run, error = cpu.compile_and_run(text, include_dirs=tuple(str(d) for d in include_dirs))
-        assert run is not None and run.failure is None, (name, error, run and run.stderr)
-        printed.append(_numbers(run.stdout))
-    assert printed[0] and len(printed[0]) == len(printed[1])
-    for a, b in zip(*printed):
-        assert abs(a - b) <= 1e-4 * max(abs(a), 1.0), printed
+    conftest.runs_alike(original, output, tmp_path, include_dirs)
 
 
 def compiles(text: str, tmp_path, include_dirs=(STYLES,)) -> None:

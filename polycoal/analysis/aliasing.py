@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
 
@@ -45,6 +45,20 @@ def allocations(program: Program) -> dict[str, str]:
 
 
 
+def _uncast(argument: str) -> str:
+    """A launch argument without the casts in front of it (`(const float (*)[N])d_in`
+    passes d_in), spaces removed."""
+    tokens = tokenize(argument)
+    while len(tokens) > 2 and tokens[0].text == "(":
+        close = matching(tokens, 0)
+        if close + 1 >= len(tokens) or tokens[close + 1].kind != "id" or \
+                not all(t.kind == "id" or t.text in ("*", "(", ")", "[", "]", "&") or
+                        t.kind == "num" for t in tokens[1:close]):
+            break
+        tokens = tokens[close + 1:]
+    return "".join(t.text for t in tokens)
+
+
 def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
                     ) -> tuple[bool, str]:
     """(True, evidence) when the pointer arguments cannot alias, else (False, why not)."""
@@ -64,7 +78,7 @@ def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
     if not launches:
         return False, "no launch shows what the pointer arguments are"
     for launch in launches:
-        args = [re.sub(r"\s+", "", launch.arguments[k]) if k < len(launch.arguments) else ""
+        args = [_uncast(launch.arguments[k]) if k < len(launch.arguments) else ""
                 for k in positions]
         if not all(_PATH.fullmatch(a) for a in args):
             return False, (f"the launch at line {launch.location.line} passes pointer "

@@ -105,8 +105,10 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
 
 # a declaration of a named integer constant at the start of a line (file and namespace
 # scope, as such constants are written; a kernel's local `const int i = ...` is
-# indented), the only text that makes Clang worth a parse
-_CONSTANT = re.compile(r"^(?:static\s+|inline\s+)*(?:constexpr|const)\s+(?:static\s+)?"
+# indented), or a class's `static constexpr` member (indented), the only text that makes
+# Clang worth a parse
+_CONSTANT = re.compile(r"^(?:[ \t]*static\s+(?:inline\s+)?(?=const)|(?:static\s+|inline\s+)*)"
+                       r"(?:constexpr|const)\s+(?:static\s+)?"
                        r"(?:(?:unsigned|signed|long|short|int|size_t|std::size_t|auto|char)\s*)+"
                        r"[A-Za-z_]\w*\s*(?:=|\{)", re.M)
 

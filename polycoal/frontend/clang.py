@@ -66,6 +66,9 @@ class ClangKernel:
     records: tuple[tuple[str, int, int, int, tuple[tuple[str, str], ...]], ...] = ()
     members: tuple[tuple[int, int, str, str], ...] = ()
     calls: tuple[Call, ...] = ()            # calls of the unit's helpers
+    # C++ casts (`T(e)`, `static_cast<T>(e)`): (start, [type start, end), [operand start,
+    # end), end), offsets in its file
+    casts: tuple[tuple[int, int, int, int, int, int], ...] = ()
 
     @property
     def is_template(self) -> bool:
@@ -309,6 +312,40 @@ def _calls(ci, kernel) -> list[Call]:
     return out
 
 
+def _casts(ci, kernel, text: str) -> list[tuple[int, int, int, int, int, int]]:
+    """C++ casts of a scalar type in the kernel, with the ranges of the type as written
+    and of the operand."""
+    K = ci.CursorKind
+    out = []
+    for c in kernel.walk_preorder():
+        children = list(c.get_children())
+        # in a template, `T(0)` of a type parameter is a call of the type
+        constructs = c.kind == K.CALL_EXPR and children and \
+            children[0].kind == K.TYPE_REF and children[0].referenced is not None and \
+            children[0].referenced.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TYPEDEF_DECL,
+                                            K.TYPE_ALIAS_DECL)
+        if c.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, K.CXX_STATIC_CAST_EXPR) and \
+                not constructs:
+            continue
+        operands = [x for x in children if x.kind.is_expression()]
+        if len(operands) != 1:
+            continue
+        start, end = c.extent.start.offset, c.extent.end.offset
+        inner = operands[0].extent
+        head = text[start:inner.start.offset].rstrip()
+        if not head.endswith("(") or text[inner.end.offset:end].strip() != ")":
+            continue                                   # `T{e}`, or a macro's
+        if c.kind == K.CXX_STATIC_CAST_EXPR:
+            open_, close = head.find("<"), head.rfind(">")
+            if open_ < 0 or close < open_:
+                continue
+            type_range = (start + open_ + 1, start + close)
+        else:
+            type_range = (start, start + len(head) - 1)
+        out.append((start, *type_range, inner.start.offset, inner.end.offset, end))
+    return out
+
+
 def _written_type(ci, expression) -> str:
     """The canonical type of an expression as written, before the implicit conversions
     Clang wraps it in (an argument converted to its parameter's type)."""
@@ -398,12 +435,13 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                                 _aliased(ref.underlying_typedef_type)))
         records, members = _records(ci, c)
         calls = tuple(_calls(ci, c))
+        casts = tuple(_casts(ci, c, file_text(c.location.file.name)))
         extent = c.extent
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  extent.start.offset, extent.end.offset),
                            params, tuple(sorted(constants.items())), declared,
-                           tuple(sorted(set(aliases))), records, members, calls)
+                           tuple(sorted(set(aliases))), records, members, calls, casts)
 
     def launch_of(c, tokens: list[str], top) -> ClangLaunch:
         callee = c.referenced
@@ -463,8 +501,9 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
             if not user_file(child):        # a system header's (std:: included)
                 continue
             outer = child if c.kind == ci.CursorKind.TRANSLATION_UNIT else top
-            if c.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE):
-                constant(child)
+            if c.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE,
+                          ci.CursorKind.CLASS_DECL, ci.CursorKind.STRUCT_DECL):
+                constant(child)         # a class's `static constexpr int N = 512;` too
             if child.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
                     and child.is_definition() and any(
                         a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in child.get_children()):

@@ -15,7 +15,7 @@ from pycparser import c_ast, c_parser
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import Token, matching, tokenize
-from polycoal.frontend.normalise import subscripts_for_dereferences
+from polycoal.frontend.normalise import forward_temporaries, subscripts_for_dereferences
 from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessedSource
 from polycoal.frontend.syntax import Verdict, check_function, function_declarations
 from polycoal.frontend.program import DeviceFunction, GlobalVariable, Kernel, Parameter, Span
@@ -374,6 +374,7 @@ def read_functions(source: PreprocessedSource, original_text: str, std: str = DE
         params = parameters_of(ast) if ast is not None else []
         if ast is not None and site.is_kernel:
             ast = subscripts_for_dereferences(ast, {p.name for p in params if p.is_pointer})
+            ast = forward_temporaries(ast)
         expanded = user_text[tokens[site.marker].start:tokens[site.body_close].end]
         if site.is_kernel:
             span = None

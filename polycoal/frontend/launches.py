@@ -72,6 +72,8 @@ class _Scope:
             return None
 
         def resolve(name: str, member: str | None) -> Value | None:
+            if member is not None and member not in _AXES:
+                return self.field(name, member, before, depth + 1)
             d = self.definition(name, before, depth + 1)
             if d is None:
                 return None
@@ -120,6 +122,32 @@ class _Scope:
             k -= 1
         if name in self.constants and not members:
             return (self.constants[name], 1, 1)
+        return None
+
+    def field(self, name: str, member: str, before: int, depth: int) -> Value | None:
+        """Value of a struct's field `name.member` just before token `before`: the last
+        `name.member = e;` of the function, when nothing after it changes the field or
+        takes its address (or the whole struct's)."""
+        if depth > 12:
+            return None
+        tokens = self.tokens
+        for k in range(before - 1, self.begin - 1, -1):
+            t = tokens[k]
+            if t.text != name or t.kind != "id" or (k and tokens[k - 1].text in (".", "->")):
+                continue
+            prev = tokens[k - 1].text if k else ""
+            ours = k + 2 < len(tokens) and tokens[k + 1].text in (".", "->") and \
+                tokens[k + 2].text == member
+            if prev == "&" and (ours or k + 1 >= len(tokens) or tokens[k + 1].text not in
+                                (".", "->")):
+                return None     # its address taken
+            if not ours:
+                continue
+            after = tokens[k + 3].text if k + 3 < len(tokens) else ""
+            if after == "=" and (k + 4 >= len(tokens) or tokens[k + 4].text != "="):
+                return self.scalar(_text(self._until_semicolon(k + 4)), k, depth + 1)
+            if after in _ASSIGNMENTS or prev in ("++", "--"):
+                return None
         return None
 
     def _untouched(self, name: str, before: int) -> bool:

@@ -44,20 +44,23 @@ class Lowering:
 
 
 def declared_before_use(text: str, lowering: Lowering) -> str:
-    """`text` (a transformed lowered program) with a prototype, beside the copy's, of each
-    kernel the transformation generated from the copy (`k__pc__pc_before`, stages launched
-    before or after it), whose definitions follow the copy's at the end."""
+    """`text` (a transformed lowered program) with the copy's prototype written from its
+    transformed definition (which may take more arguments: the original geometry), and
+    one beside it for each kernel the transformation generated from the copy
+    (`k__pc__pc_before`, stages launched before or after it); their definitions follow
+    the copy's at the end."""
     at = text.find(lowering.prototype)
     if at < 0:
         return text
     opening = "".join(f"namespace {n} {{ " for n in lowering.namespaces)
     closing = " }" * len(lowering.namespaces)
-    extra = []
-    pattern = re.compile(r"__global__\s+void\s+(" + re.escape(lowering.kernel) + r"\w+)\s*\(")
+    prototypes = []
+    pattern = re.compile(r"__global__\s+void\s+(" + re.escape(lowering.kernel) + r"\w*)\s*\(")
     for m in pattern.finditer(text, at + len(lowering.prototype)):
-        extra.append(f"{opening}{_signature(text[m.start():])};{closing} ")
-    end = at + len(lowering.prototype)
-    return text[:end] + "".join(extra) + text[end:]
+        prototypes.append(f"{opening}{_signature(text[m.start():])};{closing} ")
+    if not prototypes:
+        return text
+    return text[:at] + "".join(prototypes) + text[at + len(lowering.prototype):]
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,7 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
     """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
     names, qualifiers included, replaced by the types they stand for; its calls of small
     `__device__` helpers inlined (`accumulate(acc, A[i])` -> `(acc) += (A[i]) * 0.5f`);
+    its C++ casts written as C casts (`T(0)`, `static_cast<T>(e)` -> `((T)(e))`);
     with `fields`, its struct parameters declared field by field (`Buffers b` ->
     `float *b__in, int b__n`) and their uses (`b.in`) named so. Every replacement keeps
     the line ends of what it replaces, so the definition keeps its lines."""
@@ -281,6 +285,11 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
                 _declaration(t, f"{name}__{f}") for f, t in members)))
         for start, end, name, member in kernel.members:
             edits.append((start - offset, end - offset, f"{name}__{member}"))
+    for start, type_start, type_end, inner_start, inner_end, end in kernel.casts:
+        if 0 <= start - offset and end - offset <= len(text):     # as C casts: ((T)(e))
+            edits.append((start - offset, inner_start - offset,
+                          ("cast", type_start - offset, type_end - offset)))
+            edits.append((inner_end - offset, end - offset, "))"))
     for call in kernel.calls:
         helper = helpers.get(call.helper)
         if helper is not None and 0 <= call.start - offset and call.end - offset <= len(text):
@@ -303,6 +312,8 @@ def _render(text: str, lo: int, hi: int, edits: list) -> str:
                   if start <= e[0] and e[1] <= end and (e[0], e[1]) != (start, end)]
         if isinstance(payload, str):
             new = payload
+        elif payload[0] == "cast":
+            new = f"(({_render(text, payload[1], payload[2], nested)})("
         else:
             helper, call, offset = payload
             arguments = [(_render(text, a - offset, b - offset, nested), t)

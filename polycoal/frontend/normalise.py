@@ -73,3 +73,111 @@ def _split(sum_: c_ast.BinaryOp, pointers: set[str]):
 
 def _is_pointer(node: c_ast.Node, pointers: set[str]) -> bool:
     return isinstance(node, c_ast.ID) and node.name in pointers
+
+
+# --------------------------------------------------------------- one-statement temporaries
+
+_FLOATING = {"float", "double"}
+_PURE_CALLS = {"sqrtf", "sqrt", "expf", "exp", "fabsf", "fabs", "fminf", "fmin", "fmaxf",
+               "fmax", "logf", "log", "__ldg", "min", "max", "abs"}
+
+
+def forward_temporaries(funcdef: c_ast.FuncDef) -> c_ast.FuncDef:
+    """`const float v = A[k]; acc += v * v;`, the way real code spells a reduction's term,
+    read as `acc += ((float)(A[k])) * ((float)(A[k]));`: a floating-point temporary whose
+    value is used only by the next statement (an assignment), never assigned again, and
+    computed without side effects is replaced by its value converted to its type, so
+    that the statement is an update of one element (the reduction forms need that).
+    Nothing between its definition and its use can change what it read: the next
+    statement evaluates its right-hand side before it stores."""
+    assigned = _assigned_names(funcdef.body)
+
+    class Blocks(c_ast.NodeVisitor):
+        def visit_Compound(self, node):
+            _forward_in_block(node, assigned)
+            self.generic_visit(node)
+    Blocks().visit(funcdef.body)
+    return funcdef
+
+
+def _forward_in_block(block: c_ast.Compound, assigned: set[str]) -> None:
+    items = block.block_items or []
+    k = 0
+    while k + 1 < len(items):
+        decl, following = items[k], items[k + 1]
+        if _temporary(decl, assigned) and isinstance(following, c_ast.Assignment) and \
+                _uses(decl.name, following.rvalue) and not _uses(decl.name, following.lvalue) \
+                and not any(_uses(decl.name, later) for later in items[k + 2:]):
+            value = c_ast.Cast(c_ast.Typename(None, [], None, c_ast.TypeDecl(
+                None, [], None, c_ast.IdentifierType(list(decl.type.type.names)))),
+                decl.init, decl.coord)
+            _substitute(following, decl.name, value)
+            del items[k]
+            continue
+        k += 1
+
+
+def _temporary(node: c_ast.Node, assigned: set[str]) -> bool:
+    return (isinstance(node, c_ast.Decl) and node.init is not None and
+            isinstance(node.type, c_ast.TypeDecl) and
+            isinstance(node.type.type, c_ast.IdentifierType) and
+            set(node.type.type.names) & _FLOATING and node.name not in assigned and
+            _pure(node.init))
+
+
+def _pure(node: c_ast.Node) -> bool:
+    if isinstance(node, c_ast.Assignment) or (isinstance(node, c_ast.UnaryOp) and
+                                              node.op in ("++", "--", "p++", "p--")):
+        return False
+    if isinstance(node, c_ast.FuncCall) and not (
+            isinstance(node.name, c_ast.ID) and node.name.name in _PURE_CALLS):
+        return False
+    return all(_pure(child) for _, child in node.children())
+
+
+def _assigned_names(node: c_ast.Node) -> set[str]:
+    """Names assigned, incremented or whose address is taken anywhere in `node` (the
+    declarations' own initialisations aside)."""
+    out = set()
+
+    class Writes(c_ast.NodeVisitor):
+        def visit_Assignment(self, n):
+            if isinstance(n.lvalue, c_ast.ID):
+                out.add(n.lvalue.name)
+            self.generic_visit(n)
+
+        def visit_UnaryOp(self, n):
+            if n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.expr, c_ast.ID):
+                out.add(n.expr.name)
+            self.generic_visit(n)
+    Writes().visit(node)
+    return out
+
+
+def _uses(name: str, node: c_ast.Node | None) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, c_ast.ID):
+        return node.name == name
+    if isinstance(node, c_ast.StructRef):
+        return _uses(name, node.name)
+    return any(_uses(name, child) for _, child in node.children())
+
+
+def _substitute(node: c_ast.Node, name: str, value: c_ast.Node) -> None:
+    import copy
+    for slot, child in node.children():
+        if isinstance(child, c_ast.ID) and child.name == name:
+            _put(node, slot, copy.deepcopy(value))
+        elif isinstance(child, c_ast.StructRef):
+            _substitute_struct_base(child, name, value)
+        else:
+            _substitute(child, name, value)
+
+
+def _substitute_struct_base(node: c_ast.StructRef, name: str, value: c_ast.Node) -> None:
+    import copy
+    if isinstance(node.name, c_ast.ID) and node.name.name == name:
+        node.name = copy.deepcopy(value)
+    else:
+        _substitute(node.name, name, value)
