@@ -416,3 +416,16 @@ def test_helpers_keep_their_meaning_when_inlined(tmp_path):
     assert "((float)(2.0f * a))" in side.edits[0][2]
     runs_alike(HELPERS, result.text, tmp_path)
     compiles(result.text, tmp_path)
+
+
+def test_launch_bounds_follow_the_new_block(tmp_path):
+    """row_norms<float, 128> carries __launch_bounds__(BLOCK_SIZE) = 128; its reduced
+    copy runs 256 threads a block: the bounds say 256 in its definition and prototype
+    (a launch past a kernel's bounds fails on the GPU)."""
+    path = STYLES / "template_blocks.cu"
+    program, result = _transform(path)
+    text = result.text
+    assert "__launch_bounds__(256)\nrow_norms__pc_float_128(" in text
+    assert "__launch_bounds__ ( 256 ) row_norms__pc_float_128 (" in text
+    assert "__launch_bounds__ ( 128 )" not in text and "__launch_bounds__(128)" not in text
+    compiles(text, tmp_path)

@@ -3,6 +3,7 @@
 acceptance: testsuite/fixtures/styles), and whether what it does holds.
 
     python tools/corpus_report.py [DIR | FILE.cu ...] [--markdown] [--no-run] [--seed N]
+    python tools/corpus_report.py --device --markdown      # on the GPU machine
 
 For each program (its directory on the include path): `transform`; for each kernel
 decision (a template's instantiations and a header's kernels as transform names them)
@@ -47,7 +48,7 @@ def alike(a: list[float], b: list[float]) -> bool:
         abs(x - y) <= 1e-4 * max(abs(x), 1.0) for x, y in zip(a, b))
 
 
-def program_report(path: Path, seed: int, run: bool) -> dict:
+def program_report(path: Path, seed: int, run: bool, device: bool = False) -> dict:
     from polycoal.decisions import CHANGED
     from polycoal.frontend import read_program
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -62,20 +63,48 @@ def program_report(path: Path, seed: int, run: bool) -> dict:
         return {"path": path, "error": f"{type(error).__name__}: {error}", "rows": []}
     verdicts = {}
     if run and any(d.action in CHANGED for d in result.decisions):
-        verdicts = {v.kernel: v for v in validate_cpu(program, result, options,
-                                                      arguments(program.text), seed)}
+        if device:
+            from polycoal.validate.device import validate_device
+            found = validate_device(program, result, options, arguments(program.text), 10)
+        else:
+            found = validate_cpu(program, result, options, arguments(program.text), seed)
+        verdicts = {v.kernel: v for v in found}
     rows = []
     for d in result.decisions:
         v = verdicts.get(d.kernel)
+        speedup = getattr(v, "speedup", None) if v is not None else None
         rows.append({"kernel": d.kernel, "outcome": d.action if d.action in CHANGED else d.code,
-                     "reason": d.reason, "cpu": None if d.action not in CHANGED or v is None
-                     else v.ok})
+                     "reason": (f"{speedup:.1f}x ({v.original_ms:.3f} -> "
+                                f"{v.transformed_ms:.3f} ms); " if speedup else "") + d.reason,
+                     "cpu": None if d.action not in CHANGED or v is None else v.ok})
     report = {"path": path, "rows": rows, "changed": result.text != program.text,
               "alike": None, "nvcc": None}
     if run and report["changed"]:
-        report["alike"] = whole_program_alike(program.text, result.text, path.parent)
+        report["alike"] = (gpu_alike if device else whole_program_alike)(
+            program.text, result.text, path.parent)
         report["nvcc"] = nvcc_compiles(result.text, path.parent)
     return report
+
+
+def gpu_alike(original: str, output: str, directory: Path) -> bool:
+    """Both programs built by nvcc (-O2, no FMA contraction) run on the GPU and print
+    the same numbers."""
+    printed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in (("original", original), ("output", output)):
+            src = Path(tmp) / f"{name}.cu"
+            src.write_text(text)
+            exe = Path(tmp) / name
+            r = subprocess.run(["nvcc", "-arch=sm_90", "-O2", "--fmad=false", "-w", str(src),
+                                "-o", str(exe), f"-I{directory}"], capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                return False
+            r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                return False
+            printed.append(numbers(r.stdout))
+    return alike(*printed)
 
 
 def whole_program_alike(original: str, output: str, directory: Path) -> bool:
@@ -120,12 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-run", action="store_true", help="decisions only: no CPU "
                         "validation, no whole-program runs, no nvcc")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--device", action="store_true", help="validate on the GPU (pycuda; "
+                        "the speed-ups of the changed kernels) and run the whole programs "
+                        "there")
     args = parser.parse_args(argv)
-    reports = [program_report(p, args.seed, not args.no_run) for p in files(args.paths)]
+    reports = [program_report(p, args.seed, not args.no_run, args.device)
+               for p in files(args.paths)]
     counts = collections.Counter()
     bad = 0
     if args.markdown:
-        print("| program | kernel | outcome | reason | validate --cpu | program alike | nvcc |")
+        where = "--device" if args.device else "--cpu"
+        print(f"| program | kernel | outcome | reason | validate {where} | program alike "
+              f"({'GPU' if args.device else 'CPU runtime'}) | nvcc |")
         print("|---|---|---|---|---|---|---|")
     for r in reports:
         if "error" in r:

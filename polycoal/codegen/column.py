@@ -123,7 +123,7 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
     over_loop = thread_range(inside, counter, loop_axis)
     cols, rows = (over_threads, over_loop) if thread_axis == "x" else (over_loop, over_threads)
     text = render_template(
-        template, signature=_signature(original, kernel),
+        template, signature=_signature(original, kernel, block),
         column=_describe_dim(model, thread), loop=_describe_dim(model, counter),
         accumulators=_accumulators(model, kernel, {thread: "pc_x", counter: "pc_i"}),
         cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi, **values)

@@ -138,16 +138,28 @@ def default_block(n_axes: int) -> tuple[int, int, int]:
     return {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}[n_axes]
 
 
-def _signature(original: str, kernel: Kernel) -> str:
-    """The kernel's definition text up to (not including) its body's `{`."""
+def _signature(original: str, kernel: Kernel, block: tuple[int, int, int] | None = None) -> str:
+    """The kernel's definition text up to (not including) its body's `{`, for a kernel
+    launched with `block`: its `__launch_bounds__` promise the new block's thread count
+    (the original's may be smaller: a launch past it fails)."""
     text = original[kernel.span.start:kernel.span.end]
     tokens = tokenize(text)
     for k, t in enumerate(tokens):
         if t.text == "(" and k and tokens[k - 1].text == kernel.name:
             close = matching(tokens, k)
             body = next(j for j in range(close, len(tokens)) if tokens[j].text == "{")
-            return text[:tokens[body].start].rstrip()
+            return _launch_bounds(text[:tokens[body].start].rstrip(), block)
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
+
+
+def _launch_bounds(signature: str, block: tuple[int, int, int] | None) -> str:
+    tokens = tokenize(signature)
+    for k, t in enumerate(tokens):
+        if t.text == "__launch_bounds__" and k + 1 < len(tokens) and tokens[k + 1].text == "(":
+            close = matching(tokens, k + 1)
+            new = f"__launch_bounds__({block[0] * block[1] * block[2]})" if block else ""
+            return signature[:t.start] + new + signature[tokens[close].end:]
+    return signature
 
 
 def thread_range(model: KernelModel, dim: str, axis: str,
@@ -395,7 +407,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         # threads would run every instance again; it is one thread wide
         block = tuple(b if k < len(mapping.axes) else 1 for k, b in enumerate(block))
     old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
-    signature = _signature(original, kernel)
+    signature = _signature(original, kernel, block)
     if hidden:
         close = signature.rfind(")")
         signature = (signature[:close] + "".join(f", long long pc_{h}" for h in hidden)

@@ -55,7 +55,8 @@ def declared_before_use(text: str, lowering: Lowering) -> str:
     opening = "".join(f"namespace {n} {{ " for n in lowering.namespaces)
     closing = " }" * len(lowering.namespaces)
     prototypes = []
-    pattern = re.compile(r"__global__\s+void\s+(" + re.escape(lowering.kernel) + r"\w*)\s*\(")
+    pattern = re.compile(r"__global__[^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)?\b(" +
+                         re.escape(lowering.kernel) + r"\w*)\s*\(")
     for m in pattern.finditer(text, at + len(lowering.prototype)):
         prototypes.append(f"{opening}{_signature(text[m.start():])};{closing} ")
     if not prototypes:

@@ -205,7 +205,15 @@ def validate_device(program: Program, result: TransformResult, options: Transfor
                     arguments: dict[str, int], repeats: int = 10) -> list[DeviceVerdict]:
     if any(d.action != "unchanged" for d in result.decisions):
         load_pycuda()
+
+    def checked(p, new, d):
+        """A launch the driver refuses (a block past the kernel's limits, say) is the
+        kernel's failure, reported, not the command's."""
+        driver, _ = load_pycuda()
+        try:
+            return validate_kernel_device(p, new, d, arguments, repeats)
+        except driver.Error as error:
+            return DeviceVerdict(d.kernel, False, f"the GPU refused it: {error}")
     return run_changed(
-        program, result, options,
-        lambda p, new, d: validate_kernel_device(p, new, d, arguments, repeats),
+        program, result, options, checked,
         lambda d: DeviceVerdict(d.kernel, True, f"unchanged ({d.reason})"))
