@@ -200,7 +200,9 @@ def _add_run_options(p: argparse.ArgumentParser, seed_help: str, seed: int | Non
 
 def _add_arg_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of an int kernel argument (for the kernels run)")
+                   help="value of an int kernel argument, or of a variable of the "
+                   "launching function (a run-time size: `--arg n=1000` where main "
+                   "computes the grid from n), for the kernels run")
 
 
 def _arguments(args) -> dict[str, int]:

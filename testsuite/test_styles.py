@@ -252,3 +252,43 @@ def test_a_launch_written_with_spaced_brackets_is_a_launch(tmp_path):
     # `>> >` closes templates outside a launch
     assert [t.text for t in tokenize("std::vector<std::vector<int>> > v;")][8:11] == \
         ["int", ">>", ">"]
+
+
+HOST_VALUES = r"""#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+__global__ void scale_rows(float *__restrict__ A, const float *__restrict__ f, int n, int m)
+{
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < n)
+    for (int c = 0; c < m; c++)
+      A[r * m + c] *= f[r];
+}
+int main(int argc, char **argv)
+{
+  int rows = argc > 1 ? atoi(argv[1]) : 300;
+  int width = argc > 2 ? atoi(argv[2]) : 64;
+  int threads = 128;
+  int blocks = (rows + threads - 1) / threads;
+  float *A, *f;
+  cudaMalloc(&A, sizeof(float) * rows * width);
+  cudaMalloc(&f, sizeof(float) * rows);
+  scale_rows<<<blocks, threads>>>(A, f, rows, width);
+  return 0;
+}
+"""
+
+
+def test_validate_takes_values_of_the_launching_functions_variables(tmp_path, capsys):
+    """Sizes read at run time: the grid is computed in main from rows (passed as n) and
+    threads; `--arg rows=300 --arg width=64` names main's variables, not the kernel's
+    parameters, and validates the restructured kernel."""
+    from polycoal.cli import main
+    path = tmp_path / "host_values.cu"
+    path.write_text(HOST_VALUES)
+    assert main(["validate", "--cpu", str(path), "--seed", "1"]) == 1
+    assert "--arg NAME=VALUE" in capsys.readouterr().out
+    assert main(["validate", "--cpu", str(path), "--seed", "1", "--arg", "rows=300",
+                 "--arg", "width=64"]) == 0
+    out = capsys.readouterr().out
+    assert "scale_rows" in out and "PASS  outputs match" in out

@@ -244,15 +244,17 @@ class LaunchContext:
     constants: tuple[tuple[str, int], ...] = ()     # the program's (Program.constants)
 
 
-def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int]
+def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int],
+                 host: dict[str, int] | None = None
                  ) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
     """(grid, block) of the launch when the kernel's arguments have `values` (by
     parameter name): the compile-time shapes where known, else the configuration
-    evaluated with each plain-variable argument bound to its parameter's value."""
+    evaluated with each plain-variable argument bound to its parameter's value, and the
+    launching function's variables named in `host` bound to theirs."""
     context = launch.context
     if (launch.grid_shape and launch.block_shape) or not isinstance(context, LaunchContext):
         return launch.grid_shape, launch.block_shape
-    bound: dict[str, Value] = {}
+    bound: dict[str, Value] = dict(host or {})
     for arg, parameter in zip(launch.arguments, kernel.parameters):
         name = arg.strip()
         if re.fullmatch(r"[A-Za-z_]\w*", name) and parameter.name in values:

@@ -180,12 +180,20 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
     launch = launches[0]
     values = {k: int(v) for k, v in launch.constant_arguments.items()
               if isinstance(v, (int, float))}
-    values.update(arguments)
-    grid, block = geometry_for(launch, kernel, values)
+    # a value given for a variable of the launching function (`--arg n=1000` where main
+    # passes n to the kernel's nrows) is its parameter's value, and the geometry's
+    parameters = {p.name for p in kernel.parameters}
+    host = {name: v for name, v in arguments.items() if name not in parameters}
+    for position, argument in enumerate(launch.arguments):
+        if argument.strip() in host and position < len(kernel.parameters):
+            values.setdefault(kernel.parameters[position].name, host[argument.strip()])
+    values.update({name: v for name, v in arguments.items() if name in parameters})
+    grid, block = geometry_for(launch, kernel, values, host)
     if block is None or grid is None:
         raise NotRunnable(f"the launch at line {launch.location.line} has no compile-time "
-                          "geometry: give the sizes with -D, or the kernel arguments it is "
-                          "computed from with --arg NAME=VALUE")
+                          "geometry: give the sizes with -D, or the values it is computed "
+                          "from (kernel arguments or the launching function's variables) "
+                          "with --arg NAME=VALUE")
     used = {v for st in model.statements for c in st.constraints
             for v in re.findall(r"[A-Za-z_]\w*", c)}
     used |= {v for _, a in model.accesses() if a.flat is not None for v in a.flat.variables}
