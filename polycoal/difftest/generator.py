@@ -1328,10 +1328,10 @@ def _style_struct(rng: random.Random, k: Kernel, launch: tuple[int, str]):
     k.before += f"struct {struct} {{\n" + "".join(f"  {p};\n" for p, _, _ in fields) + "};\n\n"
     names = {n for _, _, n in fields}
     k.lines = [re.sub(r"(?<![\w.])(" + "|".join(sorted(names)) + r")\b(?!\s*\()",
-                      lambda m: f"p.{m.group(1)}", line) for line in k.lines]
+                      lambda m: f"bufs.{m.group(1)}", line) for line in k.lines]
     old_args = k.args()
     first = next(n for n, (p, _) in enumerate(k.params) if _ARRAY_DECL.match(p))
-    k.params = [(f"{struct} p", var) if n == first else (p, h)
+    k.params = [(f"{struct} bufs", var) if n == first else (p, h)
                 for n, (p, h) in enumerate(k.params)
                 if n == first or not _ARRAY_DECL.match(p)]
     setup = f"{struct} {var}; " + " ".join(f"{var}.{n} = {h};" for _, h, n in fields)
@@ -1343,7 +1343,7 @@ def _style_struct(rng: random.Random, k: Kernel, launch: tuple[int, str]):
 
 def _style_pointer(rng: random.Random, k: Kernel, launch: tuple[int, str]):
     """Subscripts of pointer parameters written `*(A + e)` (the parameters' names as
-    the kernel spells them, possibly `p.A` after the struct style)."""
+    the kernel spells them; not after the struct style, whose fields are `bufs.A`)."""
     names = [m.group(4) for m in (_ARRAY_DECL.match(p) for p, _ in k.params) if m]
     k.lines = [_dereferences(line, names) for line in k.lines]
     return launch
