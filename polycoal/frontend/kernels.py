@@ -236,7 +236,10 @@ def _unparsed(site: FunctionSite, run: list[Token], source: PreprocessedSource,
             Location(file, line), site.name)
     where, message = _parse_error_location(error, location)
     cpp = sorted({t.text for t in run} & _CPP_ONLY) or (["&"] if _has_reference(run) else [])
-    if cpp:
+    if any(t.text in ("__assert_fail", "__assertfail", "__assert_rtn") for t in run):
+        reason = ("assert in the kernel: its check (a trap when false) is an effect the "
+                  "model does not represent")
+    elif cpp:
         reason = ("C++ construct(s) " + ", ".join(f"'{c}'" for c in cpp)
                   + " outside the C subset polycoal parses")
     elif verdict.kind == "accepted":
