@@ -19,15 +19,13 @@ from dataclasses import dataclass
 
 from polycoal.diagnostics import Location
 from polycoal.frontend.cexpr import Value, evaluate
-from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
+from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
 from polycoal.frontend.preprocess import PreprocessedSource
 from polycoal.frontend.program import Kernel, Launch, Span
 
 _TYPE_WORDS = {"int", "unsigned", "long", "short", "size_t", "const", "constexpr", "static",
                "uint", "uint32_t", "int32_t", "int64_t", "uint64_t", "auto", "dim3", "float",
                "double"}
-_ASSIGNMENTS = ("=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=",
-                "^=")
 _DIM3_CALL = re.compile(r"^\s*dim3\s*[({](.*)[)}]\s*$", re.S)
 _AXES = ("x", "y", "z")
 Dim3 = tuple[Value, Value, Value]
@@ -146,7 +144,7 @@ class _Scope:
             after = tokens[k + 3].text if k + 3 < len(tokens) else ""
             if after == "=" and (k + 4 >= len(tokens) or tokens[k + 4].text != "="):
                 return self.scalar(_text(self._until_semicolon(k + 4)), k, depth + 1)
-            if after in _ASSIGNMENTS or prev in ("++", "--"):
+            if after in ASSIGNMENTS or prev in ("++", "--"):
                 return None
         return None
 
@@ -160,7 +158,7 @@ class _Scope:
                 continue
             nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
             prev = tokens[k - 1].text if k else ""
-            if nxt in _ASSIGNMENTS or prev in ("++", "--", "&", ",") or prev in _TYPE_WORDS:
+            if nxt in ASSIGNMENTS or prev in ("++", "--", "&", ",") or prev in _TYPE_WORDS:
                 return False
         return True
 

@@ -30,6 +30,10 @@ _TOKEN_RE = re.compile(
     re.S | re.X)
 
 
+# the tokens that change the variable they are written beside
+ASSIGNMENTS = frozenset(("=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=",
+                         "&=", "^="))
+
 _LINE_END = re.compile(r"\r\n?|\n")
 
 

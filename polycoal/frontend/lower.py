@@ -26,7 +26,8 @@ import os
 import re
 from dataclasses import dataclass, replace
 
-from polycoal.frontend.lexer import Token, line_ends, matching, tokenize
+from polycoal.frontend.lexer import ASSIGNMENTS, Token, line_ends, matching, tokenize
+from polycoal.frontend.normalise import PURE_FUNCTIONS
 from polycoal.frontend.preprocess import PreprocessorOptions
 
 
@@ -163,14 +164,7 @@ def _as_named(file: str, path: str) -> str:
 
 def apply(text: str, lowerings: list[Lowering]) -> Lowered:
     """The input text with the lowerings' edits and their copies appended."""
-    edits = sorted((e for l in lowerings for e in l.edits), key=lambda e: (e[0], e[1]))
-    out, pos = [], 0
-    for start, end, new in edits:
-        out.append(text[pos:start])
-        out.append(new)
-        pos = end
-    out.append(text[pos:])
-    lowered = "".join(out)
+    lowered = _replace(text, [e for l in lowerings for e in l.edits])
     copies = []
     for lowering in lowerings:
         if not lowering.copy:
@@ -247,6 +241,8 @@ def _identifier(argument: str) -> str:
 
 
 def _replace(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with the edits ([start, end) -> new), in order; an edit inside one already
+    made is dropped."""
     out, pos = [], 0
     for start, end, new in sorted(edits):
         if start < pos:
@@ -333,20 +329,13 @@ def _keep_lines(old: str, new: str) -> str:
     return new + "\n" * missing if missing > 0 else new
 
 
-# calls an argument of an inlined helper may make (no side effects)
-_PURE = {"sqrtf", "sqrt", "expf", "exp", "logf", "log", "fabsf", "fabs", "fminf", "fmin",
-         "fmaxf", "fmax", "min", "max", "abs", "sinf", "sin", "cosf", "cos", "powf", "pow",
-         "floorf", "floor", "ceilf", "ceil", "rsqrtf", "tanhf", "tanh", "__ldg"}
-_WRITES = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"}
-
-
 def _pure(text: str) -> bool:
     tokens = tokenize(text)
     for k, t in enumerate(tokens):
-        if t.text in _WRITES:
+        if t.text in ASSIGNMENTS:
             return False
         if t.text == "(" and k and tokens[k - 1].kind == "id" and \
-                tokens[k - 1].text not in _PURE and tokens[k - 1].text not in _TYPE_WORDS:
+                tokens[k - 1].text not in PURE_FUNCTIONS and tokens[k - 1].text not in _TYPE_WORDS:
             return False
     return True
 
@@ -404,7 +393,7 @@ def _assigns(body: str, name: str) -> bool:
             continue
         after = tokens[k + 1].text if k + 1 < len(tokens) else ""
         before = tokens[k - 1].text if k else ""
-        if after in _WRITES or before in ("++", "--", "&"):
+        if after in ASSIGNMENTS or before in ("++", "--", "&"):
             return True
     return False
 

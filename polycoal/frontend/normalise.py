@@ -78,8 +78,11 @@ def _is_pointer(node: c_ast.Node, pointers: set[str]) -> bool:
 # --------------------------------------------------------------- one-statement temporaries
 
 _FLOATING = {"float", "double"}
-_PURE_CALLS = {"sqrtf", "sqrt", "expf", "exp", "fabsf", "fabs", "fminf", "fmin", "fmaxf",
-               "fmax", "logf", "log", "__ldg", "min", "max", "abs"}
+# functions a call of which has no side effect (device math)
+PURE_FUNCTIONS = frozenset({
+    "sqrtf", "sqrt", "rsqrtf", "expf", "exp", "logf", "log", "fabsf", "fabs", "fminf",
+    "fmin", "fmaxf", "fmax", "min", "max", "abs", "sinf", "sin", "cosf", "cos", "powf",
+    "pow", "floorf", "floor", "ceilf", "ceil", "tanhf", "tanh", "__ldg"})
 
 
 def forward_temporaries(funcdef: c_ast.FuncDef) -> c_ast.FuncDef:
@@ -130,7 +133,7 @@ def _pure(node: c_ast.Node) -> bool:
                                               node.op in ("++", "--", "p++", "p--")):
         return False
     if isinstance(node, c_ast.FuncCall) and not (
-            isinstance(node.name, c_ast.ID) and node.name.name in _PURE_CALLS):
+            isinstance(node.name, c_ast.ID) and node.name.name in PURE_FUNCTIONS):
         return False
     return all(_pure(child) for _, child in node.children())
 
