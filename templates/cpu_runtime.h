@@ -3,6 +3,7 @@
 // std::threads meeting at a std::barrier. __shared__ variables are static: blocks run
 // one at a time, so one copy serves the block that runs.
 #pragma once
+#include <cassert>
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <mutex>

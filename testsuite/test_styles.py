@@ -8,9 +8,11 @@ reads of them (docs/frontend.md)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +22,11 @@ STYLES = sorted((FIXTURES / "styles").glob("*.cu"))
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 
-def nvcc(path, cwd) -> str:
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", str(path), "-o", str(path) + ".o"],
+def nvcc(path, cwd, objects=None) -> str:
+    """nvcc's complaints on compiling `path` ("" when it compiles); the object goes to
+    `objects` (a temporary directory: never beside a fixture)."""
+    obj = Path(objects or cwd) / (Path(path).name + ".o")
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", str(path), "-o", str(obj)],
                        cwd=cwd, capture_output=True, text=True)
     return "" if r.returncode == 0 else r.stdout + r.stderr
 
@@ -29,7 +34,7 @@ def nvcc(path, cwd) -> str:
 def test_the_corpus_has_every_style():
     """Issue 13's corpus: at least 40 kernels in complete programs."""
     from polycoal.frontend import clang
-    assert len(STYLES) == 22
+    assert len(STYLES) == 23
     if clang.available():
         assert sum(len(clang.read(str(p)).kernels) for p in STYLES) >= 40
 
@@ -45,24 +50,71 @@ def test_a_program_in_this_style_is_not_refused_compiles_and_runs_alike(path, tm
     assert r.returncode in (0, 1), r.stderr           # never unusable input, never exit 3
     assert "Traceback" not in r.stderr
     if shutil.which("nvcc"):
-        assert nvcc(path, path.parent) == "", path.name
+        assert nvcc(path, path.parent, tmp_path) == "", path.name
         assert nvcc(out, tmp_path) == "", (path.name, r.stderr)
     output = out.read_text()
     if output != path.read_text():
         runs_alike(path.read_text(), output, tmp_path, include_dirs=(path.parent, tmp_path))
 
 
-def test_assert_in_a_kernel_is_not_a_syntax_error(capsys):
+def test_unroll_hints_stay_on_the_loops_that_stay_loops(capsys):
+    """A loop's `#pragma unroll` (or `_Pragma` from a macro) is written before the loop
+    that runs it in the generated kernel: the sequential loop of a restructured kernel
+    and the lane-split loop of a reduction; a loop that became a thread axis has none.
+    Line numbers after a `_Pragma` expansion stay the source's."""
+    from polycoal.cli import main
+    path = FIXTURES / "styles" / "unroll_hints.cu"
+    assert main(["transform", str(path), "-o", "-"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    decay = out[out.index("void decay_planes"):out.index("void row_sums")]
+    assert re.search(r"#pragma unroll\n\s*for \(int pc_i\d+ = 0;", decay), decay
+    sums = out[out.index("void row_sums"):out.index("void row_scale")]
+    assert re.search(r"#pragma unroll 8\n\s*for \(int pc_i\d+ = \(0\) \+ pc_lane", sums)
+    scale = out[out.index("void row_scale"):out.index("int main")]
+    assert "restructured" in scale and "#pragma" not in scale
+    assert "x = c (loop at line 46)" in captured.err
+
+
+def test_assert_in_a_kernel_is_not_a_syntax_error_and_stays_a_check(capsys, tmp_path):
     """<assert.h>'s macro expands into tokens the preprocessor marks as a system
     header's (`# 20 "k.cu" 3 4`) inside the user's line; they were dropped from the
-    kernel's text, which then read `i < n "i < n" ;`, a syntax error (exit 2)."""
+    kernel's text, which then read `i < n "i < n" ;`, a syntax error (exit 2). The
+    expansion is read back as the check it was written as: a statement that reads its
+    condition. The kernel is transformed and every thread still checks, in the
+    generated code, the condition of the instance it runs."""
     from polycoal.cli import main
     path = FIXTURES / "styles" / "clock_and_assert.cu"
     assert main(["transform", str(path), "-o", "-"]) == 0
     captured = capsys.readouterr()
     assert "syntax error" not in captured.err
-    assert captured.out.encode() == path.read_bytes()      # kept, with the reason
-    assert "assert in the kernel" in captured.err
+    assert "'row_mean' reduced" in captured.err
+    kernel = captured.out[captured.out.index("row_mean("):captured.out.index("int main")]
+    assert re.search(r"assert\(\(pc_x\) < \(n\)\)", kernel), kernel
+    out = tmp_path / "out.cu"
+    out.write_text(captured.out)
+    assert main(["validate", "--cpu", str(path)]) == 0
+    capsys.readouterr()
+
+
+def test_a_failing_assert_still_traps_after_the_transformation(tmp_path):
+    """A check that fails in the original fails in the output as well (the CPU runtime
+    aborts both programs): the transformation keeps each instance's check."""
+    source = (FIXTURES / "styles" / "clock_and_assert.cu").read_text()
+    failing = source.replace("assert(i < n);", "assert(i < 1000);")
+    assert failing != source
+    path = tmp_path / "failing.cu"
+    path.write_text(failing)
+    out = tmp_path / "failing_out.cu"
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(path), "-o",
+                        str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and "reduced" in r.stderr, r.stderr
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    for text in (failing, out.read_text()):
+        run, error = cpu.compile_and_run(text)
+        assert run is not None, error
+        assert run.failure is not None or run.returncode != 0, run.stdout
 
 
 # ------------------------------------------------------------ the Clang reader (issue 13)

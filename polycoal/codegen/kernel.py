@@ -291,7 +291,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             raise ValueError("the reduction loop runs under a condition on the thread")
         first = len(in_reduction)
         state["inside"] = True
-        body = _render_ast(node.for_get_body(), user, names=wide)
+        body = _render_ast(node.for_get_body(), user, names=wide, pragmas=pragmas)
         state["inside"] = False
         mine = list(enumerate(in_reduction[first:], first))
         init = expr_to_c(node.for_get_init(), wide, device=True)
@@ -313,7 +313,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                           lanes * step)
         lane_splits.append(split)
         scaled = lane if split.lane_step == 1 else f"{lane} * {split.lane_step}"
-        loop = [f"for (int {iterator} = ({init}) + {scaled}; {cond}; "
+        loop = pragmas(node, iterator) + [f"for (int {iterator} = ({init}) + {scaled}; {cond}; "
                 f"{iterator} += {split.split_step}) {{"]
         loop += ["  " + l for l in body] + ["}"]
         # pc_hit<k>: whether the thread ran update k at all. Memory is updated only where
@@ -384,8 +384,20 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 render_promoted(model, kernel, st, names, "pc_acc") + ";",
                 f"{ref} = pc_acc;")
 
+    def pragmas(loop: isl.AstNode, iterator: str) -> list[str]:
+        """The pragmas the source wrote before the loop this AST loop runs (the source
+        loop of every statement inside it at this schedule position), as lines."""
+        position = int(iterator[len(prefix):])
+        written = set()
+        for name in _statements_in(loop):
+            dim = schedules[name][position].lstrip("-")
+            loops = by_name[name].loops
+            k = int(dim[1:]) if dim.startswith("c") and dim[1:].isdigit() else len(loops)
+            written.add(loops[k].pragmas if k < len(loops) else ())
+        return [f"#pragma {p}" for p in next(iter(written))] if len(written) == 1 else []
+
     body = _render_ast(root, user, promotion, warp_loop if warp_reduction else None,
-                       names=wide)
+                       names=wide, pragmas=pragmas)
     for r in ranges:
         used.update(v for v in params if v in r.lo or v in r.hi)
     # the original geometry wherever the generated code reads it: statements, ranges,
@@ -432,20 +444,42 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                            lane_splits=lane_splits, promoted=promoted)
 
 
+def _statements_in(node: isl.AstNode) -> list[str]:
+    """Names of the statements an isl AST node runs."""
+    t = node.get_type()
+    if t == isl.ast_node_type.user:
+        return [node.user_get_expr().get_op_arg(0).get_id().name]
+    if t == isl.ast_node_type.block:
+        children = node.block_get_children()
+        return [n for k in range(children.n_ast_node())
+                for n in _statements_in(children.get_at(k))]
+    if t == isl.ast_node_type.for_:
+        return _statements_in(node.for_get_body())
+    if t == isl.ast_node_type.if_:
+        out = _statements_in(node.if_get_then_node())
+        return out + (_statements_in(node.if_get_else_node()) if node.if_has_else_node()
+                      else [])
+    if t == isl.ast_node_type.mark:
+        return _statements_in(node.mark_get_node())
+    return []
+
+
 def _render_ast(node: isl.AstNode, user, promotion=lambda loop, iterator: None,
                 special=None, guards: tuple[str, ...] = (),
-                names: dict[str, str] | None = None) -> list[str]:
+                names: dict[str, str] | None = None,
+                pragmas=lambda loop, iterator: []) -> list[str]:
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
     `promotion(loop, iterator)` may turn a loop into (before, statement, after);
     `special(node, iterator, guards)` may render a loop entirely (lines) or decline
     (None); `guards`: the conditions of the ifs around the node ("else" for an else);
-    `names`: how loop bounds and conditions write parameters (isl_c.wide_parameters)."""
+    `names`: how loop bounds and conditions write parameters (isl_c.wide_parameters);
+    `pragmas(loop, iterator)`: the lines written before a loop (`#pragma unroll`)."""
     t = node.get_type()
     if t == isl.ast_node_type.block:
         children = node.block_get_children()
         out = []
         for k in range(children.n_ast_node()):
-            out += _render_ast(children.get_at(k), user, promotion, special, guards, names)
+            out += _render_ast(children.get_at(k), user, promotion, special, guards, names, pragmas)
         return out
     if t == isl.ast_node_type.for_:
         it = expr_to_c(node.for_get_iterator())
@@ -463,22 +497,25 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda loop, iterator: None,
             # the original touches it in no other case (it may lie outside the array)
             before, statement, after = promoted
             return ["{", f"  int {it} = {init};", f"  if ({cond}) {{", "    " + before,
+                    *["    " + p for p in pragmas(node, it)],
                     f"    for (; {cond}; {it} += {inc}) {{", "      " + statement, "    }",
                     "    " + after, "  }", "}"]
-        body = _render_ast(node.for_get_body(), user, promotion, special, guards, names)
-        return [head] + ["  " + l for l in body] + ["}"]
+        body = _render_ast(node.for_get_body(), user, promotion, special, guards, names, pragmas)
+        return pragmas(node, it) + [head] + ["  " + l for l in body] + ["}"]
     if t == isl.ast_node_type.if_:
         cond = expr_to_c(node.if_get_cond(), names, device=True)
         out = [f"if ({cond}) {{"]
         out += ["  " + l for l in _render_ast(node.if_get_then_node(), user, promotion,
-                                              special, guards + (cond,), names)]
+                                              special, guards + (cond,), names,
+                                              pragmas)]
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in
                                    _render_ast(node.if_get_else_node(), user, promotion,
-                                               special, guards + ("else",), names)]
+                                               special, guards + ("else",), names,
+                                               pragmas)]
         return out + ["}"]
     if t == isl.ast_node_type.user:
         return [user(node.user_get_expr())]
     if t == isl.ast_node_type.mark:
-        return _render_ast(node.mark_get_node(), user, promotion, special, guards, names)
+        return _render_ast(node.mark_get_node(), user, promotion, special, guards, names, pragmas)
     raise ValueError(f"unexpected isl AST node {t}")

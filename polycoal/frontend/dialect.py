@@ -25,6 +25,8 @@ class Dialect:
     atomic_functions: frozenset[str]
     barrier_functions: frozenset[str]
     warp_functions: frozenset[str]
+    check_functions: frozenset[str]
+    assert_failures: frozenset[str]
     prelude: str
 
     @property
@@ -48,5 +50,6 @@ def cuda_dialect() -> Dialect:
         type_sizes={k: int(v) for k, v in data["types"].items()},
         pure_functions=frozenset(i["pure"]), atomic_functions=frozenset(i["atomic"]),
         barrier_functions=frozenset(i["barrier"]), warp_functions=frozenset(i["warp"]),
+        check_functions=frozenset(i["check"]), assert_failures=frozenset(i["assert_failures"]),
         prelude=data["prelude"]["typedefs"].strip() + "\n",
     )

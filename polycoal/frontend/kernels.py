@@ -8,6 +8,7 @@ prelude of typedefs and a linemarker, so that AST coordinates are original file 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pycparser import c_ast, c_parser
@@ -16,7 +17,7 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import Token, matching, tokenize
 from polycoal.frontend.normalise import forward_temporaries, subscripts_for_dereferences
-from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessedSource
+from polycoal.frontend.preprocess import DEFAULT_STD, LINEMARKER, PreprocessedSource
 from polycoal.frontend.syntax import Verdict, check_function, function_declarations
 from polycoal.frontend.program import DeviceFunction, GlobalVariable, Kernel, Parameter, Span
 
@@ -125,6 +126,7 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
     start = tokens[0].start
     out: list[str] = []
     shared_lines: set[int] = set()
+    checks = any(t.text in dialect.assert_failures for t in tokens)
     pos = start
     k = 0
     while k < len(tokens):
@@ -139,6 +141,10 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
             replacement = ""
         elif t.text in dialect.rename:
             replacement = dialect.rename[t.text]
+        elif t.text == "(" and checks and (check := _assert_expansion(tokens, k, dialect)):
+            end = tokens[check[0]].end
+            k = check[0]
+            replacement = check[1]
         elif t.text in dialect.erase_with_arguments and k + 1 < len(tokens) \
                 and tokens[k + 1].text == "(":
             close = matching(tokens, k + 1)
@@ -151,12 +157,47 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
             out.append(text[pos:t.start])
             original = text[t.start:end]
             blank = "".join(c if c == "\n" else " " for c in original)
-            out.append(replacement + blank[len(replacement):] if len(replacement) <= len(blank)
-                       else replacement)
+            first = blank.find("\n")
+            if 0 <= first < len(replacement):       # keep the lines: newlines after it
+                out.append(replacement + "\n" * blank.count("\n"))
+            else:
+                out.append(replacement + blank[len(replacement):]
+                           if len(replacement) <= len(blank) else replacement)
             pos = end
         k += 1
     out.append(text[pos:tokens[-1].end])
     return "".join(out), shared_lines
+
+
+def _assert_expansion(tokens: list[Token], k: int, dialect) -> tuple[int, str] | None:
+    """(index of the closing parenthesis, `assert (e)`) when the parenthesised group at
+    `k` is the expansion of `assert(e)`: `([static_cast <bool>] (e) ? <void 0> :
+    __assert_fail (...))`, as the C and C++ headers spell it. The check is read back
+    as the call it was written as, a statement that reads e (model/extract.py)."""
+    close = matching(tokens, k)
+    if not any(tokens[j].text in dialect.assert_failures
+               for j in range(k + 1, close)):
+        return None
+    depth, question = 0, None
+    for j in range(k + 1, close):
+        text = tokens[j].text
+        if text in ("(", "[", "{"):
+            depth += 1
+        elif text in (")", "]", "}"):
+            depth -= 1
+        elif depth == 0 and text == "?":
+            question = j
+            break
+    if question is None:
+        return None
+    first = k + 1
+    if [t.text for t in tokens[first:first + 4]] == ["static_cast", "<", "bool", ">"]:
+        first += 4
+    condition = " ".join(t.text for t in tokens[first:question])
+    if not condition or not any(t.text in dialect.assert_failures
+                                for t in tokens[question:close]):
+        return None
+    return close, f"{sorted(dialect.check_functions)[0]} ({condition})"
 
 
 def user_type_names(tokens: list[Token]) -> dict[str, str]:
@@ -187,6 +228,18 @@ def user_type_names(tokens: list[Token]) -> dict[str, str]:
     return names
 
 
+_HEADER_TYPEDEF = re.compile(r"\btypedef\b[^;{}()]*?\b([A-Za-z_]\w*)\s*;")
+
+
+def header_type_names(text: str) -> dict[str, str]:
+    """Types the included headers name by a plain typedef (`clock_t`, `uint32_t`): each
+    as an opaque type for pycparser (the prelude's own, and the user's, take precedence;
+    a kernel's arithmetic on them stays outside the model unless the prelude knows
+    them as integers)."""
+    return {name: f"typedef struct __pc_{name} {name};"
+            for name in set(_HEADER_TYPEDEF.findall(text))}
+
+
 def parse_function(site: FunctionSite, tokens: list[Token], source: PreprocessedSource,
                    user_text: str, type_names: dict[str, str], others: tuple[str, ...] = (),
                    std: str = DEFAULT_STD,
@@ -204,6 +257,7 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
         return None, frozenset(), "template function (polycoal parses the C subset of " \
             "kernels; instantiate it as a plain kernel to analyse it)", None
     c_text, shared_rel = dialect_to_c(run, user_text)
+    c_text = _with_linemarkers(c_text, source, first_line, file)
     used = {t.text for t in run}
     extra = "".join(decl + "\n" for name, decl in type_names.items()
                     if name in used and name not in dialect.prelude_typedef_names)
@@ -223,6 +277,22 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
     return funcdef, shared, None, None
 
 
+def _with_linemarkers(c_text: str, source: PreprocessedSource, first_line: int,
+                      file: str) -> str:
+    """The function's text with the preprocessor's linemarkers of its own file put back
+    on their (blanked) lines, so that pycparser's coordinates stay original lines after
+    an expansion that added lines (`_Pragma("unroll")` becomes a line of its own)."""
+    lines = c_text.split("\n")
+    output = source.text.split("\n")
+    for r in range(1, len(lines)):
+        if lines[r].strip() or first_line + r - 1 >= len(output):
+            continue
+        m = LINEMARKER.match(output[first_line + r - 1])
+        if m and m.group(2).encode().decode("unicode_escape") == file:
+            lines[r] = f'# {m.group(1)} "{m.group(2)}"'
+    return "\n".join(lines)
+
+
 def _unparsed(site: FunctionSite, run: list[Token], source: PreprocessedSource,
               location: Location, error: str, verdict: Verdict) -> tuple[str, Diagnostic]:
     """Why a function pycparser rejects is left alone, and the diagnostic: an error when
@@ -236,10 +306,7 @@ def _unparsed(site: FunctionSite, run: list[Token], source: PreprocessedSource,
             Location(file, line), site.name)
     where, message = _parse_error_location(error, location)
     cpp = sorted({t.text for t in run} & _CPP_ONLY) or (["&"] if _has_reference(run) else [])
-    if any(t.text in ("__assert_fail", "__assertfail", "__assert_rtn") for t in run):
-        reason = ("assert in the kernel: its check (a trap when false) is an effect the "
-                  "model does not represent")
-    elif cpp:
+    if cpp:
         reason = ("C++ construct(s) " + ", ".join(f"'{c}'" for c in cpp)
                   + " outside the C subset polycoal parses")
     elif verdict.kind == "accepted":
@@ -361,7 +428,7 @@ def read_functions(source: PreprocessedSource, original_text: str, std: str = DE
     user_text = source.user_text()
     tokens = tokenize(user_text)
     sites, variable_markers = find_function_sites(tokens)
-    type_names = user_type_names(tokens)
+    type_names = {**header_type_names(source.text), **user_type_names(tokens)}
     original_tokens = tokenize(original_text)
     kernels: list[Kernel] = []
     device_functions: dict[str, DeviceFunction] = {}

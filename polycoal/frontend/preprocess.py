@@ -25,7 +25,7 @@ from pathlib import Path
 from polycoal.diagnostics import Diagnostic, InputError, Location
 from polycoal.output import decode, encode
 
-_LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
+LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _MISSING = re.compile(r'^(.*?):(\d+):(\d+): fatal error: ([^:]+): No such file or directory', re.M)
 _ERROR = re.compile(r'^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$', re.M)
 _CUDA_LIBRARY = re.compile(r'^(cu|nv|thrust/|cub/|cuda|helper_|device_|sm_\d|mma|crt/)')
@@ -177,7 +177,7 @@ def _origins(output: str, path: str) -> tuple[list[tuple[str, int]], list[bool]]
     current_file, current_line, in_system = path, 1, False
     users = {path}
     for raw in output.split("\n"):
-        m = _LINEMARKER.match(raw)
+        m = LINEMARKER.match(raw)
         if m:
             origins.append((current_file, current_line))
             system.append(True)

@@ -146,6 +146,7 @@ class _Extractor:
         self.allow_virtual = True         # read grid-stride loops as thread dimensions
         self.virtual_axes: set[str] = set()
         self.closed = False               # a grid-stride loop took the whole body
+        self.pragmas: dict[int, tuple[str, ...]] = {}   # id of a For -> pragmas before it
 
     # bookkeeping -------------------------------------------------------------
     def outside_model(self, construct: str, node: c_ast.Node | None, detail: str,
@@ -156,7 +157,12 @@ class _Extractor:
 
     # walking -----------------------------------------------------------------
     def block(self, items: list[c_ast.Node], ctx: _Context) -> _Context:
+        pragmas: list[str] = []
         for item in items or []:
+            if isinstance(item, c_ast.For) and pragmas:
+                # a loop's pragmas (unroll hints) go with the loop into generated code
+                self.pragmas[id(item)] = tuple(pragmas)
+            pragmas = pragmas + [item.string] if isinstance(item, c_ast.Pragma) else []
             ctx = self.item(item, ctx)
         return ctx
 
@@ -342,7 +348,7 @@ class _Extractor:
             constraints.append(f"exists (e_{counter}: {lo} = {step}*e_{counter})")
         if cond is not None:
             constraints.append(cond)
-        loop = Loop(counter, name, loc, step, lower)
+        loop = Loop(counter, name, loc, step, lower, self.pragmas.get(id(node), ()))
         inner = replace(ctx, loops=ctx.loops + (loop,), guards=ctx.guards + tuple(constraints),
                         beta=ctx.beta + (0,))
         saved = self.scope.values.get(name)
@@ -402,11 +408,15 @@ class _Extractor:
             self.references(node.expr, "write", refs, ctx)
         else:
             self.references(node, "read", refs, ctx)
-        self.add_statement(node, ctx, refs, text, update)
+        # a check (assert) is a statement even when it reads no memory: it traps when false
+        check = isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID) and \
+            node.name.name in self.dialect.check_functions
+        self.add_statement(node, ctx, refs, text, update, keep=check)
 
     def add_statement(self, node: c_ast.Node, ctx: _Context, refs: list[Access],
-                      text: str | None = None, update: str | None = None) -> None:
-        if not refs:
+                      text: str | None = None, update: str | None = None,
+                      keep: bool = False) -> None:
+        if not refs and not keep:
             return
         if self.closed:
             raise _NotWholeBody()
@@ -578,7 +588,7 @@ class _Extractor:
         if name in d.warp_functions:
             self.outside_model("warp intrinsic", node, f"{name}: lanes exchange data",
                                _NOTHING)
-        elif name in d.pure_functions:
+        elif name in d.pure_functions or name in d.check_functions:
             pass
         elif name in self.program.device_functions:
             fn = self.program.device_functions[name]

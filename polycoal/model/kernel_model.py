@@ -34,6 +34,7 @@ class Loop:
     location: Location
     step: int            # +1, -1, or a stride
     lower: "Poly" = None  # first value of the counter (thread dims, outer counters, params)
+    pragmas: tuple[str, ...] = ()   # `#pragma unroll 4` and the like written before it
 
 
 @dataclass

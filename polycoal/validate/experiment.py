@@ -24,7 +24,8 @@ from polycoal.decisions import REASSOCIATING, KernelDecision
 
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
-                "uint64_t"}
+                "uint64_t", "clock_t", "time_t", "ptrdiff_t", "long long int", "unsigned long",
+                "unsigned long long"}
 UNKNOWN_MARGIN = 32             # extra elements of an array without a footprint
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 
