@@ -42,27 +42,6 @@ from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
 
 
-def _other_uses(program: Program, kernel: Kernel) -> list[int]:
-    """Lines where the kernel's name is used other than in its definition or a launch."""
-    spans = [kernel.span] + [l.span for l in program.launches_of(kernel.name)]
-    lines = []
-    for t in tokenize(program.text):
-        if t.text == kernel.name and not any(s and s.start <= t.start < s.end for s in spans):
-            lines.append(t.line)
-    return lines
-
-
-def _prototype_lines(program: Program, kernel: Kernel) -> set[int]:
-    """Lines of forward declarations `__global__ void k(...);` (harmless uses)."""
-    tokens = tokenize(program.text)
-    out = set()
-    for k, t in enumerate(tokens):
-        if t.text == kernel.name and k + 1 < len(tokens) and tokens[k + 1].text == "(" and \
-                any(x.text == "__global__" for x in tokens[max(0, k - 6):k]):
-            out.add(t.line)
-    return out
-
-
 def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
     """The decision for one kernel: the first check that refuses keeps the kernel with
     its reason code; otherwise the best change the model allows."""
@@ -154,7 +133,7 @@ def _placement_check(program: Program, kernel: Kernel, d: KernelDecision,
     if any(l.span is None for l in launches):
         return d.keep("launch-not-in-text", "a launch site cannot be located in the source "
                       "text (a macro?)")
-    others = set(_other_uses(program, kernel)) - _prototype_lines(program, kernel)
+    others = program.references.get(kernel.name, ())
     if others:
         return d.keep("used-elsewhere", f"the kernel is referenced outside its launches "
                       f"(line {min(others)}), where a new geometry could not be applied")
@@ -560,6 +539,8 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
     stays in the output only where its kernel is transformed."""
     if lower.needs_lowering(program):
         lowerings = lower.plan(program, options.preprocessor)
+        lowerings += [l for l in lower.macro_launches(program)
+                      if not any(x.kernel == l.kernel for x in lowerings)]
         if lowerings:
             return _transform_lowered(program, lowerings, options)
     return _transform(program, options)

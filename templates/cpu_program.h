@@ -100,6 +100,14 @@ template <typename F> inline void pc_launch(bool synchronising, const char* name
               [](void* c) { (*(F*)c)(); }, (void*)&f);
 }
 
+// A launch written in a macro's body, whose arguments may be __VA_ARGS__: they are
+// evaluated once, here, and passed to each thread's call as a launch passes them.
+template <typename K, typename... A>
+inline void pc_launch_args(bool synchronising, const char* name, dim3 grid, dim3 block,
+                           size_t shared, K kernel, A... args) {
+  pc_launch(synchronising, name, grid, block, shared, [=]() mutable { kernel(args...); });
+}
+
 // ---- device builtins ----
 void __syncthreads();
 int __syncthreads_count(int);

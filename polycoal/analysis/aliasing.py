@@ -16,33 +16,7 @@ from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
 
-# what `&` takes in a cudaMalloc: a variable, or a struct's field (`&bufs.in`, `&p->out`)
-_ALLOCATION = re.compile(
-    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*)?&\s*"
-    r"(\w+(?:\s*(?:\.|->)\s*\w+)*)(?!\s*(?:\[|\.|->|\())")
 _PATH = re.compile(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*")
-
-
-_COPY = re.compile(r"(?<![\w.>=!<])\s*([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*=\s*"
-                   r"([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*;")
-
-
-def allocations(program: Program) -> dict[str, str]:
-    """Variables and fields (`bufs.in`) holding a cudaMalloc allocation of the program,
-    each with the variable the allocation was made for: its own name, or, for a copy
-    `bufs.in = in;`, the allocated variable's. A name given two different allocations
-    is left out (which one it holds at a launch is not known here)."""
-    text = " ".join(t.text for t in tokenize(program.text))
-    sources: dict[str, set[str]] = {}
-    for m in _ALLOCATION.findall(text):
-        name = re.sub(r"\s+", "", m)
-        sources.setdefault(name, set()).add(name)
-    copies = [(re.sub(r"\s+", "", a), re.sub(r"\s+", "", b)) for a, b in _COPY.findall(text)]
-    for target, source in copies:
-        if source in sources and target != source:
-            sources.setdefault(target, set()).update(sources[source])
-    return {name: next(iter(s)) for name, s in sources.items() if len(s) == 1}
-
 
 
 def _uncast(argument: str) -> str:
@@ -72,7 +46,7 @@ def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
             all(p.is_restrict or p.is_const for p in pointers if p.name not in written) and \
             all(p.is_restrict for p in pointers if p.name in written):
         return True, "the written pointer is __restrict__"
-    allocated = allocations(program)
+    allocated = program.allocations
     positions = [k for k, p in enumerate(kernel.parameters) if p.is_pointer]
     launches = program.launches_of(kernel.name)
     if not launches:

@@ -6,7 +6,10 @@ import os
 import re
 import stat
 
+from dataclasses import replace
+
 from polycoal.diagnostics import InputError, Location
+from polycoal.frontend.host import allocation_sites, kernel_references
 from polycoal.frontend.kernels import read_functions
 from polycoal.frontend.launches import find_launches
 from polycoal.frontend.lexer import tokenize
@@ -45,11 +48,11 @@ def _check_input_path(path: str) -> None:
 _CLOSING = {")": "(", "]": "[", "}": "{"}
 
 
-def _require_balanced(source: PreprocessedSource) -> None:
-    """Brackets of the preprocessed user code match, or the file has a syntax error
-    (InputError at the unmatched bracket's line in its own file)."""
+def _require_balanced(source: PreprocessedSource, tokens: list) -> None:
+    """Brackets of the preprocessed user code (`tokens`) match, or the file has a syntax
+    error (InputError at the unmatched bracket's line in its own file)."""
     stack = []
-    for t in tokenize(source.user_text()):
+    for t in tokens:
         if t.text in ("(", "[", "{"):
             stack.append(t)
         elif t.text in _CLOSING:
@@ -85,22 +88,25 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
         _require_text(path, text)
         if source is None:
             source = preprocess(path, options, text=text)
-    _require_balanced(source)
-    kernels, device_functions, variables, diagnostics = read_functions(source, text,
-                                                                       options.std)
+    # the text and the preprocessed user code are tokenized once, here
+    user_tokens = tokenize(source.user_text())
+    original_tokens = tokenize(text)
+    _require_balanced(source, user_tokens)
+    kernels, device_functions, variables, diagnostics = read_functions(
+        source, text, options.std, user_tokens, original_tokens)
     if constants is None:
         constants = file_constants(path, options, text)
-    launches = find_launches(source, text, constants)
+    launches = find_launches(source, text, constants, user_tokens, original_tokens)
     by_name = {k.name: k for k in kernels}
-    for launch in launches:
-        kernel = by_name.get(launch.kernel)
-        if kernel is None:
-            continue
-        launch.constant_arguments = {
-            kernel.parameters[int(i)].name: v for i, v in launch.constant_arguments.items()
-            if int(i) < len(kernel.parameters)}
+    launches = [replace(launch, constant_arguments={
+        by_name[launch.kernel].parameters[int(i)].name: v
+        for i, v in launch.constant_arguments.items()
+        if int(i) < len(by_name[launch.kernel].parameters)})
+        if launch.kernel in by_name else launch for launch in launches]
+    original = tuple(original_tokens)
     return Program(path, text, kernels, launches, device_functions, variables,
-                   source.diagnostics + diagnostics, constants)
+                   source.diagnostics + diagnostics, constants, original,
+                   allocation_sites(original), kernel_references(original, kernels, launches))
 
 
 # a declaration of a named integer constant at the start of a line (file and namespace

@@ -378,14 +378,19 @@ def _qualified(ci, cursor) -> str:
 def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
          text: str | None = None) -> ClangUnit:
     """Parse `path` (or `text` as `path`) with Clang. Raises RuntimeError when libclang
-    is not installed."""
-    ci = _cindex()
-    if ci is None:
+    is not installed. A text is parsed once: its constants and its kernels are read
+    from the same unit (the unit is not to be modified)."""
+    if _cindex() is None:
         raise RuntimeError("libclang is not installed (pip install libclang)")
     if text is None:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             text = f.read()
-    path = os.path.abspath(path)
+    return _read(os.path.abspath(path), options, text)
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
+    ci = _cindex()
     tu = ci.Index.create().parse(path, args=arguments(path, options),
                                  unsaved_files=[(path, closed_up(text))])
     unit = ClangUnit(path)

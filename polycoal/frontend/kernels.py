@@ -422,14 +422,19 @@ def global_variable(tokens: list[Token], marker: int, source: PreprocessedSource
                           expanded)
 
 
-def read_functions(source: PreprocessedSource, original_text: str, std: str = DEFAULT_STD
+def read_functions(source: PreprocessedSource, original_text: str, std: str = DEFAULT_STD,
+                   tokens: list[Token] | None = None,
+                   original_tokens: list[Token] | None = None,
                    ) -> tuple[list[Kernel], dict[str, DeviceFunction],
                               dict[str, GlobalVariable], list[Diagnostic]]:
+    """The functions of the preprocessed program; `tokens` of its user text and
+    `original_tokens` of the input's text when already read."""
     user_text = source.user_text()
-    tokens = tokenize(user_text)
+    tokens = tokenize(user_text) if tokens is None else tokens
     sites, variable_markers = find_function_sites(tokens)
     type_names = {**header_type_names(source.text), **user_type_names(tokens)}
-    original_tokens = tokenize(original_text)
+    if original_tokens is None:
+        original_tokens = tokenize(original_text)
     kernels: list[Kernel] = []
     device_functions: dict[str, DeviceFunction] = {}
     diagnostics: list[Diagnostic] = []

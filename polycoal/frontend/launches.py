@@ -268,11 +268,16 @@ def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int],
 
 
 def find_launches(source: PreprocessedSource, original_text: str,
-                  file_constants: dict[str, int] | None = None) -> list[Launch]:
+                  file_constants: dict[str, int] | None = None,
+                  tokens: list[Token] | None = None,
+                  original_tokens: list[Token] | None = None) -> list[Launch]:
+    """Every launch of the preprocessed program, with its geometry evaluated where the
+    host code allows; `tokens` of the user text and `original_tokens` of the input's
+    text when already read."""
     user_text = source.user_text()
-    tokens = tokenize(user_text)
+    tokens = tokenize(user_text) if tokens is None else tokens
     frozen_tokens = tuple(tokens)
-    original_tokens = tokenize(original_text)
+    original_tokens = tokenize(original_text) if original_tokens is None else original_tokens
     launches: list[Launch] = []
     for k, t in enumerate(tokens):
         if t.text != "<<<":

@@ -87,10 +87,47 @@ _SCALAR_WORDS = {"int", "float", "double", "unsigned", "signed", "long", "short"
 def needs_lowering(program) -> bool:
     """Whether the C-subset front end left a kernel it could not read or place (a
     template, a header's kernel, C++ in the kernel), or a kernel takes a struct by
-    value or calls a `__device__` function: only then is Clang asked."""
-    return any(k.ast is None or k.span is None or any(
-        not p.is_pointer and not set(p.type.split()) & _SCALAR_WORDS for p in k.parameters)
+    value or calls a `__device__` function (only then is Clang asked), or a launch is
+    written inside a macro."""
+    return bool(_launched_in_macros(program)) or any(
+        k.ast is None or k.span is None or any(
+            not p.is_pointer and not set(p.type.split()) & _SCALAR_WORDS for p in k.parameters)
         or _calls_helpers(k.ast, program.device_functions) for k in program.kernels)
+
+
+def _launched_in_macros(program) -> list:
+    """Launches of the file's own kernels that the preprocessor's output shows but the
+    text does not (written inside a function-like macro)."""
+    return [l for l in program.launches if l.span is None and program.kernel(l.kernel)
+            is not None and l.location.file == program.path]
+
+
+def macro_launches(program) -> list[Lowering]:
+    """Launches written inside macros, each invocation expanded once in place
+    (frontend/macros.py), so that the launch is in the text to be rewritten."""
+    from polycoal.frontend.macros import expanded_launch, function_macros
+    launches = _launched_in_macros(program)
+    if not launches:
+        return []
+    macros = function_macros(program.text)
+    tokens = list(program.tokens) or tokenize(program.text)
+    by_kernel: dict[str, list] = {}
+    for launch in launches:
+        found = expanded_launch(program.text, tokens, launch.kernel, launch.location.line,
+                                macros)
+        if found is None:
+            by_kernel[launch.kernel] = None
+        elif by_kernel.get(launch.kernel, []) is not None:
+            by_kernel.setdefault(launch.kernel, []).append(found)
+    out = []
+    for name, found in by_kernel.items():
+        if not found:
+            continue          # one of its launches stays hidden: none is worth expanding
+        kernel = program.kernel(name)
+        edits = tuple(sorted({(start, end, _keep_lines(program.text[start:end], new))
+                              for start, end, new in found}))
+        out.append(Lowering(name, name, kernel.location.file, kernel.location.line, edits))
+    return out
 
 
 def _calls_helpers(ast, helpers) -> bool:
@@ -121,7 +158,7 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
     if unit.errors:
         return []
     main = os.path.abspath(program.path)
-    tokens = tokenize(program.text)
+    tokens = list(program.tokens) or tokenize(program.text)
     taken = {t.text for t in tokens if t.kind == "id"}
     lowerings: list[Lowering] = []
     for kernel in unit.kernels:

@@ -26,7 +26,7 @@ class Parameter:
     is_const: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Kernel:
     name: str
     location: Location
@@ -39,7 +39,7 @@ class Kernel:
     expanded: str = ""                  # the definition after preprocessing (macros expanded)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeviceFunction:
     name: str
     location: Location
@@ -59,7 +59,7 @@ class GlobalVariable:
     expanded: str = ""                  # the declaration after preprocessing
 
 
-@dataclass
+@dataclass(frozen=True)
 class Launch:
     kernel: str
     location: Location
@@ -78,8 +78,11 @@ class Launch:
     context: object = None              # launches.LaunchContext, for geometry_for
 
 
-@dataclass
+@dataclass(frozen=True)
 class Program:
+    """The translation unit, read once (frontend.read_program): everything downstream
+    reads this and returns edits of `text`; nothing re-reads the text."""
+
     path: str
     text: str                           # the original file, untouched
     kernels: list[Kernel]
@@ -90,6 +93,11 @@ class Program:
     # file-scope integer constants (`constexpr int ROWS = 512;`) with their values, as
     # Clang evaluates them (frontend/clang.py): kernels and launches read them as numbers
     constants: dict[str, int] = field(default_factory=dict)
+    tokens: tuple = ()                  # the tokens of `text` (lexer.tokenize)
+    # variables and fields holding a cudaMalloc allocation -> the allocated variable
+    allocations: dict[str, str] = field(default_factory=dict)
+    # kernel name -> lines naming it outside its definition, launches and prototypes
+    references: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def kernel(self, name: str) -> Kernel | None:
         return next((k for k in self.kernels if k.name == name), None)

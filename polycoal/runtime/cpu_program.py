@@ -252,14 +252,14 @@ def synchronising_kernels(text: str, toks: list[Tok] | None = None) -> set[str]:
 
 
 def rewrite_for_cpu(text: str) -> str:
-    """The program with each launch rewritten into a call of the emulated launcher."""
+    """The program with each launch rewritten into a call of the emulated launcher,
+    launches written in the bodies of `#define`s included."""
     toks = tokens(text)
     sites = find_launches(text, toks)
     sync = synchronising_kernels(text, toks)
     out, pos = [], 0
     for s in sites:
-        if len(s.config) < 2 or len(s.config) > 4:
-            raise ValueError(f"launch of {s.kernel}: {len(s.config)} configuration values")
+        _check_config(s)
         shared = s.config[2] if len(s.config) > 2 else "0"
         stream = f"(void)({s.config[3]}), " if len(s.config) > 3 else ""
         captures = ", ".join(f"pc_a{i} = ({a})" for i, a in enumerate(s.args))
@@ -270,7 +270,63 @@ def rewrite_for_cpu(text: str) -> str:
                    f"(size_t)({shared}), [{captures}]() mutable {{ {s.callee}({call_args}); }}))")
         pos = s.end
     out.append(text[pos:])
+    return _rewrite_macro_launches("".join(out), sync)
+
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\(([^)]*)\))?", re.M)
+
+
+def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
+    """Launches in the bodies of `#define`s (`#define LAUNCH(k, g, b, ...) k<<<g,
+    b>>>(__VA_ARGS__)`), rewritten into pc_launch_args calls (the arguments may be
+    __VA_ARGS__, so they are passed on, not captured one by one). A kernel named by a
+    macro parameter is run as a synchronising one (the safe choice) and named by
+    stringification."""
+    out, pos = [], 0
+    for m in _DEFINE.finditer(text):
+        end = m.end()
+        while True:                              # the logical line: continuations
+            nl = text.find("\n", end)
+            if nl < 0:
+                end = len(text)
+                break
+            end = nl
+            if text[nl - 1] != "\\" and text[nl - 2:nl] != "\\\r":
+                break
+            end = nl + 1
+        body = text[m.end():end]
+        if "<<<" not in body:
+            continue
+        parameters = {p.strip().rstrip(".").strip() for p in (m.group(1) or "").split(",")}
+        parameters = {p or "__VA_ARGS__" for p in parameters}
+        try:
+            sites = find_launches(body)
+        except ValueError:          # `<<<g, b>>>` alone (`k KERNEL_ARGS(g, b)(a)`): kept
+            continue
+        pieces, at = [], 0
+        for s in sites:
+            _check_config(s)
+            shared = s.config[2] if len(s.config) > 2 else "0"
+            stream = f"(void)({s.config[3]}), " if len(s.config) > 3 else ""
+            by_parameter = s.kernel in parameters
+            pieces.append(body[at:s.start])
+            pieces.append(
+                f"({stream}pc_launch_args({'true' if by_parameter or s.kernel in sync else 'false'}"
+                f", {'#' + s.kernel if by_parameter else chr(34) + s.kernel + chr(34)}, "
+                f"dim3({s.config[0]}), dim3({s.config[1]}), (size_t)({shared}), {s.callee}"
+                + "".join(f", {a}" for a in s.args) + "))")
+            at = s.end
+        pieces.append(body[at:])
+        out.append(text[pos:m.end()])
+        out.append("".join(pieces))
+        pos = end
+    out.append(text[pos:])
     return "".join(out)
+
+
+def _check_config(s: LaunchSite) -> None:
+    if len(s.config) < 2 or len(s.config) > 4:
+        raise ValueError(f"launch of {s.kernel}: {len(s.config)} configuration values")
 
 
 # ------------------------------------------------------------------- building and running
