@@ -33,6 +33,18 @@ needs_gpu = pytest.mark.skipif(not GPU, reason="no pycuda or no CUDA device on t
                                "(the gpu tests run on the lent H200)")
 
 
+def test_a_static_kernel_is_made_external_in_the_module():
+    """`__global__ static` (internal linkage) could not be found by name in the module
+    validate --device builds (the lent H200 reported row_mean FAIL); `static_cast`
+    in the body is not a storage class."""
+    from polycoal.validate.device import device_source
+    kernel = ("__attribute__((global)) static void k(const float *a, float *b)\n"
+              "{ b[0] = static_cast<float>(a[0]); }")
+    source = device_source([], [kernel])
+    assert "__attribute__((global)) void k(" in source
+    assert "static_cast<float>" in source and " static void" not in source
+
+
 @pytest.mark.skipif(HAVE_PYCUDA, reason="pycuda is installed: the message path is moot")
 def test_device_without_pycuda_says_so(capsys):
     assert main(["validate", "--device", str(POLYBENCH / "covariance" / "covariance.cu")]) == 2
@@ -56,6 +68,9 @@ def _validate(path, defines=()):
     (POLYBENCH / "gemver" / "gemver.cu", ("N=1100",)),             # split, statement after
     (FIXTURES / "transform_cases.cu", ()),
     (FIXTURES / "symbolic_linear.cu", ()),
+    (FIXTURES / "styles" / "clock_and_assert.cu", ()),     # a static kernel with an assert
+    (FIXTURES / "styles" / "launch_macro.cu", ()),         # a launch in a macro, expanded
+    (FIXTURES / "styles" / "unroll_hints.cu", ()),
 ])
 def test_transformed_kernels_match_on_the_gpu(path, defines):
     _, result, _, verdicts = _validate(path, defines)

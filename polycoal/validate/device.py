@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -85,8 +86,19 @@ def device_context(driver):
 
 def device_source(declarations, kernels: list[str], prelude: tuple[str, ...] = ()) -> str:
     """A pycuda module: the prelude, the program's __device__ declarations and the
-    kernels, extern "C" so that their names are their symbols."""
-    return "\n".join([*prelude, *declarations, 'extern "C" {', *kernels, "}"])
+    kernels, extern "C" so that their names are their symbols (a `static` kernel made
+    external: the module is looked up by name)."""
+    return "\n".join([*prelude, *declarations, 'extern "C" {',
+                      *(external(k) for k in kernels), "}"])
+
+
+def external(kernel: str) -> str:
+    """A kernel's definition without `static` in its declaration (before its body): an
+    internal symbol cannot be found in the module."""
+    head = kernel.find("{")
+    if head < 0:
+        return kernel
+    return re.sub(r"\bstatic\b\s*", "", kernel[:head]) + kernel[head:]
 
 
 def compile_on_device(driver, SourceModule, source: str, options=()):
