@@ -73,6 +73,15 @@ class KernelDecision:
     analysis: "KernelAnalysis | None" = None
     empirical: "Choice | None" = None  # the traced candidates, when the search ran
 
+    @property
+    def emitted(self) -> str:
+        """The name the changed kernel has in the output: its own, or, for a permutation
+        chosen where the launch's geometry is known only at run time, its permuted
+        copy's (the original stays, for launches the permuted geometry does not fit)."""
+        if self.action == "permuted" and self.permutation and self.permutation.guarded:
+            return f"{self.kernel}__pc_permuted"
+        return self.kernel
+
     def keep(self, code: str, reason: str) -> "KernelDecision":
         """The kernel left as it is, for `reason` (code `code`)."""
         return replace(self, action="unchanged", code=code, reason=reason, generated=None)

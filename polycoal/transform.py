@@ -288,11 +288,9 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
             builtin_uses(kernel.expanded):
         return d.keep("thread-index-in-macro", f"{why}; no permutation: thread indices are "
                       "used through macros")
-    if any(l.block_shape is None or l.grid_shape is None for l in launches):
-        return d.keep("run-time-geometry", f"{why}; no permutation: a launch's grid or block "
-                      "is not a compile-time constant, so the hardware limits of the "
-                      "permuted geometry are unknown")
-    blocks, grids = [l.block_shape for l in launches], [l.grid_shape for l in launches]
+    # a component known only at run time is None: the launch checks it (guarded)
+    blocks = [l.block_shape or tuple(l.block_parts) for l in launches]
+    grids = [l.grid_shape or tuple(l.grid_parts) for l in launches]
     d = replace(d, permutation=solve_permutation(d.analysis.global_references, blocks, grids))
     if d.permutation.obstacle:
         return d.keep("no-permutation", f"{why}; no permutation: {d.permutation.obstacle}")
@@ -303,8 +301,11 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
         return d.keep("best-axis-order", f"{why}; the thread axes are already in the best "
                       f"order{traced}")
+    guarded = ("; the launch checks at run time that its geometry fits the permuted axes "
+               "and runs the original kernel where it does not"
+               if d.permutation.guarded else "")
     return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
-                    f"new <- original){traced}")
+                    f"new <- original){traced}{guarded}")
 
 
 def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blocks, grids,
@@ -360,9 +361,13 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
     for d in decisions:
         if d.action == "permuted":
             kernel = program.kernel(d.kernel)
-            out.append((kernel.span, permute_kernel(program.text, kernel, d.permutation)))
+            permuted = permute_kernel(program.text, kernel, d.permutation, d.emitted)
+            if d.emitted != d.kernel:          # the original stays for the launches'
+                permuted = program.text[kernel.span.start:kernel.span.end] + "\n\n" + permuted
+            out.append((kernel.span, permuted))
             for launch in program.launches_of(d.kernel):
-                out.append((launch.span, permute_launch(program.text, launch, d.permutation)))
+                out.append((launch.span, permute_launch(program.text, launch, d.permutation,
+                                                        d.emitted)))
         if d.action not in GENERATED:
             continue
         kernel = program.kernel(d.kernel)
@@ -387,7 +392,7 @@ def _read_back(new_program: Program | None, d: KernelDecision):
     """The model of the decision's kernel as the output reads back, or why there is none."""
     if new_program is None:
         return "the generated program does not preprocess"
-    new_kernel = new_program.kernel(d.kernel)
+    new_kernel = new_program.kernel(d.emitted)
     if new_kernel is None or new_kernel.ast is None:
         return "the generated kernel does not parse"
     return extract_model(new_kernel, new_program)

@@ -8,12 +8,12 @@ its block mates. Nothing else in the text changes.
 
 from __future__ import annotations
 
-from polycoal.codegen.launch import _indent, _plain, launch_parts
+from polycoal.codegen.launch import _indent, _plain, launch_parts, qualified_names
 from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Launch
-from polycoal.optimize.permutation import Permutation
+from polycoal.optimize.permutation import Permutation, run_time_checks
 
 
 def builtin_uses(text: str) -> int:
@@ -24,7 +24,10 @@ def builtin_uses(text: str) -> int:
                tokens[k + 1].text == "." and tokens[k + 2].text in d.axes)
 
 
-def permute_kernel(original: str, kernel: Kernel, perm: Permutation) -> str:
+def permute_kernel(original: str, kernel: Kernel, perm: Permutation,
+                   name: str | None = None) -> str:
+    """The kernel's text with its thread axes permuted (and named `name` when given: a
+    permuted copy beside the original)."""
     d = cuda_dialect()
     names = {d.thread_index, d.block_index, d.block_dim, d.grid_dim}
     target = {o: n for n, o in perm.source.items()}
@@ -47,19 +50,33 @@ def permute_kernel(original: str, kernel: Kernel, perm: Permutation) -> str:
             at = tokens[body].end
             comment = (f"\n  /* polycoal: thread axes permuted for coalesced access: "
                        f"{perm.describe()} (new <- original) */")
+            if name and name != kernel.name:
+                head = tokens[k - 1]
+                return (text[:head.start] + name + text[head.end:at] + comment + text[at:])
             return text[:at] + comment + text[at:]
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
-def permute_launch(original: str, launch: Launch, perm: Permutation) -> str:
-    """The launch with grid and block permuted like the kernel's axes."""
+def permute_launch(original: str, launch: Launch, perm: Permutation,
+                   kernel: str | None = None) -> str:
+    """The launch with grid and block permuted like the kernel's axes; with `kernel`
+    (a permuted copy's name) and a guarded permutation, the copy runs where the launch's
+    geometry fits the permuted axes and the original kernel elsewhere."""
     name, config, args = launch_parts(original, launch)
     indent = _indent(original, launch)
+    permuted = {"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
+                "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}
+    checks, fallback = [], None
+    if perm.guarded and kernel:
+        qualifier, arguments = qualified_names(name, launch.kernel)
+        permuted["name"] = qualifier + kernel + arguments
+        checks = run_time_checks(perm.source, "pc_block0", "pc_grid0")
+        fallback = {"name": name, "grid": [f"pc_grid0.{n}" for n in "xyz"],
+                    "block": [f"pc_block0.{n}" for n in "xyz"]}
     return render_template(
-        "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})", name=_plain(name),
+        "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})"
+        + (" where the launch's geometry allows" if checks else ""), name=_plain(name),
         was=[_plain(c) for c in config], config=config, evaluate_config=True,
         temporaries=[], original_geometry=True, extents=[],
-        launches=[{"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
-                   "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}],
-        main=0, extra=config[2:], stream=None, args=args, indent=indent,
-        inner=indent + "  ")
+        launches=[permuted], main=0, extra=config[2:], stream=None, args=args,
+        indent=indent, inner=indent + "  ", checks=checks, fallback=fallback)

@@ -158,9 +158,22 @@ class _Scope:
                 continue
             nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
             prev = tokens[k - 1].text if k else ""
-            if nxt in ASSIGNMENTS or prev in ("++", "--", "&", ",") or prev in _TYPE_WORDS:
-                return False
+            if nxt in ASSIGNMENTS or prev in ("++", "--", "&") or prev in _TYPE_WORDS or \
+                    (prev == "," and not self._in_parentheses(k)):
+                return False          # `int a, name;` declares it again; `f(a, name)` not
         return True
+
+    def _in_parentheses(self, k: int) -> bool:
+        """Whether token k is inside parentheses opened in its statement."""
+        depth = 0
+        for j in range(k - 1, self.begin - 1, -1):
+            text = self.tokens[j].text
+            if text in (";", "{", "}"):
+                break
+            depth += (text == "(") - (text == ")")
+            if depth > 0:
+                return True
+        return False
 
     def _until_semicolon(self, k: int) -> list[Token]:
         run = []

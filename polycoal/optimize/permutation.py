@@ -10,7 +10,9 @@ one); the ILP minimises the sum weighted by execution counts. Only the new x is
 priced; ties keep axes where they are. An axis one thread wide in the block cannot be
 x (a warp would not run along it). The hardware limits are constraints: an axis
 whose block extent exceeds 64 cannot become z, and one whose grid extent exceeds 65535
-cannot become y or z.
+cannot become y or z. Where a launch's extents are known only at run time, the launch
+checks them there and runs the original kernel when the permuted geometry does not fit
+(or would not lay a warp along the new x).
 
 Permuting the thread axes in the code and in the launch (block and grid together)
 keeps the same threads in each block, so it is legal for every kernel that does not
@@ -38,6 +40,10 @@ class Permutation:
     identity_cost: int
     ilp: str
     obstacle: str = ""              # why no permutation applies (then the identity)
+    # a launch's geometry is known only at run time: the launch checks there that the
+    # permuted geometry fits the hardware and lays warps along the new x, and runs the
+    # original kernel where it does not
+    guarded: bool = False
 
     @property
     def is_identity(self) -> bool:
@@ -57,24 +63,39 @@ def moved_axes(source: dict[str, str]) -> str:
     return ", ".join(f"{n} <- {o}" for n, o in source.items() if n != o)
 
 
-def can_be_x(original: str, blocks: list[tuple[int, int, int]]) -> bool:
+def can_be_x(original: str, blocks: list[tuple]) -> bool:
     """Whether an original axis can become x: not one thread wide in every block (a
-    warp would not run along it)."""
+    warp would not run along it). An extent known only at run time (None) may be
+    wider: the launch checks it."""
     k = AXES.index(original)
-    return any(b[k] > 1 for b in blocks)
+    return any(b[k] is None or b[k] > 1 for b in blocks)
 
 
-def fits(new: str, original: str, blocks: list[tuple[int, int, int]],
-         grids: list[tuple[int, int, int]]) -> bool:
+def fits(new: str, original: str, blocks: list[tuple], grids: list[tuple]) -> bool:
     """Whether the original axis' block and grid extents are within the hardware limits
-    of the new axis in every launch."""
+    of the new axis in every launch (an extent known only at run time, None, is checked
+    by the launch)."""
     k, j = AXES.index(original), AXES.index(new)
-    return all(b[k] <= BLOCK_LIMITS[j] for b in blocks) and \
-        all(g[k] <= GRID_LIMITS[j] for g in grids)
+    return all(b[k] is None or b[k] <= BLOCK_LIMITS[j] for b in blocks) and \
+        all(g[k] is None or g[k] <= GRID_LIMITS[j] for g in grids)
 
 
-def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, int]],
-                      grids: list[tuple[int, int, int]]) -> Permutation:
+def run_time_checks(source: dict[str, str], block: str, grid: str) -> list[str]:
+    """C conditions under which a permuted launch runs (`block`, `grid`: the dim3 of the
+    original launch's configuration): each original extent within the limits of its
+    new axis, and more than one thread along the new x."""
+    checks = [f"{block}.{source['x']} > 1"]
+    for n, o in source.items():
+        j = AXES.index(n)
+        if BLOCK_LIMITS[j] < BLOCK_LIMITS[AXES.index(o)]:
+            checks.append(f"{block}.{o} <= {BLOCK_LIMITS[j]}")
+        if GRID_LIMITS[j] < GRID_LIMITS[AXES.index(o)]:
+            checks.append(f"{grid}.{o} <= {GRID_LIMITS[j]}")
+    return checks
+
+
+def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
+                      grids: list[tuple]) -> Permutation:
     """The ILP's choice; the identity, with the obstacle, when no axis can be x (every
     block one thread wide along every axis, `<<<1, 1>>>`: there is no warp to lay
     along any axis) or when no permutation fits every launch's hardware limits."""
@@ -104,4 +125,6 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple[int, int, 
         return Permutation(identity, cost["x"], cost["x"], ilp.problem_text(prob),
                            "no permutation fits the hardware limits of every launch")
     source = {n: next(o for o in AXES if ilp.is_set(p[(n, o)])) for n in AXES}
-    return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob))
+    unknown = any(v is None for shape in blocks + grids for v in shape)
+    return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob),
+                       guarded=unknown and not is_identity(source))

@@ -252,7 +252,7 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         lv = launch_values(grid, block)
         hidden = [lv[h] for h in d.generated.hidden]
     declarations = setup.declarations
-    transformed = [rename_kernel(new_program.kernel(kernel.name).expanded, kernel.name,
+    transformed = [rename_kernel(new_program.kernel(d.emitted).expanded, d.emitted,
                                  names[1])]
     if d.action != "permuted":
         transformed = [new_program.kernel(st.kernel).expanded if st.kernel != kernel.name
