@@ -188,4 +188,4 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         original_geometry=original_geometry, extents=extents, launches=launches,
         main=main, extra=extra, stream=stream,
         args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
-        inner=indent + "  ")
+        inner=indent + "  ", checks=[], fallback=None)
