@@ -111,21 +111,17 @@ def macro_launches(program) -> list[Lowering]:
         return []
     macros = function_macros(program.text)
     tokens = list(program.tokens) or tokenize(program.text)
-    by_kernel: dict[str, list] = {}
+    found: dict[str, list] = {}
     for launch in launches:
-        found = expanded_launch(program.text, tokens, launch.kernel, launch.location.line,
-                                macros)
-        if found is None:
-            by_kernel[launch.kernel] = None
-        elif by_kernel.get(launch.kernel, []) is not None:
-            by_kernel.setdefault(launch.kernel, []).append(found)
+        found.setdefault(launch.kernel, []).append(expanded_launch(
+            program.text, tokens, launch.kernel, launch.location.line, macros))
     out = []
-    for name, found in by_kernel.items():
-        if not found:
+    for name, expansions in found.items():
+        if None in expansions:
             continue          # one of its launches stays hidden: none is worth expanding
         kernel = program.kernel(name)
         edits = tuple(sorted({(start, end, _keep_lines(program.text[start:end], new))
-                              for start, end, new in found}))
+                              for start, end, new in expansions}))
         out.append(Lowering(name, name, kernel.location.file, kernel.location.line, edits))
     return out
 

@@ -74,18 +74,7 @@ def tokens(text: str) -> list[Tok]:
         kind = m.lastgroup
         value = m.group(0)
         if kind == "punct" and value == "#" and line_start:
-            end = pos
-            while True:
-                nl = text.find("\n", end)
-                if nl < 0:
-                    end = n
-                    break
-                if text[nl - 1] == "\\" or text[nl - 2:nl] == "\\\r":
-                    end = nl + 1
-                    continue
-                end = nl
-                break
-            pos = end
+            pos = _directive_end(text, pos)
             continue
         end = m.end()
         if kind == "spaced":
@@ -103,6 +92,20 @@ def tokens(text: str) -> list[Tok]:
             line_start = False
         pos = end
     return out
+
+
+def _directive_end(text: str, pos: int) -> int:
+    """End of the preprocessor line that runs on from `pos` (backslash continuations
+    included), before its newline."""
+    end = pos
+    while True:
+        nl = text.find("\n", end)
+        if nl < 0:
+            return len(text)
+        if text[nl - 1] == "\\" or text[nl - 2:nl] == "\\\r":
+            end = nl + 1
+            continue
+        return nl
 
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -259,9 +262,7 @@ def rewrite_for_cpu(text: str) -> str:
     sync = synchronising_kernels(text, toks)
     out, pos = [], 0
     for s in sites:
-        _check_config(s)
-        shared = s.config[2] if len(s.config) > 2 else "0"
-        stream = f"(void)({s.config[3]}), " if len(s.config) > 3 else ""
+        shared, stream = _shared_and_stream(s)
         captures = ", ".join(f"pc_a{i} = ({a})" for i, a in enumerate(s.args))
         call_args = ", ".join(f"pc_a{i}" for i in range(len(s.args)))
         out.append(text[pos:s.start])
@@ -284,16 +285,7 @@ def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
     stringification."""
     out, pos = [], 0
     for m in _DEFINE.finditer(text):
-        end = m.end()
-        while True:                              # the logical line: continuations
-            nl = text.find("\n", end)
-            if nl < 0:
-                end = len(text)
-                break
-            end = nl
-            if text[nl - 1] != "\\" and text[nl - 2:nl] != "\\\r":
-                break
-            end = nl + 1
+        end = _directive_end(text, m.end())
         body = text[m.end():end]
         if "<<<" not in body:
             continue
@@ -305,9 +297,7 @@ def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
             continue
         pieces, at = [], 0
         for s in sites:
-            _check_config(s)
-            shared = s.config[2] if len(s.config) > 2 else "0"
-            stream = f"(void)({s.config[3]}), " if len(s.config) > 3 else ""
+            shared, stream = _shared_and_stream(s)
             by_parameter = s.kernel in parameters
             pieces.append(body[at:s.start])
             pieces.append(
@@ -324,9 +314,14 @@ def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
     return "".join(out)
 
 
-def _check_config(s: LaunchSite) -> None:
+def _shared_and_stream(s: LaunchSite) -> tuple[str, str]:
+    """The launch's shared-memory bytes ("0" when not given) and its stream, evaluated
+    for its effects (a prefix, "" when not given)."""
     if len(s.config) < 2 or len(s.config) > 4:
         raise ValueError(f"launch of {s.kernel}: {len(s.config)} configuration values")
+    shared = s.config[2] if len(s.config) > 2 else "0"
+    stream = f"(void)({s.config[3]}), " if len(s.config) > 3 else ""
+    return shared, stream
 
 
 # ------------------------------------------------------------------- building and running
