@@ -455,3 +455,16 @@ def test_cexpr_resolver_for_names_and_members():
     assert evaluate("(n + block.x - 1) / block.x", resolve) == 32
     assert evaluate("(size_t)ceil((float)n / (float)block.x)", resolve) == 32
     assert evaluate("block.y", resolve) is None
+
+
+def test_two_launches_of_a_kernel_on_one_line_have_their_own_spans(tmp_path):
+    """`k<<<...>>>(a); k<<<...>>>(b);` on one line: each launch is located at its own
+    text (the second was given the first's span, and seen as a reference elsewhere)."""
+    src = tmp_path / "twice.cu"
+    src.write_text("__global__ void k(float *p) { p[threadIdx.x] = 1.0f; }\n"
+                   "void run(float *a, float *b) { k<<<1, 32>>>(a); k<<<1, 64>>>(b); }\n")
+    p = read_program(str(src))
+    first, second = p.launches
+    assert p.text[first.span.start:first.span.end] == "k<<<1, 32>>>(a);"
+    assert p.text[second.span.start:second.span.end] == "k<<<1, 64>>>(b);"
+    assert "k" not in p.references

@@ -34,7 +34,7 @@ def nvcc(path, cwd, objects=None) -> str:
 def test_the_corpus_has_every_style():
     """Issue 13's corpus: at least 40 kernels in complete programs."""
     from polycoal.frontend import clang
-    assert len(STYLES) == 24
+    assert len(STYLES) == 25
     if clang.available():
         assert sum(len(clang.read(str(p)).kernels) for p in STYLES) >= 40
 
@@ -141,9 +141,14 @@ def test_clang_finds_what_the_c_subset_cannot():
     [k] = unit.kernels
     assert k.is_template and k.template_parameters == ("T",)
     assert [launch.template_arguments for launch in unit.launches] == [("float",), ("double",)]
-    [launch] = clang.read(str(styles / "template_int_param.cu")).launches
-    assert launch.dependent and launch.kernel == "scatter_columns" and \
-        launch.template_arguments == ("ROWS",)
+    # a launch in a host template: as written (dependent), and as each instantiation of
+    # the host template runs it
+    written, *instances = clang.read(str(styles / "template_int_param.cu")).launches
+    assert written.dependent and written.kernel == "scatter_columns" and \
+        written.template_arguments == ("ROWS",)
+    assert [(x.template_arguments, x.instance) for x in instances] == [
+        (("64",), (("ROWS", "64", False),)), (("128",), (("ROWS", "128", False),))]
+    assert instances[0].expression == instances[1].expression
     [k] = clang.read(str(styles / "header_kernel.cu")).kernels
     assert k.place.file.endswith("header_kernel_kernels.cuh") and k.place.line == 7
     text = (styles / "header_kernel_kernels.cuh").read_text()
@@ -344,3 +349,54 @@ def test_validate_takes_values_of_the_launching_functions_variables(tmp_path, ca
                  "--arg", "width=64"]) == 0
     out = capsys.readouterr().out
     assert "scale_rows" in out and "PASS  outputs match" in out
+
+
+@needs_clang
+def test_a_launch_in_a_host_template_runs_the_copy_of_its_instantiation(capsys, tmp_path):
+    """`k<T, COLS><<<...>>>` written in `template <typename T, int COLS> run_case()`:
+    each instantiation of run_case (called from main, or from another template) runs
+    the transformed copy of the kernel instantiation it launches, chosen at compile time
+    by `if constexpr` on the host template's arguments; instantiations with no copy
+    still launch the kernel as written. The integral parameters are replaced by their
+    values in the branch, so the launch's geometry is known there."""
+    from polycoal.cli import main
+    path = FIXTURES / "styles" / "host_template_launch.cu"
+    assert main(["transform", str(path), "-o", str(tmp_path / "out.cu")]) == 0
+    err = capsys.readouterr().err
+    for shown in ("scale_rows<float, 256>", "scale_rows<double, 128>", "scale_rows<float, 64>"):
+        assert f"'{shown}' (as '" in err and "restructured" in err, err
+    assert "'row_dot<float>' (as 'row_dot__pc_float') reduced" in err
+    out = (tmp_path / "out.cu").read_text()
+    assert "if constexpr ((pc_same<T, float>::value) && (COLS == 256))" in out
+    assert "else scale_rows<T, COLS><<<(nrows + 127) / 128, 128>>>(d, f, nrows); }" in out
+    assert out.count("struct pc_same<") == 1
+    # the lowered text (what the pipeline reads) keeps the input's lines where they were
+    from polycoal.frontend import lower, read_program
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    program = read_program(str(path))
+    lowered = lower.apply(program.text, lower.plan(program, PreprocessorOptions())).text
+    original = program.text.splitlines()
+    assert lowered.splitlines()[original.index("int main()")] == "int main()"
+    assert "{ if constexpr" in lowered.splitlines()[original.index(
+        "    scale_rows<T, COLS><<<(nrows + 127) / 128, 128>>>(d, f, nrows);")]
+
+
+@needs_clang
+def test_a_host_template_launch_is_not_dispatched_without_if_constexpr(tmp_path):
+    """Before C++17 (no `if constexpr`), or where the launch is not a statement of its
+    own, the launch in a host template is left as written."""
+    from polycoal.frontend import lower
+    from polycoal.frontend.lexer import tokenize
+    text = ("void f() { if (a) k<<<1, 1>>>(x); }\nint g() { return (void)k<<<1, 1>>>(x), 0; }\n"
+            "void h() { for (;;) k<<<1, 1>>>(x); }\n")
+    tokens = tokenize(text)
+
+    class Launch:
+        def __init__(self, at):
+            start = text.index("k<<<", at)
+            self.expression = (start, text.index(")", start) + 1)
+    first, second, third = Launch(0), Launch(text.index("int g")), Launch(text.index("void h"))
+    assert lower._dispatchable(tokens, first, "c++17")
+    assert not lower._dispatchable(tokens, first, "c++14")
+    assert not lower._dispatchable(tokens, second, "c++17")      # a cast, then a comma
+    assert lower._dispatchable(tokens, third, "gnu++20")

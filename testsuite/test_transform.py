@@ -531,3 +531,38 @@ def test_block_form_is_refused_when_not_every_thread_reaches_its_barriers():
     assert "__syncthreads" in d.generated.text       # the split's own, outside any guard
     (verdict,) = validate_cpu(prog, result, options, {}, seed=4)
     assert verdict.ok, verdict.message
+
+
+SHARED_READS = """\
+#define R 256
+#define C 128
+__global__ void row_dot(const float *a, const float *b, float *out)
+{
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < R) {
+    float s = 0.0f;
+    for (int c = 0; c < C; c++) s += a[r * C + c] * b[r * C + c];
+    out[r] = s;
+  }
+}
+void run(void) {
+  float *x, *y;
+  cudaMalloc(&x, R * C * sizeof(float)); cudaMalloc(&y, R * sizeof(float));
+  row_dot<<<R / 128, 128>>>(x, x, y);
+}
+"""
+
+
+def test_one_allocation_behind_two_read_only_arguments_is_no_alias_hazard(tmp_path, capsys):
+    """`row_dot(x, x, y)` (a dot product of a row with itself): the shared allocation is
+    only read, so the arguments are as good as distinct; passing it where one of the
+    two is written still blocks the kernel."""
+    src = tmp_path / "shared.cu"
+    src.write_text(SHARED_READS)
+    assert main(["transform", str(src), "-o", str(tmp_path / "out.cu")]) == 0
+    err = capsys.readouterr().err
+    assert "'row_dot' reduced" in err and "distinct cudaMalloc allocations to the pointers " \
+        "it writes" in err, err
+    src.write_text(SHARED_READS.replace("(x, x, y)", "(x, y, y)"))
+    assert main(["transform", str(src), "-o", str(tmp_path / "out.cu")]) == 0
+    assert "passes one allocation twice" in capsys.readouterr().err

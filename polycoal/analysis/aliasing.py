@@ -4,7 +4,8 @@ The model treats every pointer argument as its own array; dependences, races and
 transformation rest on that. It holds when there is evidence: every pointer argument is
 `__restrict__`; or the kernel has at most one pointer argument that is written; or
 every launch passes pointer arguments that are distinct variables (or fields of
-structs, `bufs.in`), each allocated by its own cudaMalloc in the program. Otherwise polycoal does not transform the kernel,
+structs, `bufs.in`), each allocated by its own cudaMalloc in the program (two arguments
+that are only read may share one). Otherwise polycoal does not transform the kernel,
 unless told to assume it (--assume-no-alias), which is then reported.
 """
 
@@ -61,6 +62,11 @@ def distinct_arrays(program: Program, kernel: Kernel, model: KernelModel
         if missing:
             return False, (f"'{missing[0]}' (launch at line {launch.location.line}) is not "
                            "allocated by cudaMalloc in this file")
-        if len({allocated[a] for a in args}) != len(args):
+        # one allocation behind two arguments is harmless when neither is written
+        passed: dict[str, list[str]] = {}
+        for k, a in zip(positions, args):
+            passed.setdefault(allocated[a], []).append(kernel.parameters[k].name)
+        if any(len(names) > 1 and written & set(names) for names in passed.values()):
             return False, f"the launch at line {launch.location.line} passes one allocation twice"
-    return True, "every launch passes distinct cudaMalloc allocations"
+    return True, ("every launch passes distinct cudaMalloc allocations to the pointers "
+                  "it writes")

@@ -111,6 +111,12 @@ class ClangLaunch:
     callee: tuple[int, int] | None = None
     scope_start: int | None = None
     arguments: tuple[tuple[int, int], ...] = ()     # each argument's offsets in `file`
+    # a launch written inside a host function template, as one instantiation of that
+    # template runs it (`run<64>()` makes `k<ROWS><<<...>>>` a launch of k<64>): the
+    # template's parameters with this instantiation's arguments, as (parameter, argument,
+    # whether it is a type); and the launch expression's offsets [start, end)
+    instance: tuple[tuple[str, str, bool], ...] = ()
+    expression: tuple[int, int] | None = None
 
 
 @dataclass
@@ -357,6 +363,29 @@ def _written_type(ci, expression) -> str:
     return expression.type.get_canonical().spelling
 
 
+def _instance(ci, template, function) -> tuple[tuple[str, str, bool], ...] | None:
+    """The parameters of a function template with the arguments of one of its
+    instantiations, as (parameter, argument, is a type); None for a parameter pack or a
+    template template parameter."""
+    kinds = {ci.CursorKind.TEMPLATE_TYPE_PARAMETER: True,
+             ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER: False}
+    parameters = [p for p in template.get_children() if p.kind in kinds or
+                  p.kind == ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER]
+    n = function.get_num_template_arguments()
+    if n != len(parameters) or any(p.kind not in kinds for p in parameters):
+        return None
+    out = []
+    for k, p in enumerate(parameters):
+        kind = function.get_template_argument_kind(k)
+        if kinds[p.kind] and kind == ci.TemplateArgumentKind.TYPE:
+            out.append((p.spelling, function.get_template_argument_type(k).spelling, True))
+        elif not kinds[p.kind] and kind == ci.TemplateArgumentKind.INTEGRAL:
+            out.append((p.spelling, str(function.get_template_argument_value(k)), False))
+        else:
+            return None
+    return tuple(out)
+
+
 def _in_macro(ci, cursor) -> bool:
     """Whether the cursor's text comes from a macro's expansion (its tokens are not the
     file's at its extent)."""
@@ -448,7 +477,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                            params, tuple(sorted(constants.items())), declared,
                            tuple(sorted(set(aliases))), records, members, calls, casts)
 
-    def launch_of(c, tokens: list[str], top) -> ClangLaunch:
+    def launch_of(c, tokens: list[str], top, instance=()) -> ClangLaunch:
         callee = c.referenced
         scope = top.extent.start.offset if top is not None else None
         if callee is None:
@@ -474,7 +503,9 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         arguments = tuple((a.extent.start.offset, a.extent.end.offset)
                           for a in children[2:]) if written else ()
         return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args,
-                           callee=written, scope_start=scope, arguments=arguments)
+                           callee=written, scope_start=scope, arguments=arguments,
+                           instance=instance,
+                           expression=(c.extent.start.offset, c.extent.end.offset))
 
     def launch_tokens(c) -> list[str] | None:
         """The tokens of a launch (a CUDAKernelCallExpr: the callee, the configuration as
@@ -521,7 +552,41 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             tokens = launch_tokens(child)
             if tokens is not None:
                 unit.launches.append(launch_of(child, tokens, outer))
+            instantiated(child)
             visit(child, outer)
+
+    seen: set[str] = set()
+
+    def instantiated(c) -> None:
+        """Where `c` calls an instantiation of a host function template of the user's,
+        the launches that instantiation runs (its body as Clang instantiates it, whose
+        text is the template's), once per instantiation, through the instantiations it
+        calls in turn."""
+        if c.kind != ci.CursorKind.CALL_EXPR or c.referenced is None:
+            return
+        function = c.referenced
+        if function.kind != ci.CursorKind.FUNCTION_DECL or \
+                function.get_num_template_arguments() <= 0 or function.get_usr() in seen:
+            return
+        template = ci.conf.lib.clang_getSpecializedCursorTemplate(function)
+        if template is None or template.kind != ci.CursorKind.FUNCTION_TEMPLATE or \
+                not user_file(template) or any(a.kind == ci.CursorKind.CUDAGLOBAL_ATTR
+                                               for a in template.get_children()):
+            return
+        seen.add(function.get_usr())
+        instance = _instance(ci, template, function)
+        definition = function.get_definition()
+        if instance is None or definition is None:
+            return
+        top = template
+        while top.semantic_parent is not None and \
+                top.semantic_parent.kind != ci.CursorKind.TRANSLATION_UNIT:
+            top = top.semantic_parent
+        for e in definition.walk_preorder():
+            tokens = launch_tokens(e)
+            if tokens is not None and e.referenced is not None:
+                unit.launches.append(launch_of(e, tokens, top, instance))
+            instantiated(e)
     visit(tu.cursor)
     unit.constants = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
     return unit

@@ -319,7 +319,9 @@ def find_launches(source: PreprocessedSource, original_text: str,
         column = tokens[name_index].start - (user_text.rfind("\n", 0, tokens[name_index].start) + 1) + 1
         span = None
         if file == source.path:
-            span = _locate_launch(original_tokens, tokens[name_index].text, line)
+            nth = sum(1 for x in launches if x.kernel == tokens[name_index].text and
+                      x.location.file == file and x.location.line == line)
+            span = _locate_launch(original_tokens, tokens[name_index].text, line, nth)
         launches.append(Launch(
             kernel=tokens[name_index].text, location=Location(file, line, column), span=span,
             grid=config[0], block=config[1] if len(config) > 1 else "",
@@ -344,9 +346,9 @@ def _qualifier_start(tokens: list[Token], k: int) -> int:
     return k
 
 
-def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
-    """The launch statement `name<<<...>>>(...);` in the original text near `line`, from
-    its name's qualifier on."""
+def _locate_launch(tokens: list[Token], name: str, line: int, nth: int = 0) -> Span | None:
+    """The launch statement `name<<<...>>>(...);` in the original text near `line` (the
+    nth of that kernel's launches on the line), from its name's qualifier on."""
     for k, t in enumerate(tokens):
         if t.text == name and t.line == line:
             j = k + 1
@@ -354,6 +356,9 @@ def _locate_launch(tokens: list[Token], name: str, line: int) -> Span | None:
                 while j < len(tokens) and tokens[j].text != "<<<":
                     j += 1
             if j >= len(tokens) or tokens[j].text != "<<<":
+                continue
+            if nth:
+                nth -= 1
                 continue
             close = next((i for i in range(j, len(tokens)) if tokens[i].text == ">>>"), None)
             if close is None or close + 1 >= len(tokens) or tokens[close + 1].text != "(":

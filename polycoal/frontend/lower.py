@@ -42,6 +42,19 @@ class Lowering:
     prototype: str = ""     # its declaration, inserted before its first launch
     namespaces: tuple[str, ...] = ()
     inlined: tuple[str, ...] = ()       # the helpers it calls, inlined where it can
+    # launches in a host function template that run the copy for one instantiation of
+    # it: ([start, end) of the launch statement, the condition on the template's
+    # parameters, the launch redirected); apply() joins the branches of one statement
+    branches: tuple[Branch, ...] = ()
+
+
+@dataclass(frozen=True)
+class Branch:
+    start: int
+    end: int                # after the statement's `;`
+    condition: str          # `ROWS == 64`, `pc_same<T, float>::value`
+    launch: str             # the statement redirected to the copy, on one line
+    scope: int              # where the file-scope declaration holding it starts
 
 
 def declared_before_use(text: str, lowering: Lowering) -> str:
@@ -170,7 +183,8 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
         launches = [l for l in unit.launches if l.kernel == kernel.qualified and
                     not l.dependent and os.path.abspath(l.file) == main and
                     _written(program.text, l, kernel.name) and
-                    _plain_records(program.text, l, kernel)]
+                    _plain_records(program.text, l, kernel) and
+                    (not l.instance or _dispatchable(tokens, l, options.std))]
         if not launches or _referenced_elsewhere(tokens, kernel, launches, in_main):
             continue
         definition = program.text if in_main else _read(kernel.place.file)
@@ -197,7 +211,8 @@ def _as_named(file: str, path: str) -> str:
 
 def apply(text: str, lowerings: list[Lowering]) -> Lowered:
     """The input text with the lowerings' edits and their copies appended."""
-    lowered = _replace(text, [e for l in lowerings for e in l.edits])
+    lowered = _replace(text, [e for l in lowerings for e in l.edits] + _dispatches(
+        text, [b for l in lowerings for b in l.branches]))
     copies = []
     for lowering in lowerings:
         if not lowering.copy:
@@ -208,6 +223,52 @@ def apply(text: str, lowerings: list[Lowering]) -> Lowered:
         lowered += lowering.copy + "\n"
         copies.append((first, lowering.copy.count("\n") + 1, lowering))
     return Lowered(lowered, tuple(copies))
+
+
+# a type's test in a condition of `if constexpr` that needs no header (std::is_same)
+SAME_TYPE = ("template <class PcA, class PcB> struct pc_same { static constexpr bool value = "
+             "false; }; template <class PcA> struct pc_same<PcA, PcA> { static constexpr "
+             "bool value = true; }; ")
+
+
+def _dispatches(text: str, branches: list[Branch]) -> list[tuple[int, int, str]]:
+    """The edits that make each launch statement of a host template run, for each
+    instantiation that has a copy, that copy, and the kernel as written for the others:
+    `{ if constexpr (ROWS == 64) k__pc_64<<<...>>>(...); else k<ROWS><<<...>>>(...); }`
+    (the statement as written last, so its lines stay where they were)."""
+    edits = []
+    joined: dict[tuple[int, int], list[Branch]] = {}
+    for b in branches:
+        joined.setdefault((b.start, b.end), []).append(b)
+    for (start, end), group in sorted(joined.items()):
+        chain = " else ".join(f"if constexpr ({b.condition}) {b.launch}" for b in group)
+        edits.append((start, end, f"{{ {chain} else {text[start:end]} }}"))
+    typed = [b.scope for b in branches if "pc_same<" in b.condition]
+    if typed:
+        edits.append((min(typed), min(typed), SAME_TYPE))
+    return edits
+
+
+def _dispatchable(tokens: list[Token], launch, std: str) -> bool:
+    """A launch in a host template can be dispatched on the template's arguments: the
+    language has `if constexpr` (C++17), and the launch is a statement of its own (after
+    `;`, `{`, `}`, `else`, or the condition of if/for/while; `;` after it)."""
+    if re.fullmatch(r"(c|gnu)\+\+(98|03|0x|11|1y|14)", std) or launch.expression is None:
+        return False
+    start, end = launch.expression
+    k = next((i for i, t in enumerate(tokens) if t.start >= start), None)
+    j = next((i for i, t in enumerate(tokens) if t.start >= end), None)
+    if k is None or j is None or tokens[j].text != ";":
+        return False
+    before = tokens[k - 1] if k else None
+    if before is None or before.text in (";", "{", "}", "else"):
+        return True
+    if before.text != ")":
+        return False
+    opening = next((i for i in range(k - 2, -1, -1) if tokens[i].text == "(" and
+                    matching(tokens, i) == k - 1), None)
+    return opening is not None and opening > 0 and \
+        tokens[opening - 1].text in ("if", "for", "while")
 
 
 def _read(path: str) -> str | None:
@@ -493,12 +554,17 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     scope = min(l.scope_start for l in launches if l.scope_start is not None) \
         if any(l.scope_start is not None for l in launches) else None
     qualified = "::" + "::".join(namespaces + [name]) if namespaces else name
-    edits = [(l.callee[0], l.callee[1], qualified) for l in launches]
+    edits, branches = [], []
     for l in launches:
+        redirect = [(l.callee[0], l.callee[1], qualified)]
         for _, position, _, _, members in kernel.records:
             a, b = l.arguments[position]
             variable = text[a:b].strip()
-            edits.append((a, b, ", ".join(f"{variable}.{f}" for f, _ in members)))
+            redirect.append((a, b, ", ".join(f"{variable}.{f}" for f, _ in members)))
+        if l.instance:
+            branches.append(_branch(text, l, redirect, scope))
+        else:
+            edits += redirect
     if scope is not None:
         edits.append((scope, scope, prototype))
     shown = kernel.qualified + (f"<{', '.join(arguments)}>" if arguments else "")
@@ -506,7 +572,25 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     line = kernel.place.line + line_ends(body[:len(body) - len(stripped)])
     return Lowering(name, shown, kernel.place.file, line, tuple(edits),
                     opening + stripped + closing, prototype, tuple(namespaces),
-                    _helpers_of(kernel, helpers))
+                    _helpers_of(kernel, helpers), tuple(branches))
+
+
+def _branch(text: str, launch, redirect: list[tuple[int, int, str]], scope: int) -> Branch:
+    """The launch statement of a host template, as the branch of one instantiation:
+    redirected to the copy, the template's integral parameters replaced by their values
+    (the host then knows the geometry they decide), on one line."""
+    start, end = launch.expression
+    end = text.index(";", end) + 1
+    edits = [(a - start, b - start, new) for a, b, new in redirect]
+    statement = text[start:end]
+    values = {p: a for p, a, is_type in launch.instance if not is_type}
+    for t in tokenize(statement):
+        if t.kind == "id" and t.text in values and not any(a <= t.start < b for a, b, _ in edits):
+            edits.append((t.start, t.end, f"({values[t.text]})"))
+    conditions = [f"pc_same<{p}, {a}>::value" if is_type else f"{p} == {a}"
+                  for p, a, is_type in launch.instance]
+    return Branch(start, end, " && ".join(f"({c})" for c in conditions),
+                  " ".join(t.text for t in tokenize(_replace(statement, edits))), scope)
 
 
 def _angle_close(tokens: list[Token], k: int) -> int:
