@@ -444,3 +444,36 @@ def test_a_run_in_this_process_leaves_the_front_end_as_it_was(tmp_path, cpu_cach
                    "--out", str(tmp_path / "j"), "--cache", cpu_cache])
     assert frontend.read_program is before and transform.read_program is before
     assert not hasattr(before, "__wrapped__")
+
+
+@pytest.mark.parametrize("style", ["macro", "assert", "permute"])
+def test_the_front_end_styles_are_generated_transformed_and_judged(style, cpu, tmp_path):
+    """The generator's launches through macros and kernels with `assert` (family
+    styles), and 2-D launches whose geometry is known only at run time with the thread
+    axes to swap (family runtime, form permute): the first program of each whose kernel
+    polycoal changes runs like its original, for both branches of the run-time check."""
+    family = "runtime" if style == "permute" else "styles"
+    changed = {}
+    for seed in range(400):
+        p = generate(seed, family)
+        if style == "permute" and p.variant != "runtime:permute" or \
+                style != "permute" and not re.search(rf": [\w+]*\b{style}\b", p.shape):
+            continue
+        # the permuted copy runs where blockDim.y > 1 (the new x), the original elsewhere
+        branch = "copy" if style == "permute" and not re.search(r"\dx1 over", p.shape) \
+            else "original"
+        if branch in changed:
+            continue
+        src, out = tmp_path / f"{seed}.cu", tmp_path / f"{seed}.out.cu"
+        src.write_text(p.source)
+        assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
+        output = out.read_text()
+        if output != p.source and (style != "permute" or "__pc_permuted" in output):
+            changed[branch] = (p, output)
+            if style != "permute" or len(changed) == 2:
+                break
+    assert len(changed) == (2 if style == "permute" else 1), (style, list(changed))
+    changed = list(changed.values())
+    for p, output in changed:
+        result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
+        assert result.failures == [], (p.seed, result.failures)

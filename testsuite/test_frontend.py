@@ -468,3 +468,19 @@ def test_two_launches_of_a_kernel_on_one_line_have_their_own_spans(tmp_path):
     assert p.text[first.span.start:first.span.end] == "k<<<1, 32>>>(a);"
     assert p.text[second.span.start:second.span.end] == "k<<<1, 64>>>(b);"
     assert "k" not in p.references
+
+
+def test_a_parameter_named_like_a_kernel_is_no_reference_to_it(tmp_path):
+    """A host function's parameter or local that has a kernel's name (`double scale` in
+    a fill helper) means the parameter, not the kernel; taking the kernel's address or
+    naming it in the runtime API still counts."""
+    src = tmp_path / "shadow.cu"
+    src.write_text(
+        "__global__ void scale(float *p) { p[threadIdx.x] *= 2.0f; }\n"
+        "static void fill(float *h, long n, double scale) { for (long t = 0; t < n; t++)\n"
+        "  h[t] = (float)(t * scale); }\n"
+        "void g() { const float &scale = 1.0f; (void)scale; }\n"
+        "void run(float *d) { scale<<<1, 32>>>(d);\n"
+        "  cudaFuncSetAttribute(scale, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);\n"
+        "  void *f = (void *)&scale; (void)f; }\n")
+    assert read_program(str(src)).references == {"scale": (6, 7)}

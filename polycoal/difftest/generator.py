@@ -23,7 +23,9 @@ grids; launches in host loops; racy or aliasing kernels (must stay byte-identica
 near misses outside the model (CSR, data-dependent conditions, while, shared memory,
 user-written shuffles, atomics); and `styles`: the kernels of another family written as
 real C++ code writes them (templates, namespaces, structs of buffers passed by value,
-pointer arithmetic), which polycoal reads through Clang (frontend/lower.py).
+pointer arithmetic, launches through function-like macros, `assert`), which polycoal
+reads through Clang (frontend/lower.py). The family runtime includes 2-D launches whose
+geometry is known only at run time, with the thread axes to swap (a run-time check).
 """
 
 from __future__ import annotations
@@ -102,6 +104,8 @@ class Kernel:
     template: str = ""               # `template <typename T>\n` (family styles)
     namespace: str = ""
     before: str = ""                 # declarations the kernel needs (a struct)
+    after: str = ""                  # definitions after it (a launch macro)
+    includes: set = field(default_factory=set)     # headers it needs (<cassert>)
 
     def size(self, s: Size) -> str:
         if s.param and s not in self.seen:
@@ -133,7 +137,7 @@ class Kernel:
         text = f"{self.template}__global__ void {self.name}({sig})\n{{\n{body}\n}}\n"
         if self.namespace:
             text = f"namespace {self.namespace} {{\n\n{text}\n}} // namespace\n"
-        return self.before + text
+        return self.before + text + (f"\n{self.after}" if self.after else "")
 
     def args(self) -> str:
         return ", ".join(h for _, h in self.params)
@@ -149,7 +153,9 @@ class Builder:
         self.main: list[str] = []
         # names of the host helpers and of C/CUDA, which kernels and sizes must not take
         self.names: set[str] = {"fill", "fill_pow2", "checksum", "main", "argc", "argv",
-                                "min", "max", "t"}
+                                "min", "max", "t",
+                                # the kernels' thread and loop variables
+                                "i", "j", "k", "l", "m", "r", "c"}
         self.must_keep: list[str] = []
         self.keep_exempt: dict[str, list[str]] = {}
         self.reduction_terms = 0           # longest float reduction
@@ -260,7 +266,9 @@ class Builder:
     def render(self) -> str:
         rng = self.rng
         out = ["#include <cstdio>", "#include <cstdlib>", "#include <cmath>",
-               "#include <cuda_runtime.h>", ""]
+               "#include <cuda_runtime.h>"]
+        out += [f"#include <{h}>" for h in sorted({h for k in self.kernels for h in k.includes})]
+        out.append("")
         for name, value in self.defines:
             if rng.random() < 0.3:
                 out += [f"#ifndef {name}", f"#define {name} {value}", "#endif"]
@@ -990,15 +998,53 @@ def fam_runtime(b: Builder) -> None:
     """Sizes known at run time, passed as int/long/size_t arguments, grids computed on the
     host ((n + 255) / 256)."""
     rng = b.rng
-    form = rng.choice(("rowred", "colred", "affine", "affine"))
+    form = rng.choice(("rowred", "colred", "affine", "affine", "permute"))
     b.variant = f"runtime:{form}"
-    if form == "rowred":
+    if form == "permute":
+        runtime_permute_kernel(b)
+    elif form == "rowred":
         reduction_kernel(b, "row", runtime=True)
     elif form == "colred":
         reduction_kernel(b, "col", runtime=True)
     else:
         affine_kernel(b, runtime=True, nd=rng.choice((1, 2)))
     b.variant = f"runtime:{form}"
+
+
+def runtime_permute_kernel(b: Builder) -> Kernel:
+    """A 2-D kernel outside the affine model (an indirect read `w[perm[r]]`) whose rows
+    run along x and whose unit stride runs along y, launched with a block and grid from
+    run-time variables: the thread axes are to be swapped, and whether the swapped
+    geometry fits (grid and block limits, more than one thread along the new x) is known
+    only at run time, so the launch checks it and runs the original where it does not
+    (blocks like 32 x 1 and 1 x 32 take each branch)."""
+    rng = b.rng
+    ctype = choose_type(rng, (6, 2, 0))
+    rows_v, cols_v = rng.choice(EXTENTS), rng.choice(EXTENTS)
+    rows, cols = b.runtime("ROWS", rows_v, "int"), b.runtime("COLS", cols_v, "int")
+    bx, by = rng.choice(BLOCKS_2D)
+    bxs, bys = b.runtime("BX", bx, "int"), b.runtime("BY", by, "int")
+    table = rng.choice((5, 13, 16))
+    A = b.array("A", ctype, [rows, cols])
+    w = b.array("w", ctype, [Size(table, str(table), str(table))])
+    perm = b.array("perm", "int", [rows], f"index:{table}")
+    k = b.kernel(rng.choice(("scale_rows", "weigh", "mix2d")))
+    an, wn = k.array(A), k.array(w, const=True)
+    pn = k.array(perm, const=rng.random() < 0.7)
+    rn, cn = k.size(rows), k.size(cols)
+    k.lines.append(thread_index(rng, "r", "x"))
+    k.lines.append(thread_index(rng, "c", "y"))
+    k.lines.append(f"if (r < {rn} && c < {cn})")
+    extra = f" + {literal(ctype, 0.5)}" if rng.random() < 0.5 else ""
+    k.lines.append(f"  {an}[r * {cn} + c] = {an}[r * {cn} + c] * {wn}[{pn}[r]]{extra};")
+    blk, grd = b.fresh("blk"), b.fresh("grd")
+    b.main.append(f"  dim3 {blk}({bxs.h}, {bys.h});")
+    b.main.append(f"  dim3 {grd}(({rows.h} + {bxs.h} - 1) / {bxs.h}, "
+                  f"({cols.h} + {bys.h} - 1) / {bys.h});")
+    b.main.append(f"  {k.name}<<<{grd}, {blk}>>>({k.args()});")
+    b.shape.append(f"{k.name}: run-time 2-D geometry {bx}x{by} over {rows_v}x{cols_v}, "
+                   f"rows along x, an indirect read")
+    return k
 
 
 def fam_hostloop(b: Builder) -> None:
@@ -1262,7 +1308,7 @@ def fam_nearmiss(b: Builder) -> None:
 
 STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
                "hostloop", "racy", "nearmiss")
-STYLES = ("template", "namespace", "struct", "pointer")
+STYLES = ("template", "namespace", "struct", "pointer", "macro", "assert")
 
 
 def fam_styles(b: Builder) -> None:
@@ -1276,7 +1322,8 @@ def fam_styles(b: Builder) -> None:
     FAMILY_FUNCTIONS[base](b)
     applied = []
     for k in b.kernels:
-        styles = sorted(rng.sample(STYLES, rng.choice((1, 1, 2))))
+        # the macro last: it wraps the launch as the other styles leave it
+        styles = sorted(rng.sample(STYLES, rng.choice((1, 1, 2))), key=lambda x: (x == "macro", x))
         launch = _launch_text(k, b.main)
         if launch is None:
             continue
@@ -1370,8 +1417,71 @@ def _dereferences(line: str, names: list[str]) -> str:
         line = f"{line[:m.start()]}*({m.group(1)} + {offset}){line[j + 1:]}"
 
 
+_LAUNCH = re.compile(r"((?:\w+::)*\w+(?:<[^<>;]*>)?)<<<(.*?)>>>\((.*)\);")
+
+
+def _style_macro(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    """The launch written through a function-like macro, as error-checking wrappers
+    are: variadic (`__VA_ARGS__`), GNU named variadic (`args...`), a do-while block with
+    a check after the launch, or the kernel's name in the macro body."""
+    n, text = launch
+    m = _LAUNCH.search(text)
+    if m is None:
+        return launch
+    callee, config, arguments = m.groups()
+    parts = _top_level(config)
+    macro = f"LAUNCH_{k.name.upper()}"
+    geometry = ", ".join(f"g{q}" for q in range(len(parts)))
+    form = rng.choice(("variadic", "named", "checked", "fixed"))
+    if form == "variadic":
+        k.after += f"#define {macro}(kern, {geometry}, ...) kern<<<{geometry}>>>(__VA_ARGS__)\n"
+        call = f"{macro}({callee}, {', '.join(parts)}, {arguments})"
+    elif form == "named":
+        k.after += f"#define {macro}(kern, {geometry}, args...) kern<<<{geometry}>>>(args)\n"
+        call = f"{macro}({callee}, {', '.join(parts)}, {arguments})"
+    elif form == "checked":
+        k.after += (f"#define {macro}(kern, {geometry}, ...) do {{ \\\n"
+                    f"    kern<<<{geometry}>>>(__VA_ARGS__); \\\n"
+                    f"    if (cudaGetLastError() != cudaSuccess) printf(\"launch failed\\n\"); \\\n"
+                    f"  }} while (0)\n")
+        call = f"{macro}({callee}, {', '.join(parts)}, {arguments})"
+    else:
+        k.after += f"#define {macro}({geometry}, ...) {callee}<<<{geometry}>>>(__VA_ARGS__)\n"
+        call = f"{macro}({', '.join(parts)}, {arguments})"
+    return n, text[:m.start()] + call + ";" + text[m.end():]
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` split at its commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return parts + [current.strip()]
+
+
+def _style_assert(rng: random.Random, k: Kernel, launch: tuple[int, str]):
+    """`assert`s that always hold: on a thread index after its declaration, and on a
+    size argument (`<cassert>` is included); the model keeps them as statements."""
+    for n, line in enumerate(k.lines):
+        m = re.match(r"(?:const )?(?:int|long|unsigned) (\w+) = .*(?:threadIdx|blockIdx)", line)
+        if m:
+            k.lines.insert(n + 1, f"assert({m.group(1)} >= 0);")
+            break
+    sizes = [m.group(1) for p, _ in k.params if (m := re.fullmatch(r"(?:const )?int (\w+)", p))]
+    if sizes:
+        k.lines.insert(0, f"assert({rng.choice(sizes)} >= 0);")
+    k.includes.add("cassert")
+    return launch
+
+
 STYLE_FUNCTIONS = {"template": _style_template, "namespace": _style_namespace,
-                   "struct": _style_struct, "pointer": _style_pointer}
+                   "struct": _style_struct, "pointer": _style_pointer,
+                   "macro": _style_macro, "assert": _style_assert}
 
 
 FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_colred,

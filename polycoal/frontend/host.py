@@ -39,18 +39,73 @@ def kernel_references(tokens: tuple[Token, ...], kernels, launches
     its launches and forward declarations (`__global__ void k(...);`): taking its
     address, setting its attributes, launching it through the runtime API, where a new
     geometry could not be applied."""
-    names = {k.name for k in kernels}
     spans: dict[str, list] = {}
     for kernel in kernels:
         spans.setdefault(kernel.name, []).append(kernel.span)
     for launch in launches:
-        spans.setdefault(launch.kernel, []).append(launch.span)
+        if launch.kernel in spans:
+            spans[launch.kernel].append(launch.span)
+    return other_mentions(tokens, {name: [(s.start, s.end) for s in found if s]
+                                   for name, found in spans.items()})
+
+
+def other_mentions(tokens, spans: dict[str, list[tuple[int, int]]]
+                   ) -> dict[str, tuple[int, ...]]:
+    """Per name of `spans`, the lines where a token names it outside its spans [start,
+    end), other than in a forward declaration (`__global__ void k(...);`) and where a
+    parameter or local of that name is meant."""
     found: dict[str, list[int]] = {}
+    starts = _declaration_starts(tokens)
     for k, t in enumerate(tokens):
-        if t.text not in names or any(s and s.start <= t.start < s.end for s in spans[t.text]):
+        if t.text not in spans or any(s <= t.start < e for s, e in spans[t.text]):
             continue
         prototype = k + 1 < len(tokens) and tokens[k + 1].text == "(" and \
-            any(x.text == "__global__" for x in tokens[max(0, k - 6):k])
-        if not prototype:
+            any(x.text == "__global__" for x in tokens[max(0, k - 8):k])
+        if not prototype and not _shadowed(tokens, k, starts):
             found.setdefault(t.text, []).append(t.line)
     return {name: tuple(lines) for name, lines in found.items()}
+
+
+# words that end an expression, not a type, before a name
+_NOT_TYPES = {"return", "case", "else", "do", "goto", "sizeof", "throw", "new", "delete",
+              "co_return", "co_yield", "typedef", "using", "operator"}
+_QUALIFIERS = {"*", "&", "&&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
+
+
+def _declaration_starts(tokens: tuple[Token, ...]) -> list[int]:
+    """For each token, where the declaration of file or namespace scope holding it
+    starts (a namespace's braces open no declaration)."""
+    starts, depth, start = [], 0, 0
+    opened: list[bool] = []           # per open brace: whether it is a namespace's
+    for k, t in enumerate(tokens):
+        starts.append(start)
+        if t.text == "{":
+            namespace = any(x.text == "namespace" for x in tokens[max(0, k - 3):k]) or \
+                (k >= 1 and tokens[k - 1].kind == "str")         # extern "C" {
+            opened.append(namespace)
+            depth += 0 if namespace else 1
+        elif t.text == "}" and opened:
+            depth -= 0 if opened.pop() else 1
+            if depth == 0:
+                start = k + 1
+        elif t.text == ";" and depth == 0:
+            start = k + 1
+    return starts
+
+
+def _shadowed(tokens: tuple[Token, ...], k: int, starts: list[int]) -> bool:
+    """Whether the name at tokens[k] is, there, a parameter or local of the function
+    holding it (`static void fill(..., double scale)` names no kernel `scale`): a
+    declaration of it earlier in the same file-scope declaration."""
+    name = tokens[k].text
+    for j in range(starts[k], k + 1):
+        if tokens[j].text != name or j + 1 >= len(tokens) or \
+                tokens[j + 1].text not in (",", ")", "=", ";", "[", "{", ":"):
+            continue
+        i = j - 1                       # the type before it: `const float *`, `T &`
+        while i >= 0 and tokens[i].text in _QUALIFIERS:
+            i -= 1
+        if i >= 0 and (tokens[i].kind == "id" and tokens[i].text not in _NOT_TYPES or
+                       tokens[i].text in (">", ">>")):
+            return True
+    return False

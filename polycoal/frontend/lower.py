@@ -294,16 +294,11 @@ def _referenced_elsewhere(tokens: list[Token], kernel, launches, in_main: bool) 
     definition or in a forward declaration: taking its address, setting its attributes
     (cudaFuncSetAttribute) or launching it through a macro would still see the original
     kernel, so no copy of it is made."""
+    from polycoal.frontend.host import other_mentions
     spans = [l.callee for l in launches]
     if in_main:
         spans.append((kernel.place.start, kernel.place.end))
-    for k, t in enumerate(tokens):
-        if t.text != kernel.name or any(s <= t.start < e for s, e in spans):
-            continue
-        if any(x.text == "__global__" for x in tokens[max(0, k - 8):k]):
-            continue                      # a prototype
-        return True
-    return False
+    return bool(other_mentions(tokens, {kernel.name: spans}))
 
 
 def _plain_records(text: str, launch, kernel) -> bool:
