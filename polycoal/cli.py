@@ -41,6 +41,10 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-no-alias", action="store_true",
                    help="take distinct pointer arguments to be distinct arrays even without "
                    "evidence (restrict, distinct cudaMalloc allocations)")
+    p.add_argument("--no-runtime-checks", action="store_true",
+                   help="leave alone a kernel that is race-free only for some values of its "
+                   "arguments (by default it is transformed, and each launch checks the "
+                   "condition on the host and runs the original where it fails)")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
                    "permutation by tracing each candidate on the CPU (compiles and runs "
@@ -83,6 +87,7 @@ def _transform_options(args, environ=None):
                             reduction=args.reduction,
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
+                            runtime_checks=not args.no_runtime_checks,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
@@ -326,7 +331,13 @@ def cmd_transform(args) -> int:
                                "axes": dict(d.generated.axis_dims) if d.generated else None,
                                "block": list(d.generated.block) if d.generated else None,
                                "empirical": [asdict(f) for f in d.empirical.candidates]
-                               if d.empirical else None}
+                               if d.empirical else None,
+                               # conditions each launch checks on the host before it
+                               # runs the changed kernel (the original runs otherwise)
+                               "runtime_checks": [{"condition": d.assumption.constraint,
+                                                   "kernel": d.emitted,
+                                                   "why": "race freedom"}]
+                               if d.assumption else []}
                               for d in result.decisions],
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
         sys.stderr.write(json.dumps(report, indent=2) + "\n")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:                      # types only: no import of the layers abo
     from polycoal.codegen.kernel import GeneratedKernel
     from polycoal.dynamic.empirical import Choice
     from polycoal.frontend.program import Program
+    from polycoal.optimize.assumptions import Assumption
     from polycoal.optimize.permutation import Permutation
     from polycoal.optimize.restructure import Mapping
 
@@ -47,6 +48,7 @@ class TransformOptions:
     split: tuple[int, ...] | None = None
     column_groups: int | None = None
     preprocessor: PreprocessorOptions = PreprocessorOptions()
+    runtime_checks: bool = True     # transform under conditions checked at each launch
 
 
 # Actions whose kernels add floating-point values in another order than the original's.
@@ -72,6 +74,9 @@ class KernelDecision:
     generated: "GeneratedKernel | None" = None
     analysis: "KernelAnalysis | None" = None
     empirical: "Choice | None" = None  # the traced candidates, when the search ran
+    # a condition on the launch's values under which the change is legal: the changed
+    # kernel is a copy, run by each launch where the condition holds (optimize/assumptions)
+    assumption: "Assumption | None" = None
 
     @property
     def emitted(self) -> str:
@@ -80,6 +85,8 @@ class KernelDecision:
         copy's (the original stays, for launches the permuted geometry does not fit)."""
         if self.action == "permuted" and self.permutation and self.permutation.guarded:
             return f"{self.kernel}__pc_permuted"
+        if self.action in GENERATED and self.assumption is not None:
+            return f"{self.kernel}__pc_checked"
         return self.kernel
 
     def keep(self, code: str, reason: str) -> "KernelDecision":

@@ -31,6 +31,7 @@ from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
+from polycoal.optimize.assumptions import race_free_assumption
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
@@ -44,7 +45,23 @@ from polycoal.model.extract import extract_model
 
 def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
     """The decision for one kernel: the first check that refuses keeps the kernel with
-    its reason code; otherwise the best change the model allows."""
+    its reason code; otherwise the best change the model allows. A change made under a
+    condition on the launch's values is reported with it."""
+    d = _plan(program, kernel, options)
+    if d.assumption is None:
+        return d
+    if d.action == "permuted":         # a permutation is not regenerated: no checked copy
+        return d.keep("race", "threads race in the original kernel unless "
+                      f"{d.assumption.constraint}, and a permuted kernel is not emitted "
+                      "under a run-time check")
+    if d.action in GENERATED:
+        return replace(d, reason=f"{d.reason}; under a run-time check at each launch: "
+                       f"{d.assumption.constraint} (threads race otherwise; the original "
+                       f"kernel runs there)")
+    return replace(d, assumption=None)
+
+
+def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
     name = kernel.name
     if kernel.ast is None:
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
@@ -103,7 +120,11 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
     """A racy kernel is kept (code "race"), unless its races are only copies of each
     thread along axes it never reads and --collapse-redundant-threads asks for one copy:
     then the decision goes on with the analysis of one copy (code left empty)."""
-    raced = d.keep("race", "threads race in the original kernel (see the race diagnostics)")
+    raced = d.keep("race", "threads race in the original kernel" + _racing_when(d.analysis)
+                   + " (polycoal analyze shows the races)")
+    checked = _race_free_where_checked(program, kernel, d, options)
+    if checked is not None:
+        return checked
     redundant = redundant_axes(d.analysis)
     if not redundant:
         return raced
@@ -115,6 +136,40 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
     if collapsed.races:
         return raced
     return replace(d, analysis=collapsed, collapsed=frozenset(redundant))
+
+
+def _racing_when(analysis) -> str:
+    """` when m >= 65`: the parameter values for which the races happen, when they
+    happen only for some."""
+    if not analysis.races or any(r.when is None for r in analysis.races):
+        return ""
+    when = analysis.races[0].when
+    for r in analysis.races[1:]:
+        when = when.union(r.when)
+    return " when " + str(when.coalesce()).split(":", 1)[-1].strip(" }")
+
+
+# the names of the launch geometry in the model's parameters (host values pc_grid0/pc_block0)
+_GEOMETRY = re.compile(r"(gridDim|blockDim|nthreads)_[xyz]")
+
+
+def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision,
+                             options: TransformOptions) -> KernelDecision | None:
+    """A kernel whose races happen only for some values of its integer arguments or of
+    its launch geometry (covariance's m > M): the decision goes on with its analysis
+    under the condition that excludes them, which each launch then checks; None when
+    there is no such condition (or --no-runtime-checks)."""
+    if not options.runtime_checks:
+        return None
+    assumption = race_free_assumption(d.analysis.model, d.analysis.races)
+    scalars = {p.name for p in kernel.parameters if not p.is_pointer}
+    if assumption is None or not all(p in scalars or _GEOMETRY.fullmatch(p)
+                                     for p in assumption.parameters):
+        return None
+    assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,))
+    if assumed.races:
+        return None
+    return replace(d, analysis=assumed, assumption=assumption)
 
 
 def _placement_check(program: Program, kernel: Kernel, d: KernelDecision,
@@ -371,7 +426,11 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
         if d.action not in GENERATED:
             continue
         kernel = program.kernel(d.kernel)
-        out.append((kernel.span, d.generated.text))
+        generated = d.generated.text
+        if d.emitted != d.kernel:      # a copy under a run-time check; the original stays
+            generated = program.text[kernel.span.start:kernel.span.end] + "\n\n" + re.sub(
+                rf"\b{re.escape(d.kernel)}(?=\s*\()", d.emitted, generated)
+        out.append((kernel.span, generated))
         note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
                 "columns": "one block per 32 columns: ",
                 "tiled": "row reduction in tiles: "}.get(
@@ -379,9 +438,9 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
         for launch in program.launches_of(d.kernel):
-            out.append((launch.span, rewrite_launch(program.text, launch, kernel,
-                                                    d.generated.stages, d.generated.hidden,
-                                                    note)))
+            out.append((launch.span, rewrite_launch(
+                program.text, launch, kernel, d.generated.stages, d.generated.hidden, note,
+                d.assumption, d.emitted if d.emitted != d.kernel else None)))
     return out
 
 
@@ -395,7 +454,10 @@ def _read_back(new_program: Program | None, d: KernelDecision):
     new_kernel = new_program.kernel(d.emitted)
     if new_kernel is None or new_kernel.ast is None:
         return "the generated kernel does not parse"
-    return extract_model(new_kernel, new_program)
+    model = extract_model(new_kernel, new_program)
+    if d.assumption is not None:       # the copy runs only where the launch's check holds
+        model.context = model.context + [d.assumption.constraint]
+    return model
 
 
 def _translation(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

@@ -27,14 +27,16 @@ def printed_numbers(stdout: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", stdout)]
 
 
-def runs_alike(original: str, output: str, directory: Path, include_dirs=()) -> None:
-    """Both programs run on the CPU runtime and print the same numbers (to the rounding
-    of reassociated float sums); `directory` holds the runtime's build."""
+def runs_alike(original: str, output: str, directory: Path, include_dirs=(), argv=()) -> None:
+    """Both programs run on the CPU runtime (with the command-line arguments `argv`)
+    and print the same numbers (to the rounding of reassociated float sums);
+    `directory` holds the runtime's build."""
     from polycoal.runtime.cpu_program import CpuProgramRunner
     cpu = CpuProgramRunner(str(directory / "rt"))
     printed = []
     for name, text in (("original", original), ("output", output)):
-        run, error = cpu.compile_and_run(text, include_dirs=tuple(str(d) for d in include_dirs))
+        run, error = cpu.compile_and_run(text, include_dirs=tuple(str(d) for d in include_dirs),
+                                         argv=tuple(argv))
         assert run is not None and run.failure is None, (name, error, run and run.stderr)
         printed.append(printed_numbers(run.stdout))
     assert printed[0] and len(printed[0]) == len(printed[1]), printed

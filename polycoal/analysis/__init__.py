@@ -71,14 +71,17 @@ def analyze_program(program: Program, kernel_name: str | None = None) -> Program
 
 
 def analyze_kernel(kernel: Kernel, program: Program,
-                   collapse: frozenset[str] = frozenset()) -> KernelAnalysis:
+                   collapse: frozenset[str] = frozenset(),
+                   assumed: tuple[str, ...] = ()) -> KernelAnalysis:
     """The analysis of one kernel; `collapse` names thread axes to model one thread wide
     (the copies along an axis the kernel never reads, see transform's
-    --collapse-redundant-threads)."""
+    --collapse-redundant-threads); `assumed`: constraints on the parameters the analysis
+    may take as true (checked at run time, optimize/assumptions.py)."""
     result = KernelAnalysis(kernel, None)
     if kernel.ast is None:
         return result
     model = extract_model(kernel, program, collapse)
+    model.context = model.context + list(assumed)
     result.model = model
     result.diagnostics += model.notes
     counts: dict[str, Count] = {s.name: count_statement(model, s) for s in model.statements}

@@ -89,3 +89,9 @@ def expr_to_c(e: isl.AstExpr, rename: dict[str, str] | None = None,
     if op == _T.call:
         return f"{args[0]}({', '.join(args[1:])})"
     raise ValueError(f"unsupported isl expression {e.to_C_str()}")
+
+
+def condition_to_c(condition: isl.Set, rename: dict[str, str] | None = None) -> str:
+    """C text of a condition on the parameters (a parameter set), for host code."""
+    build = isl.AstBuild.from_context(isl.Set.universe(condition.get_space()))
+    return expr_to_c(build.expr_from_set(condition), rename)

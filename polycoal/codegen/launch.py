@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 
+from polycoal.codegen.isl_c import condition_to_c
 from polycoal.frontend.lexer import matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch
 from polycoal.templates import render_template
@@ -129,14 +130,18 @@ def _bound_arguments(args: list[str], needed: set[int]) -> list[int]:
 
 
 def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden: list[str],
-                   note: str) -> str:
+                   note: str, assumption=None, copy: str | None = None) -> str:
     """The replacement text of the launch statement (templates/launch.cu.j2): one launch
     per stage, in order, on the original's stream, each with its grid computed on the
-    host from this launch's values."""
+    host from this launch's values. With an `assumption` (optimize/assumptions.py), the
+    new kernel is the copy `copy`: the stages run where the assumption holds at this
+    launch's values, the original kernel, as launched, elsewhere."""
     name, config, args = launch_parts(original, launch)
     qualifier, template_args = qualified_names(name, kernel.name)
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
-    used_text = " ".join(r.host_lo + " " + r.host_hi for st in stages for r in st.ranges)
+    condition = condition_to_c(assumption.as_set()) if assumption is not None else ""
+    used_text = " ".join(r.host_lo + " " + r.host_hi for st in stages for r in st.ranges) \
+        + " " + condition
     needed = {position[p.name] for p in kernel.parameters
               if not p.is_pointer and position[p.name] < len(args)
               and re.search(rf"\b{re.escape(p.name)}\b", used_text)}
@@ -147,7 +152,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
     # or unsigned size would wrap at `n - 1` and mix types in the comparisons
     values = {p.name: f"((long long)({launch_args[position[p.name]].strip()}))"
               for p in kernel.parameters if position[p.name] in needed}
-    original_geometry = bool(hidden) or bool(
+    original_geometry = bool(hidden) or bool(assumption) or bool(
         re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text))
     if original_geometry:
         for a in "xyz":
@@ -178,14 +183,22 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
                         f"{blocks} : {GRID_LIMITS[r.axis]})")
         grid += ["1"] * (3 - len(grid))
         suffix = template_args if st.kernel == kernel.name else ""
-        launches.append({"name": qualifier + st.kernel + suffix, "grid": grid,
+        named = copy if copy and st.kernel == kernel.name else st.kernel
+        launches.append({"name": qualifier + named + suffix, "grid": grid,
                          "block": list(st.block)})
     indent = _indent(original, launch)
     main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
+    checks, fallback = [], None
+    if assumption is not None:
+        checks = [_substitute(condition, values)]
+        fallback = {"name": name.strip(), "grid": [f"pc_grid0.{a}" for a in "xyz"],
+                    "block": [f"pc_block0.{a}" for a in "xyz"], "args": launch_args}
     return render_template(
-        "launch.cu.j2", note=note, name=_plain(name), was=[_plain(c) for c in config],
-        config=config, evaluate_config=evaluate_config, temporaries=temporaries,
+        "launch.cu.j2", note=note + (" where the run-time check holds" if checks else ""),
+        name=_plain(name), was=[_plain(c) for c in config],
+        config=config, evaluate_config=evaluate_config or bool(checks),
+        temporaries=temporaries,
         original_geometry=original_geometry, extents=extents, launches=launches,
         main=main, extra=extra, stream=stream,
         args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
-        inner=indent + "  ", checks=[], fallback=None)
+        inner=indent + "  ", checks=checks, fallback=fallback)

@@ -72,7 +72,7 @@ def permute_launch(original: str, launch: Launch, perm: Permutation,
         permuted["name"] = qualifier + kernel + arguments
         checks = run_time_checks(perm.source, "pc_block0", "pc_grid0")
         fallback = {"name": name, "grid": [f"pc_grid0.{n}" for n in "xyz"],
-                    "block": [f"pc_block0.{n}" for n in "xyz"]}
+                    "block": [f"pc_block0.{n}" for n in "xyz"], "args": args}
     return render_template(
         "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})"
         + (" where the launch's geometry allows" if checks else ""), name=_plain(name),

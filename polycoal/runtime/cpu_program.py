@@ -440,12 +440,13 @@ class CpuProgramRunner:
         return None if r.returncode == 0 else r.stderr
 
     @staticmethod
-    def run(exe: str, timeout: float = 60.0, reverse: bool = False) -> RunResult:
-        """Run the program; with `reverse`, blocks and threads in the reverse order (a
-        race shows as a different result)."""
+    def run(exe: str, timeout: float = 60.0, reverse: bool = False,
+            argv: tuple[str, ...] = ()) -> RunResult:
+        """Run the program (with the command-line arguments `argv`); with `reverse`,
+        blocks and threads in the reverse order (a race shows as a different result)."""
         env = dict(os.environ, POLYCOAL_CPU_ORDER="reverse" if reverse else "forward")
         try:
-            r = subprocess.run([exe], capture_output=True, text=True, timeout=timeout,
+            r = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=timeout,
                                errors="replace", env=env)
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else ""
@@ -453,9 +454,10 @@ class CpuProgramRunner:
         return RunResult(r.returncode, r.stdout, r.stderr)
 
     def compile_and_run(self, source: str, timeout: float = 60.0,
-                        include_dirs: tuple[str, ...] = ()) -> tuple[RunResult | None, str]:
+                        include_dirs: tuple[str, ...] = (), argv: tuple[str, ...] = ()
+                        ) -> tuple[RunResult | None, str]:
         with tempfile.TemporaryDirectory(prefix="polycoal-prog-") as tmp:
             exe, error = self.compile(source, tmp, include_dirs=include_dirs)
             if exe is None:
                 return None, error
-            return self.run(exe, timeout), ""
+            return self.run(exe, timeout, argv=argv), ""

@@ -19,6 +19,7 @@ from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.launches import geometry_for
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
+from polycoal.optimize.assumptions import holds
 from polycoal.model.kernel_model import KernelModel
 from polycoal.decisions import REASSOCIATING, KernelDecision
 
@@ -238,6 +239,9 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
             arguments: dict[str, int]) -> Experiment:
     kernel = program.kernel(d.kernel)
     model = d.analysis.model
+    if d.assumption is not None:       # the arrays for any values, not only the checked
+        model = replace(model, context=[c for c in model.context
+                                        if c != d.assumption.constraint])
     setup = setup_launch(program, kernel, model, arguments)
     launch, values, arrays = setup.launch, setup.values, setup.arrays
     grid, block = setup.grid, setup.block
@@ -246,6 +250,15 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         grid = tuple(g if k else 1 for g, k in zip(grid, keep))
         block = tuple(b if k else 1 for b, k in zip(block, keep))
     names = (f"{kernel.name}__original", f"{kernel.name}__transformed")
+    if d.assumption is not None and \
+            holds(d.assumption, {**values, **launch_values(grid, block)}) is False:
+        # the launch's run-time check fails at these values: the output runs the original
+        return Experiment(
+            kernel, model, launch, values, arrays, grid, block,
+            [StageRun(names[1], grid, block, model.synchronises)], [], setup.declarations,
+            rename_kernel(kernel.expanded, kernel.name, names[0]),
+            rename_kernel(kernel.expanded, kernel.name, names[1]), names[0], names[1],
+            model.synchronises)
     stages = new_launches(d, grid, block, values, {kernel.name: names[1]})
     hidden = []
     if d.action != "permuted":
