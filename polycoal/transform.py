@@ -31,7 +31,7 @@ from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
-from polycoal.optimize.assumptions import race_free_assumption
+from polycoal.optimize.assumptions import both, race_free_assumption
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
@@ -167,9 +167,26 @@ def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision
                                      for p in assumption.parameters):
         return None
     assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,))
-    if assumed.races:
+    for _ in range(3):      # races the first condition hides (another pair of references)
+        more = race_free_assumption(assumed.model, assumed.races)
+        if more is None:
+            break
+        assumption = both(assumption, more)
+        assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,))
+    if assumed.races or not _keeps_instances(d.analysis.model, assumed.model):
         return None
     return replace(d, analysis=assumed, assumption=assumption)
+
+
+def _keeps_instances(model, assumed) -> bool:
+    """Whether every statement that runs for some parameter values still does under the
+    assumption (a condition met only where the kernel does nothing, atax's `nx <= 0`
+    when every thread's copies along an unread axis race, is no way to run it)."""
+    if not model.is_affine:
+        return True
+    return all(isl_helpers.domain(model, s).is_empty() or
+               not isl_helpers.domain(assumed, t).is_empty()
+               for s, t in zip(model.statements, assumed.statements))
 
 
 def _placement_check(program: Program, kernel: Kernel, d: KernelDecision,

@@ -13,7 +13,7 @@ from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.model.extract import extract_model
 from polycoal.model.poly import Poly
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from conftest import FIXTURES, POLYBENCH  # noqa: E402  (POLYBENCH: the scalar-bound variant)
 SCALAR_LB = ("POLYBENCH_USE_SCALAR_LB",)
 
 # Corpus kernels that are NOT affine, with the construct and why.
@@ -76,7 +76,7 @@ def test_every_corpus_kernel_is_affine_with_scalar_bounds(polybench_program):
 
 def test_kernel_argument_row_length_is_delinearised_in_corpus():
     """ATAX with NY a kernel argument: A[i * ny + j] is read back as A[i][j], row ny."""
-    path = Path(__file__).resolve().parents[1] / "polybench_inputs" / "atax" / "atax.cu"
+    path = POLYBENCH / "atax" / "atax.cu"
     if not path.exists():
         pytest.skip("polybench_inputs/atax not present")
     p = read_program(str(path), _options(SCALAR_LB + ("NX=nx", "NY=ny")))
@@ -304,7 +304,7 @@ def test_product_of_kernel_arguments_in_subscript(write_cu):
 
 
 def test_adi_with_parameter_rows():
-    path = Path(__file__).resolve().parents[1] / "polybench_inputs" / "adi" / "adi.cu"
+    path = POLYBENCH / "adi" / "adi.cu"
     if not path.exists():
         pytest.skip("polybench_inputs/adi not present")
     p = read_program(str(path), _options(SCALAR_LB + ("N=n",)))

@@ -15,7 +15,7 @@ from polycoal.cli import main
 
 TESTSUITE = Path(__file__).resolve().parent
 FIXTURES = TESTSUITE / "fixtures"
-POLYBENCH = TESTSUITE.parent / "polybench_inputs"
+from conftest import POLYBENCH  # noqa: E402  (the scalar-bound variant)
 
 # Programs with a kernel that races (1-D kernels launched with a 32x8 block).
 RACING = {"atax", "mvt"}
@@ -78,3 +78,25 @@ def test_analyze_corpus_program(polybench_program, capsys):
     assert any(k["races"] for k in doc["kernels"]) == racing
     errors = [d for d in doc["diagnostics"] if d["severity"] == "error"]
     assert {d["code"] for d in errors} == ({"race"} if racing else set())
+
+
+@pytest.mark.parametrize("name", ["atax", "bicg", "correlation", "covariance", "gemver",
+                                  "gesummv", "gramschmidt", "mvt", "adi", "syrk"])
+def test_published_defaults_transform_what_the_scalar_bound_variant_does(name):
+    """polybench_inputs/ at the published default (loop bounds are the int arguments):
+    every kernel changed on the scalar-bound variant is changed here too, the kernels
+    race-free only for m <= M under a run-time check."""
+    from conftest import PUBLISHED
+    from polycoal.frontend import read_program
+    from polycoal.transform import TransformOptions, transform_program
+    changed = {}
+    for root in (POLYBENCH, PUBLISHED):
+        program = read_program(str(root / name / f"{name}.cu"))
+        result = transform_program(program, TransformOptions(collapse_redundant=True))
+        changed[root] = {d.kernel: d for d in result.decisions if d.action != "unchanged"}
+    assert set(changed[POLYBENCH]) <= set(changed[PUBLISHED]), (name, changed)
+    checked = {k for k, d in changed[PUBLISHED].items() if d.assumption is not None}
+    if name in ("covariance", "correlation"):
+        assert checked == {"covar_kernel" if name == "covariance" else "corr_kernel"}
+        d = changed[PUBLISHED][next(iter(checked))]
+        assert d.assumption.constraint == "m <= 2048", d.assumption

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, POLYBENCH, runs_alike
+from conftest import FIXTURES, PUBLISHED, runs_alike
 
 from polycoal.cli import main
 from polycoal.frontend import read_program
@@ -74,8 +74,8 @@ def test_covariance_with_published_bounds_is_transformed_under_m_le_M():
     """PolyBench/GPU's published default: loop bounds are the int arguments m, n while
     the rows are M long. covar_kernel is race-free only for m <= M: it is restructured
     under that check (it was refused: "race ... only when m >= 2049")."""
-    path = POLYBENCH / "covariance" / "covariance.cu"
-    options = PreprocessorOptions(defines=("POLYBENCH_USE_SCALAR_LB", "M=64", "N=64"))
+    path = PUBLISHED / "covariance" / "covariance.cu"
+    options = PreprocessorOptions(defines=("M=64", "N=64"))
     program = read_program(str(path), options)
     result = transform_program(program, TransformOptions(preprocessor=options))
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")

@@ -23,7 +23,7 @@
 #define DIM_THREAD_BLOCK_Y 8
 
 /* Loop bounds: the size macros, or the kernels' int arguments. */
-#ifdef POLYBENCH_USE_SCALAR_LB
+#ifndef POLYBENCH_USE_SCALAR_LB
 # define _PB_NX nx
 # define _PB_NY ny
 #else

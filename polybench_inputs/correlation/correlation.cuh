@@ -29,7 +29,7 @@
 #define DIM_THREAD_BLOCK_KERNEL_3_X 32
 #define DIM_THREAD_BLOCK_KERNEL_3_Y 8
 
-#ifdef POLYBENCH_USE_SCALAR_LB
+#ifndef POLYBENCH_USE_SCALAR_LB
 # define _PB_M m
 # define _PB_N n
 #else

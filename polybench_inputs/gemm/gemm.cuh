@@ -24,7 +24,7 @@
 #define DIM_THREAD_BLOCK_X 32
 #define DIM_THREAD_BLOCK_Y 8
 
-#ifdef POLYBENCH_USE_SCALAR_LB
+#ifndef POLYBENCH_USE_SCALAR_LB
 # define _PB_NI ni
 # define _PB_NJ nj
 # define _PB_NK nk

@@ -22,7 +22,7 @@
 #define DIM_THREAD_BLOCK_KERNEL_2_X 32
 #define DIM_THREAD_BLOCK_KERNEL_2_Y 8
 
-#ifdef POLYBENCH_USE_SCALAR_LB
+#ifndef POLYBENCH_USE_SCALAR_LB
 # define _PB_N n
 #else
 # define _PB_N N

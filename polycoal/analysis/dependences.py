@@ -74,8 +74,9 @@ def detect_races(model: KernelModel) -> list[Race]:
         for s2, a in accesses:
             if a.array != w.array or (w.atomic and a.atomic):
                 continue
-            key = (w.array, *sorted([(s1.name, w.kind, w.location.line),
-                                     (s2.name, a.kind, a.location.line)]))
+            # per pair of references (two on one line may race for different values)
+            key = (w.array, *sorted([(s1.name, w.kind, w.location.line, w.text),
+                                     (s2.name, a.kind, a.location.line, a.text)]))
             if key in seen:
                 continue
             amap = isl_helpers.access_map(model, s2, a)

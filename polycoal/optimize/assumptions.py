@@ -68,6 +68,11 @@ def _assumption(condition: isl.Set) -> Assumption:
     return Assumption(body, names, used)
 
 
+def both(first: Assumption, second: Assumption) -> Assumption:
+    """The conjunction of two assumptions on one model's parameters."""
+    return _assumption(first.as_set().intersect(second.as_set()).coalesce())
+
+
 def holds(assumption: Assumption, values: dict[str, int]) -> bool | None:
     """Whether the assumption holds at these parameter values (None when one it reads
     has no value)."""
