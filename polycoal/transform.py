@@ -31,6 +31,7 @@ from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
+from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.optimize.assumptions import both, race_free_assumption
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
@@ -141,12 +142,8 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
 def _racing_when(analysis) -> str:
     """` when m >= 65`: the parameter values for which the races happen, when they
     happen only for some."""
-    if not analysis.races or any(r.when is None for r in analysis.races):
-        return ""
-    when = analysis.races[0].when
-    for r in analysis.races[1:]:
-        when = when.union(r.when)
-    return " when " + str(when.coalesce()).split(":", 1)[-1].strip(" }")
+    when = racing_values(analysis.races)
+    return "" if when is None else " when " + condition_text(when)
 
 
 # the names of the launch geometry in the model's parameters (host values pc_grid0/pc_block0)

@@ -41,6 +41,22 @@ class Race:
     when: isl.Set | None = None      # parameter values for which it races, if not all
 
 
+def racing_values(races) -> isl.Set | None:
+    """The parameter values for which any of `races` happens (coalesced), or None when
+    one of them happens for every value (or there is none)."""
+    if not races or any(r.when is None for r in races):
+        return None
+    when = races[0].when
+    for r in races[1:]:
+        when = when.union(r.when)
+    return when.coalesce()
+
+
+def condition_text(condition: isl.Set) -> str:
+    """`m >= 65` from `[m] -> { : m >= 65 }`."""
+    return str(condition).split(":", 1)[-1].strip(" }")
+
+
 def _pair_relation(model: KernelModel, s1: Statement, s2: Statement, text: str) -> isl.Map:
     dims = model.dims
     primed = [f"{d}_2" for d in dims]

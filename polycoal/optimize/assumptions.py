@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 
@@ -42,12 +43,10 @@ class Assumption:
 def race_free_assumption(model: KernelModel, races) -> Assumption | None:
     """The condition on the parameters under which none of `races` happens, or None
     when one of them happens for every value or the condition is not one conjunction."""
-    if not races or any(r.when is None for r in races):
+    racing = racing_values(races)
+    if racing is None:
         return None
     context = isl_helpers.context(model)
-    racing = races[0].when
-    for r in races[1:]:
-        racing = racing.union(r.when)
     safe = context.subtract(racing).coalesce()
     if safe.is_empty() or safe.n_basic_set() != 1:
         return None
@@ -58,8 +57,7 @@ def race_free_assumption(model: KernelModel, races) -> Assumption | None:
 
 
 def _assumption(condition: isl.Set) -> Assumption:
-    text = str(condition)
-    body = text[text.index(":", text.index("{")) + 1:text.rindex("}")].strip()
+    body = condition_text(condition)
     space = condition.get_space()
     names = tuple(space.get_dim_name(isl.dim_type.param, k)
                   for k in range(space.dim(isl.dim_type.param)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from polycoal.analysis import KernelAnalysis, ProgramAnalysis
 from polycoal.analysis.coalescing import ReferenceReport
+from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.diagnostics import Diagnostic
 
 
@@ -36,11 +37,9 @@ def _race_diagnostics(ka: KernelAnalysis) -> list[Diagnostic]:
                    + ", ".join(sorted({dim_axes[d].axis for d in unused}))
                    + ", but the launch has more than one thread along it: every thread's "
                    "work is done by several threads at once.")
-        if all(r.when is not None for r in races):
-            when = races[0].when
-            for r in races[1:]:
-                when = when.union(r.when)
-            text = str(when.coalesce()).split(":", 1)[-1].strip(" }")
+        when = racing_values(races)
+        if when is not None:
+            text = condition_text(when)
             why += (f" This happens only when {text} (for example when a bound is larger "
                     "than the row length it indexes).")
         out.append(Diagnostic(
