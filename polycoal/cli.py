@@ -334,10 +334,13 @@ def cmd_transform(args) -> int:
                                if d.empirical else None,
                                # conditions each launch checks on the host before it
                                # runs the changed kernel (the original runs otherwise)
-                               "runtime_checks": [{"condition": d.assumption.constraint,
-                                                   "kernel": d.emitted,
-                                                   "why": "race freedom"}]
-                               if d.assumption else []}
+                               "runtime_checks": ([{"condition": d.assumption.constraint,
+                                                    "kernel": d.emitted,
+                                                    "why": "race freedom"}]
+                                                  if d.assumption else []) +
+                               [{"condition": pair.describe(), "host": pair.to_c(),
+                                 "kernel": d.emitted, "why": "pointer arguments distinct"}
+                                for pair in d.disjoint]}
                               for d in result.decisions],
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
         sys.stderr.write(json.dumps(report, indent=2) + "\n")
@@ -386,7 +389,8 @@ def _validate_device(program, result, options, arguments, args) -> int:
                            "original_ms": v.original_ms, "transformed_ms": v.transformed_ms,
                            "speedup": v.speedup, "bytes": v.bytes_moved, "arrays": v.arrays,
                            "grid": list(v.grid), "block": list(v.block),
-                           "new_grid": list(v.new_grid), "new_block": list(v.new_block)}
+                           "new_grid": list(v.new_grid), "new_block": list(v.new_block),
+                           "slower": v.slower}
                           for v in verdicts], indent=2))
     else:
         print(f"polycoal validate --device {program.path}")
@@ -395,8 +399,14 @@ def _validate_device(program, result, options, arguments, args) -> int:
         for v in verdicts:
             t = (f"{v.original_ms:12.4f} {v.transformed_ms:10.4f} {v.speedup:8.1f}x"
                  if v.speedup else f"{'':12s} {'':10s} {'':8s} ")
-            print(f"  {v.kernel:24s} {'PASS' if v.ok else 'FAIL':8s} {t}  {v.message}")
-    return 0 if all(v.ok for v in verdicts) else 1
+            verdict = "FAIL" if not v.ok else "SLOWER" if v.slower else "PASS"
+            print(f"  {v.kernel:24s} {verdict:8s} {t}  {v.message}")
+    for v in verdicts:
+        if v.slower:
+            print(f"polycoal: warning: kernel '{v.kernel}' ran slower transformed than as "
+                  f"written ({v.original_ms:.4f} ms -> {v.transformed_ms:.4f} ms, "
+                  f"x{v.speedup:.2f}) on this device", file=sys.stderr)
+    return 0 if all(v.ok and not v.slower for v in verdicts) else 1
 
 
 def _trace_hardware(args, arguments):

@@ -49,6 +49,9 @@ class TransformOptions:
     column_groups: int | None = None
     preprocessor: PreprocessorOptions = PreprocessorOptions()
     runtime_checks: bool = True     # transform under conditions checked at each launch
+    # price a permutation on the whole block (shared memory, divergence) before making
+    # it; off only to measure what the price prevents (tools/bench_never_slower.py)
+    price_on_chip: bool = True
 
 
 # Actions whose kernels add floating-point values in another order than the original's.
@@ -58,7 +61,7 @@ CHANGED = GENERATED | {"permuted"}                # the output differs from the 
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing
 # would be better (not: polycoal could not).
-FINE_AS_IS = frozenset({"already-coalesced", "best-axis-order"})
+FINE_AS_IS = frozenset({"already-coalesced", "best-axis-order", "small-gain"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,19 @@ class KernelDecision:
     # a condition on the launch's values under which the change is legal: the changed
     # kernel is a copy, run by each launch where the condition holds (optimize/assumptions)
     assumption: "Assumption | None" = None
+    # pointer arguments each launch checks do not overlap (optimize/assumptions.Disjoint),
+    # where the program shows no evidence that they are distinct arrays
+    disjoint: tuple = ()
+
+    @property
+    def checked(self) -> bool:
+        """Whether the change holds only under conditions each launch checks."""
+        return self.assumption is not None or bool(self.disjoint)
+
+    def runtime_checks(self) -> list[str]:
+        """What each launch checks, in words."""
+        return ([f"{self.assumption.constraint} (race freedom)"] if self.assumption else []) \
+            + [f"{x.describe()} (pointer arguments)" for x in self.disjoint]
 
     @property
     def emitted(self) -> str:
@@ -85,7 +101,7 @@ class KernelDecision:
         copy's (the original stays, for launches the permuted geometry does not fit)."""
         if self.action == "permuted" and self.permutation and self.permutation.guarded:
             return f"{self.kernel}__pc_permuted"
-        if self.action in GENERATED and self.assumption is not None:
+        if self.action in GENERATED and self.checked:
             return f"{self.kernel}__pc_checked"
         return self.kernel
 

@@ -32,7 +32,8 @@ from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, racing_values
-from polycoal.optimize.assumptions import both, race_free_assumption
+from polycoal.optimize.assumptions import both, disjoint_pointers, race_free_assumption
+from polycoal.analysis.warp_cost import MIN_GAIN, block_cost
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
@@ -49,17 +50,17 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     its reason code; otherwise the best change the model allows. A change made under a
     condition on the launch's values is reported with it."""
     d = _plan(program, kernel, options)
-    if d.assumption is None:
+    if not d.checked:
         return d
+    checks = "; ".join(d.runtime_checks())
     if d.action == "permuted":         # a permutation is not regenerated: no checked copy
-        return d.keep("race", "threads race in the original kernel unless "
-                      f"{d.assumption.constraint}, and a permuted kernel is not emitted "
-                      "under a run-time check")
+        code = "race" if d.assumption is not None else "may-alias"
+        return d.keep(code, f"the kernel is legal only under conditions checked at run time "
+                      f"({checks}), and a permuted kernel is not emitted under them")
     if d.action in GENERATED:
         return replace(d, reason=f"{d.reason}; under a run-time check at each launch: "
-                       f"{d.assumption.constraint} (threads race otherwise; the original "
-                       f"kernel runs there)")
-    return replace(d, assumption=None)
+                       f"{checks} (the original kernel runs where it fails)")
+    return replace(d, assumption=None, disjoint=())
 
 
 def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
@@ -213,10 +214,19 @@ def _alias_check(program: Program, kernel: Kernel, d: KernelDecision,
                  options: TransformOptions) -> KernelDecision:
     """Are the pointer arguments distinct arrays? (the evidence, or code "may-alias")"""
     distinct, evidence = distinct_arrays(program, kernel, d.analysis.model)
-    if not distinct and not options.assume_no_alias:
-        return d.keep("may-alias", f"its pointer arguments may alias ({evidence}); mark them "
-                      "__restrict__ or pass --assume-no-alias")
-    return replace(d, alias_evidence=evidence if distinct else "assumed (--assume-no-alias)")
+    if distinct or options.assume_no_alias:
+        return replace(d, alias_evidence=evidence if distinct
+                       else "assumed (--assume-no-alias)")
+    pairs = disjoint_pointers(d.analysis.model, [p.name for p in kernel.parameters
+                                                 if p.is_pointer]) \
+        if options.runtime_checks else None
+    if not pairs:
+        why = "" if options.runtime_checks else "; --no-runtime-checks"
+        if options.runtime_checks and pairs is None:
+            why = "; the elements a pointer touches have no bounds to check at run time"
+        return d.keep("may-alias", f"its pointer arguments may alias ({evidence}{why}); mark "
+                      "them __restrict__ or pass --assume-no-alias")
+    return replace(d, alias_evidence=f"checked at each launch ({evidence})", disjoint=pairs)
 
 
 def _kept_order(d: KernelDecision) -> KernelDecision:
@@ -370,11 +380,50 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
         return d.keep("best-axis-order", f"{why}; the thread axes are already in the best "
                       f"order{traced}")
+    veto = options.price_on_chip and _on_chip_veto(d.analysis.model, d.permutation.source,
+                                                   blocks, "chosen by tracing" in traced)
+    if veto:
+        return d.keep(veto[0], f"{why}; thread axes not permuted ({d.permutation.describe()}"
+                      f" would lower the global-memory cost{traced}): {veto[1]}")
     guarded = ("; the launch checks at run time that its geometry fits the permuted axes "
                "and runs the original kernel where it does not"
                if d.permutation.guarded else "")
     return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
                     f"new <- original){traced}{guarded}")
+
+
+def _on_chip_veto(model, source: dict[str, str], blocks: list[tuple], traced: bool
+                  ) -> tuple[str, str] | None:
+    """Why a permutation the global-memory ILP chose is not applied (reason code, prose),
+    or None: the whole block's cost (analysis/warp_cost.py: global sectors, shared-memory
+    wavefronts, warps issued under thread-index guards) must fall by MIN_GAIN at every
+    launch's block shape. Where a block shape is known only at run time, a kernel with
+    shared-memory references is left alone (its bank conflicts depend on it). A choice
+    made by tracing saw the global references the static model cannot (indirect
+    subscripts): it is priced again only where there is shared memory it did not see."""
+    shared = [a.text for _, a in model.accesses() if a.space == "shared"]
+    if traced and not shared:
+        return None
+    shapes = sorted({b for b in blocks if all(isinstance(v, int) for v in b)})
+    if len(shapes) < len(set(blocks)):
+        if shared:
+            return ("uncertain-gain", "the gain is uncertain: a launch's block shape is known "
+                    f"only at run time, and the shared-memory accesses ({shared[0]}) may "
+                    "conflict in banks under the new axes")
+        return None
+    identity = {a: a for a in source}
+    for block in shapes:
+        before, after = block_cost(model, identity, block), block_cost(model, source, block)
+        if after.unpriced:
+            return ("uncertain-gain", f"the gain is uncertain: shared-memory access "
+                    f"{after.unpriced[0]} cannot be priced under the new axes")
+        gain = before.total / after.total if after.total else float("inf")
+        if gain < MIN_GAIN:
+            verdict = "slower" if gain < 1 else "too small a gain"
+            return ("small-gain", f"the whole block's cost predicts {verdict} (x{gain:.2f} "
+                    f"for a {block[0]}x{block[1]}x{block[2]} block: {before.describe()} "
+                    f"now, {after.describe()} permuted)")
+    return None
 
 
 def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blocks, grids,
@@ -454,7 +503,7 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
         for launch in program.launches_of(d.kernel):
             out.append((launch.span, rewrite_launch(
                 program.text, launch, kernel, d.generated.stages, d.generated.hidden, note,
-                d.assumption, d.emitted if d.emitted != d.kernel else None)))
+                d.assumption, d.emitted if d.emitted != d.kernel else None, d.disjoint)))
     return out
 
 

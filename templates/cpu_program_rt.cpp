@@ -327,6 +327,9 @@ void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared, const
                  pc_body_fn body, void* closure) {
   pc_install();
   pc_kernel = name;
+  if (const char* log = std::getenv("POLYCOAL_CPU_LAUNCH_LOG")) {   // which kernels ran
+    if (FILE* f = std::fopen(log, "a")) { std::fprintf(f, "%s\n", name); std::fclose(f); }
+  }
   unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 ||
       block.z == 0 || threads > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 ||

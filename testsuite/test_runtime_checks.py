@@ -84,3 +84,60 @@ def test_covariance_with_published_bounds_is_transformed_under_m_le_M():
     off = transform_program(program, TransformOptions(preprocessor=options,
                                                       runtime_checks=False))
     assert next(d for d in off.decisions if d.kernel == "covar_kernel").code == "race"
+
+
+OVERLAP = FIXTURES / "runtime_checks" / "overlap.cu"
+
+
+def _ran(text: str, tmp_path, argv, monkeypatch) -> list[str]:
+    """The kernels the program launched on the CPU runtime, in order."""
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    log = tmp_path / f"launches-{'-'.join(argv)}.log"
+    monkeypatch.setenv("POLYCOAL_CPU_LAUNCH_LOG", str(log))
+    run, error = CpuProgramRunner(str(tmp_path / "rt")).compile_and_run(text, argv=argv)
+    assert run is not None and run.failure is None, (error, run and run.stderr)
+    return log.read_text().split()
+
+
+def test_pointers_that_may_overlap_are_checked_at_each_launch(tmp_path, monkeypatch):
+    """scale_rows gets two pointers into one allocation through a host function: the
+    launch compares the byte ranges dst and src touch at its values, runs the copy where
+    they are disjoint and the original where they overlap (in place, or shifted by less
+    than the matrix, or by all but one element); every branch gives the original's
+    result."""
+    out, err = _transform(OVERLAP)
+    assert "under a run-time check at each launch: 'dst' and 'src' do not overlap" in err
+    assert "__global__ void scale_rows__pc_checked(" in out
+    assert "(size_t)(const void *)((dst))" in out and "(size_t)(const void *)((src))" in out
+    if shutil.which("nvcc"):
+        (tmp_path / "out.cu").write_text(out)
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", str(tmp_path / "out.cu"),
+                            "-o", str(tmp_path / "out.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    rows, cols = 150, 48
+    for shift, kernel in ((rows * cols, "scale_rows__pc_checked"),          # disjoint
+                          (rows * cols + 7, "scale_rows__pc_checked"),
+                          (0, "scale_rows"),                                 # in place
+                          (5, "scale_rows"),                                 # overlapping
+                          (rows * cols - 1, "scale_rows")):                  # by one element
+        argv = (str(rows), str(cols), str(shift))
+        assert _ran(out, tmp_path, argv, monkeypatch) == [kernel], shift
+        runs_alike(OVERLAP.read_text(), out, tmp_path, argv=argv)
+
+
+def test_the_pointer_check_is_reported_and_can_be_turned_off():
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(OVERLAP), "-o",
+                        "/dev/null", "--report", "json"], capture_output=True, text=True)
+    [kernel] = json.loads(r.stderr)["kernels"]
+    [check] = kernel["runtime_checks"]
+    assert check["condition"] == "'dst' and 'src' do not overlap"
+    assert check["why"] == "pointer arguments distinct" and "dst" in check["host"]
+    out, err = _transform(OVERLAP, "--no-runtime-checks")
+    assert out == OVERLAP.read_text()
+    assert "may alias" in err and "--no-runtime-checks" in err, err
+
+
+def test_the_race_check_takes_each_branch(tmp_path, monkeypatch):
+    out, _ = _transform(BAND)
+    assert _ran(out, tmp_path, ("48",), monkeypatch) == ["band_copy__pc_checked"]
+    assert _ran(out, tmp_path, ("100",), monkeypatch) == ["band_copy"]

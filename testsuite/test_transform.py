@@ -321,10 +321,18 @@ void run(float *p, float *q) { transpose_copy<<<dim3(R / 16, C / 16), dim3(16, 1
 """
 
 
-def test_possibly_aliasing_arguments_block_the_transformation(tmp_path, capsys):
+def test_possibly_aliasing_arguments_are_checked_at_run_time(tmp_path, capsys):
+    """Pointers from the caller: the transformed copy runs where the launch finds their
+    footprints disjoint; --no-runtime-checks keeps the refusal; --assume-no-alias
+    transforms without a check."""
     src = tmp_path / "alias.cu"
     src.write_text(ALIASED)
     assert main(["transform", str(src), "-o", str(tmp_path / "out.cu")]) == 0
+    out = (tmp_path / "out.cu").read_text()
+    assert "transpose_copy__pc_checked<<<" in out and "} else {" in out
+    assert "'out' and 'in' do not overlap" in capsys.readouterr().err
+    assert main(["transform", str(src), "-o", str(tmp_path / "out.cu"),
+                 "--no-runtime-checks"]) == 0
     assert (tmp_path / "out.cu").read_text() == ALIASED
     assert "may alias" in capsys.readouterr().err
     assert main(["transform", str(src), "-o", str(tmp_path / "out.cu"),

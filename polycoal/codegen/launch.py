@@ -130,16 +130,20 @@ def _bound_arguments(args: list[str], needed: set[int]) -> list[int]:
 
 
 def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden: list[str],
-                   note: str, assumption=None, copy: str | None = None) -> str:
+                   note: str, assumption=None, copy: str | None = None,
+                   disjoint=()) -> str:
     """The replacement text of the launch statement (templates/launch.cu.j2): one launch
     per stage, in order, on the original's stream, each with its grid computed on the
     host from this launch's values. With an `assumption` (optimize/assumptions.py), the
     new kernel is the copy `copy`: the stages run where the assumption holds at this
-    launch's values, the original kernel, as launched, elsewhere."""
+    launch's values, the original kernel, as launched, elsewhere; the same with
+    `disjoint` pointer pairs, whose byte ranges at this launch's values must not
+    overlap."""
     name, config, args = launch_parts(original, launch)
     qualifier, template_args = qualified_names(name, kernel.name)
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
-    condition = condition_to_c(assumption.as_set()) if assumption is not None else ""
+    condition = " && ".join(([condition_to_c(assumption.as_set())] if assumption else []) +
+                            [f"({pair.to_c()})" for pair in disjoint])
     used_text = " ".join(r.host_lo + " " + r.host_hi for st in stages for r in st.ranges) \
         + " " + condition
     needed = {position[p.name] for p in kernel.parameters
@@ -152,7 +156,10 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
     # or unsigned size would wrap at `n - 1` and mix types in the comparisons
     values = {p.name: f"((long long)({launch_args[position[p.name]].strip()}))"
               for p in kernel.parameters if position[p.name] in needed}
-    original_geometry = bool(hidden) or bool(assumption) or bool(
+    values.update({p.name: f"({launch_args[position[p.name]].strip()})"
+                   for p in kernel.parameters if p.is_pointer and position[p.name] < len(args)
+                   and re.search(rf"\b{re.escape(p.name)}\b", condition)})
+    original_geometry = bool(hidden) or bool(condition) or bool(
         re.search(r"\b(pc_)?(nthreads|blockDim|gridDim)_[xyz]\b", used_text))
     if original_geometry:
         for a in "xyz":
@@ -189,7 +196,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
     indent = _indent(original, launch)
     main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
     checks, fallback = [], None
-    if assumption is not None:
+    if condition:
         checks = [_substitute(condition, values)]
         fallback = {"name": name.strip(), "grid": [f"pc_grid0.{a}" for a in "xyz"],
                     "block": [f"pc_block0.{a}" for a in "xyz"], "args": launch_args}

@@ -79,3 +79,101 @@ def holds(assumption: Assumption, values: dict[str, int]) -> bool | None:
     fixed = " and ".join(f"{p} = {values[p]}" for p in assumption.parameters)
     return not assumption.as_set().intersect(isl.Set(
         f"[{', '.join(assumption.space)}] -> {{ : {fixed} }}")).is_empty()
+
+
+# Pointer arguments that must not overlap. The model takes every pointer argument as
+# its own array; where the program shows no evidence of that (restrict, distinct
+# cudaMalloc allocations), each launch can check it instead: the elements a pointer's
+# references touch lie in [lo, hi] (offsets from the pointer, over the kernel's
+# parameters: the box hull of the subscripts' ranges over the statements' domains,
+# flattened with the row sizes), and two pointers whose byte ranges are disjoint at a
+# launch's values cannot reach one another's elements there. Only pairs in which one
+# pointer is written need the check.
+
+@dataclass(frozen=True)
+class Footprint:
+    pointer: str             # the kernel's pointer parameter (its array in the model)
+    element_size: int        # bytes
+    lo: str                  # C text over the kernel's parameters: first element offset
+    hi: str                  # last element offset
+    strides: tuple[str, ...]  # symbolic row sizes the flattening needs non-negative
+
+    def bytes_c(self) -> tuple[str, str]:
+        """The first and one-past-last byte addresses, as host C (size_t arithmetic)."""
+        base = f"(size_t)(const void *)({self.pointer})"
+        return (f"({base} + (size_t)((long long)({self.lo}) * {self.element_size}))",
+                f"({base} + (size_t)(((long long)({self.hi}) + 1) * {self.element_size}))")
+
+
+@dataclass(frozen=True)
+class Disjoint:
+    first: Footprint         # one of the two is written
+    second: Footprint
+
+    def describe(self) -> str:
+        return f"'{self.first.pointer}' and '{self.second.pointer}' do not overlap"
+
+    def to_c(self) -> str:
+        """The host condition: the two byte ranges are disjoint (and the row sizes the
+        footprints were flattened with are not negative)."""
+        (a_lo, a_hi), (b_lo, b_hi) = self.first.bytes_c(), self.second.bytes_c()
+        signs = [f"({s}) >= 0" for s in sorted(set(self.first.strides + self.second.strides))]
+        return " && ".join(signs + [f"({a_hi} <= {b_lo} || {b_hi} <= {a_lo})"])
+
+
+def _pw_aff_c(pw: isl.PwAff) -> str:
+    from polycoal.codegen.isl_c import expr_to_c
+    build = isl.AstBuild.from_context(isl.Set.universe(pw.get_domain_space()))
+    return expr_to_c(build.expr_from_pw_aff(pw))
+
+
+def footprint(model: KernelModel, array: str) -> Footprint | None:
+    """The element range of `array`'s references, or None when a subscript is not
+    affine or its range is unbounded."""
+    touched = None
+    size = None
+    for s, a in model.accesses():
+        if a.array != array:
+            continue
+        m = isl_helpers.access_map(model, s, a)
+        if m is None:
+            return None
+        image = m.range()
+        touched = image if touched is None else touched.union(image)
+        size = a.element_size
+    if touched is None:
+        return None
+    sizes = list((model.arrays.get(array) or ("", ()))[1] or ())
+    rank = touched.dim(isl.dim_type.set)
+    if len(sizes) != rank - 1:
+        return None
+    touched = touched.coalesce()
+    strides, lo, hi = [], [], []
+    for k in range(rank):
+        try:
+            low, high = _pw_aff_c(touched.dim_min(k)), _pw_aff_c(touched.dim_max(k))
+        except isl.Error:
+            return None
+        row = None                      # elements per step of subscript k
+        for p in sizes[k:]:
+            row = p if row is None else row * p
+        text = "1" if row is None else isl_helpers.poly_text(row)
+        if row is not None and not row.is_constant():
+            strides.append(text)
+        scale = "" if text == "1" else f" * ({text})"
+        if low != "0":
+            lo.append(f"({low}){scale}")
+        hi.append(f"({high}){scale}")
+    return Footprint(array, size, " + ".join(lo) or "0", " + ".join(hi), tuple(strides))
+
+
+def disjoint_pointers(model: KernelModel, pointers: list[str]) -> tuple[Disjoint, ...] | None:
+    """The pairs of `pointers` (kernel parameters, in order) of which one is written,
+    with their footprints; None when a footprint cannot be computed."""
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    used = [p for p in pointers if any(a.array == p for _, a in model.accesses())]
+    prints = {p: footprint(model, p) for p in used}
+    if any(f is None for f in prints.values()):
+        return None
+    return tuple(Disjoint(prints[p], prints[q]) for k, p in enumerate(used)
+                 for q in used[k + 1:] if p in written or q in written)

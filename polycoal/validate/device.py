@@ -26,6 +26,7 @@ from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
 from polycoal.validate.experiment import NotRunnable, prepare, run_changed
 
 L2_BYTES = 64 << 20
+SLOWER_BELOW = 0.95      # a speedup under this is reported as a slowdown (noise is ~2%)
 _NUMPY = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
           "unsigned int": "uint32", "long": "int64", "long long": "int64", "short": "int16",
           "char": "int8", "unsigned char": "uint8", "size_t": "uint64", "int32_t": "int32",
@@ -51,6 +52,11 @@ class DeviceVerdict:
         if self.original_ms and self.transformed_ms:
             return self.original_ms / self.transformed_ms
         return None
+
+    @property
+    def slower(self) -> bool:
+        """The transformed kernel ran slower than the original, beyond timing noise."""
+        return self.speedup is not None and self.speedup < SLOWER_BELOW
 
 
 def load_pycuda():

@@ -1,4 +1,4 @@
-// A kernel polycoal must leave alone: its pointers come from the caller and may alias.
+// Left alone: its pointers may alias, and x's subscript has no bounds a launch could check.
 #include <cuda_runtime.h>
 #include "sizes.cuh"
 
@@ -6,7 +6,7 @@ __global__ void axpy(float *y, const float *x, float a, int n)
 {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
-    y[i] = a * x[i] + y[i];
+    y[i] = a * x[(i * 7) % n] + y[i];
 }
 
 void run_axpy(float *y, const float *x, float a, int n)
