@@ -37,7 +37,8 @@ from polycoal.analysis.warp_cost import MIN_GAIN, block_cost
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
-from polycoal.optimize.reduction import column_reduction_obstacle, row_reduction_obstacle
+from polycoal.optimize.reduction import (column_reduction_obstacle, one_thread,
+                                         row_reduction_obstacle)
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
@@ -338,10 +339,13 @@ def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
     mapping = _mapping(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
     block = options.block if options.block and options.block[0] % 32 == 0 and \
         options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
+    how = ("a single thread ran it: one warp splits the loop (32 loads in flight instead "
+           "of one) and adds up" if one_thread(model, [s for s in model.statements if s.loops])
+           else "one warp per row, the lanes split the loop (coalesced) and add up")
     return d.change(
-        "reduced", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): one "
-        "warp per row, the lanes split the loop (coalesced) and add up with a shuffle tree; "
-        "floating-point additions are reassociated", mapping=mapping,
+        "reduced", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
+        f"{how} with a shuffle tree; floating-point additions are reassociated",
+        mapping=mapping,
         generated=generate_kernel(program.text, kernel, model, mapping, block,
                                   warp_reduction=loop.loop.counter))
 

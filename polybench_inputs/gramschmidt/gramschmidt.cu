@@ -56,14 +56,12 @@ __global__ void gramschmidt_kernel1(int m, int n, DATA_TYPE *a, DATA_TYPE *r, DA
   int i;
 
   if (tid == 0) {
-    r[k * N + k] = 0.0f;
+    DATA_TYPE nrm = 0.0;
     for (i = 0; i < _PB_M; i++)
-      r[k * N + k] += a[i * N + k] * a[i * N + k];
-    r[k * N + k] = sqrtf(r[k * N + k]);
+      nrm += a[i * N + k] * a[i * N + k];
+    r[k * N + k] = sqrt(nrm);
   }
 }
-
-/* q[i][k] = a[i][k] / r[k][k]: one row per thread. */
 __global__ void gramschmidt_kernel2(int m, int n, DATA_TYPE *a, DATA_TYPE *r, DATA_TYPE *q, int k)
 {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

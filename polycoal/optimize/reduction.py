@@ -11,7 +11,9 @@ The conditions, each checked here: one thread dimension; a single loop, carrying
 reductions; every statement in it an update X[f] op= e with f free of the loop counter
 and X accessed nowhere else in it; no array read in the loop written anywhere in the
 kernel except by those updates (the lanes must not need each other's writes); and the
-loop's references coalesce along the loop, not along the threads.
+loop's references coalesce along the loop, not along the threads, or a single thread
+runs the whole reduction (`if (tid == 0)`: gramschmidt's norm), where the warp gains
+by running 32 of its loads at a time even when none of them coalesce.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def row_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
         return shape
     counter, inside, written, targets = shape
     thread = model.thread_dims[0].name
+    if one_thread(model, inside):
+        return None
     along_loop = along_threads = 0
     for s in inside:
         for a in s.accesses:
@@ -98,6 +102,23 @@ def row_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
         return Obstacle("not-contiguous-along-loop",
                         "its loads are not contiguous along the loop either")
     return None
+
+
+def one_thread(model: KernelModel, statements) -> bool:
+    """Whether a single thread runs all of `statements` (`if (tid == 0)`, gramschmidt's
+    norm): for every parameter value, their instances project onto one thread index."""
+    import islpy as isl
+
+    from polycoal.model import isl_helpers
+    threads = None
+    for s in statements:
+        dom = isl_helpers.domain(model, s)
+        dom = dom.project_out(isl.dim_type.set, len(model.thread_dims), model.depth)
+        threads = dom if threads is None else threads.union(dom)
+    if threads is None or threads.is_empty():
+        return False
+    # one point for each parameter value: the lexicographic minimum and maximum agree
+    return threads.lexmin().is_equal(threads.lexmax()) and threads.is_equal(threads.lexmin())
 
 
 def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
