@@ -446,6 +446,32 @@ def test_a_run_in_this_process_leaves_the_front_end_as_it_was(tmp_path, cpu_cach
     assert not hasattr(before, "__wrapped__")
 
 
+def test_overlapping_pointers_are_generated_and_each_branch_is_judged(cpu, tmp_path):
+    """The runtime family's form overlap passes `A + shift` and `A` to one kernel: the
+    first restructured program in place (the launch's check fails: the original runs)
+    and the first with disjoint pointers (the copy runs) each run like the original."""
+    judged = {}
+    for seed in range(400):
+        p = generate(seed, "runtime")
+        if p.variant != "runtime:overlap":
+            continue
+        branch = "in place" if "(in place)" in p.shape else "disjoint"
+        if branch in judged:
+            continue
+        src, out = tmp_path / f"{seed}.cu", tmp_path / f"{seed}.out.cu"
+        src.write_text(p.source)
+        assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
+        output = out.read_text()
+        if "__pc_checked" not in output:
+            continue
+        result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
+        assert result.failures == [], (p.seed, result.failures)
+        judged[branch] = p.seed
+        if len(judged) == 2:
+            break
+    assert set(judged) == {"in place", "disjoint"}, judged
+
+
 @pytest.mark.parametrize("style", ["macro", "assert", "permute"])
 def test_the_front_end_styles_are_generated_transformed_and_judged(style, cpu, tmp_path):
     """The generator's launches through macros and kernels with `assert` (family

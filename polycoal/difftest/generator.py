@@ -998,10 +998,12 @@ def fam_runtime(b: Builder) -> None:
     """Sizes known at run time, passed as int/long/size_t arguments, grids computed on the
     host ((n + 255) / 256)."""
     rng = b.rng
-    form = rng.choice(("rowred", "colred", "affine", "affine", "permute"))
+    form = rng.choice(("rowred", "colred", "affine", "affine", "permute", "overlap"))
     b.variant = f"runtime:{form}"
     if form == "permute":
         runtime_permute_kernel(b)
+    elif form == "overlap":
+        runtime_overlap_kernel(b)
     elif form == "rowred":
         reduction_kernel(b, "row", runtime=True)
     elif form == "colred":
@@ -1044,6 +1046,38 @@ def runtime_permute_kernel(b: Builder) -> Kernel:
     b.main.append(f"  {k.name}<<<{grd}, {blk}>>>({k.args()});")
     b.shape.append(f"{k.name}: run-time 2-D geometry {bx}x{by} over {rows_v}x{cols_v}, "
                    f"rows along x, an indirect read")
+    return k
+
+
+def runtime_overlap_kernel(b: Builder) -> Kernel:
+    """One thread per row of a row-major matrix (uncoalesced: restructured) whose
+    destination and source are two pointers into one allocation, `A + shift` and `A`,
+    with shift a run-time value: nothing in the program says they are distinct, so the
+    launch compares the bytes each touches and runs the restructured copy only where
+    they are disjoint (shift of a matrix or more) and the original where they are not
+    (in place: shift 0). Shifts that would make the original race are not generated."""
+    rng = b.rng
+    ctype = choose_type(rng, (6, 2, 0))
+    rows_v, cols_v = rng.choice(EXTENTS), rng.choice(EXTENTS)
+    n = rows_v * cols_v
+    rows, cols = b.runtime("ROWS", rows_v, "int"), b.runtime("COLS", cols_v, "int")
+    shift_v = rng.choice((0, 0, n, n + 3, 2 * n))
+    shift = b.runtime("SHIFT", shift_v, "int")
+    A = b.array("A", ctype, [rows, cols], slack=SLACK + 2 * n + 3)
+    k = b.kernel(rng.choice(("shift_rows", "copy_scaled", "axpy_rows")))
+    dst, src = b.fresh("dst"), b.fresh("src")
+    k.seen.add(A)
+    k.params.append((f"{ctype} *{dst}", f"{A.d} + {shift.h}"))
+    k.params.append((f"const {ctype} *{src}", A.d))
+    rn, cn = k.size(rows), k.size(cols)
+    k.lines.append(thread_index(rng, "r", "x"))
+    k.lines.append(f"if (r < {rn})")
+    k.lines.append(f"  for (int c = 0; c < {cn}; c++)")
+    k.lines.append(f"    {dst}[r * {cn} + c] = {src}[r * {cn} + c] * {literal(ctype, 0.5)} + "
+                   f"{literal(ctype, 1.0)};")
+    b.launch(k, [(rows, rng.choice(BLOCKS_1D))])
+    b.shape.append(f"{k.name}: {rows_v}x{cols_v} rows, dst = A + {shift_v}, src = A "
+                   f"({'in place' if shift_v == 0 else 'disjoint'})")
     return k
 
 
