@@ -141,3 +141,35 @@ def test_a_kernel_left_alone_keeps_its_macro(tmp_path):
     assert {d.kernel: d.action for d in result.decisions}["transpose"] == "unchanged"
     kept = result.text.split("int main")[1]
     assert "LAUNCH(transpose, (ROWS + 127) / 128, 128, dA, dT, ROWS, COLS);" in kept
+
+
+def test_a_kernel_template_launched_through_a_macro_runs_on_the_cpu_path(tmp_path):
+    """`LAUNCH(k, g, b, ...)` of a kernel template: nvcc deduces its type from the
+    launch's arguments, and so must the CPU runtime (the random tester's styles-9165)."""
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    text = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+#define LAUNCH(kern, g, b, ...) do { kern<<<g, b>>>(__VA_ARGS__); } while (0)
+template <typename T>
+__global__ void twice(T *out, const T *in, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2 * in[i];
+}
+int main()
+{
+  double h[40], *a, *b;
+  for (int i = 0; i < 40; i++) h[i] = i;
+  cudaMalloc(&a, sizeof h);
+  cudaMalloc(&b, sizeof h);
+  cudaMemcpy(a, h, sizeof h, cudaMemcpyHostToDevice);
+  LAUNCH(twice, 2, 32, b, a, 40);
+  cudaMemcpy(h, b, sizeof h, cudaMemcpyDeviceToHost);
+  printf("%.1f %.1f\\n", h[1], h[39]);
+  return 0;
+}
+"""
+    run, error = CpuProgramRunner(str(tmp_path / "rt")).compile_and_run(text)
+    assert run is not None and run.failure is None, error
+    assert run.stdout.split() == ["2.0", "78.0"]

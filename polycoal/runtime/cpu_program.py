@@ -282,7 +282,8 @@ def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
     b>>>(__VA_ARGS__)`), rewritten into pc_launch_args calls (the arguments may be
     __VA_ARGS__, so they are passed on, not captured one by one). A kernel named by a
     macro parameter is run as a synchronising one (the safe choice) and named by
-    stringification."""
+    stringification. The kernel is called through a generic lambda, so that a kernel
+    template's arguments are deduced from the launch's arguments, as nvcc does."""
     out, pos = [], 0
     for m in _DEFINE.finditer(text):
         end = _directive_end(text, m.end())
@@ -303,7 +304,8 @@ def _rewrite_macro_launches(text: str, sync: set[str]) -> str:
             pieces.append(
                 f"({stream}pc_launch_args({'true' if by_parameter or s.kernel in sync else 'false'}"
                 f", {'#' + s.kernel if by_parameter else chr(34) + s.kernel + chr(34)}, "
-                f"dim3({s.config[0]}), dim3({s.config[1]}), (size_t)({shared}), {s.callee}"
+                f"dim3({s.config[0]}), dim3({s.config[1]}), (size_t)({shared}), "
+                f"[](auto... pc_a) {{ {s.callee}(pc_a...); }}"
                 + "".join(f", {a}" for a in s.args) + "))")
             at = s.end
         pieces.append(body[at:])
