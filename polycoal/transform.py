@@ -33,7 +33,7 @@ from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launc
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.optimize.assumptions import both, disjoint_pointers, race_free_assumption
-from polycoal.analysis.warp_cost import MIN_GAIN, block_cost
+from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
 from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
                                      generate_tiled_reduction, split_extents)
@@ -417,7 +417,7 @@ def _on_chip_veto(model, source: dict[str, str], blocks: list[tuple], traced: bo
         return None
     identity = {a: a for a in source}
     for block in shapes:
-        before, after = block_cost(model, identity, block), block_cost(model, source, block)
+        before, after = block_costs(model, [identity, source], block)
         if after.unpriced:
             return ("uncertain-gain", f"the gain is uncertain: shared-memory access "
                     f"{after.unpriced[0]} cannot be priced under the new axes")

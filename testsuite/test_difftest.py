@@ -446,6 +446,14 @@ def test_a_run_in_this_process_leaves_the_front_end_as_it_was(tmp_path, cpu_cach
     assert not hasattr(before, "__wrapped__")
 
 
+def _transform_generated(p, tmp_path) -> str:
+    """`polycoal transform` of a generated program (never refused, never crashing)."""
+    src, out = tmp_path / f"{p.seed}.cu", tmp_path / f"{p.seed}.out.cu"
+    src.write_text(p.source)
+    assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
+    return out.read_text()
+
+
 def test_overlapping_pointers_are_generated_and_each_branch_is_judged(cpu, tmp_path):
     """The runtime family's form overlap passes `A + shift` and `A` to one kernel: the
     first restructured program in place (the launch's check fails: the original runs)
@@ -458,10 +466,7 @@ def test_overlapping_pointers_are_generated_and_each_branch_is_judged(cpu, tmp_p
         branch = "in place" if "(in place)" in p.shape else "disjoint"
         if branch in judged:
             continue
-        src, out = tmp_path / f"{seed}.cu", tmp_path / f"{seed}.out.cu"
-        src.write_text(p.source)
-        assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
-        output = out.read_text()
+        output = _transform_generated(p, tmp_path)
         if "__pc_checked" not in output:
             continue
         result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
@@ -490,10 +495,7 @@ def test_the_front_end_styles_are_generated_transformed_and_judged(style, cpu, t
             else "original"
         if branch in changed:
             continue
-        src, out = tmp_path / f"{seed}.cu", tmp_path / f"{seed}.out.cu"
-        src.write_text(p.source)
-        assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
-        output = out.read_text()
+        output = _transform_generated(p, tmp_path)
         if output != p.source and (style != "permute" or "__pc_permuted" in output):
             changed[branch] = (p, output)
             if style != "permute" or len(changed) == 2:

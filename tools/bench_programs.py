@@ -25,7 +25,6 @@ import argparse
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+from bench_polybench import _GPU_TIME  # noqa: E402
 from corpus_report import alike, arguments, numbers  # noqa: E402
 from polycoal.decisions import TransformOptions  # noqa: E402
 from polycoal.frontend import read_program  # noqa: E402
@@ -42,7 +42,6 @@ from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.transform import transform_program  # noqa: E402
 from polycoal.validate.device import load_pycuda, validate_device  # noqa: E402
 
-_GPU_TIME = re.compile(r"GPU Runtime:\s*([\d.]+)\s*s")
 
 
 def build(source: str, include: str, exe: str, arch: str) -> str | None:
@@ -65,7 +64,8 @@ def run_times(exe: str, argv: list[str], runs: int) -> dict:
             "runs": times, "numbers": printed}
 
 
-def kernels(program, options, values, repeat) -> list[dict]:
+def kernels(program, options, values, repeat):
+    """(the transform's result, each changed kernel's verdict on the device)."""
     result = transform_program(program, options)
     out = []
     for v in validate_device(program, result, options, values, repeat):
@@ -76,7 +76,7 @@ def kernels(program, options, values, repeat) -> list[dict]:
                     "grid": v.grid, "block": v.block, "new_grid": v.new_grid,
                     "new_block": v.new_block})
         print(json.dumps(out[-1]), flush=True)
-    return out
+    return result, out
 
 
 def main() -> int:
@@ -103,14 +103,14 @@ def main() -> int:
         program = read_program(path, preprocessor)
         values = {**arguments(text), **given}
         options = TransformOptions(preprocessor=preprocessor)
-        entry = {"program": path, "argv": argv, "values": values,
-                 "kernels": kernels(program, options, values, args.repeat)}
+        result, verdicts = kernels(program, options, values, args.repeat)
+        entry = {"program": path, "argv": argv, "values": values, "kernels": verdicts}
         if args.unpriced:
-            entry["unpriced"] = [k for k in kernels(
-                program, TransformOptions(preprocessor=preprocessor, price_on_chip=False),
-                values, args.repeat) if k["kernel"] not in
-                {x["kernel"] for x in entry["kernels"]}]
-        result = transform_program(program, options)
+            _, forced = kernels(program, TransformOptions(preprocessor=preprocessor,
+                                                          price_on_chip=False),
+                                values, args.repeat)
+            actions = {x["kernel"]: x["action"] for x in verdicts}
+            entry["unpriced"] = [k for k in forced if k["action"] != actions.get(k["kernel"])]
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, os.path.basename(path))
             with open(out, "w") as f:

@@ -69,7 +69,7 @@ def _tightest(bounds: list[Poly], upper: bool, values: dict[str, int]) -> tuple[
     return candidates[0], False
 
 
-def _with_values(model: KernelModel, dom: isl.Set, values: dict[str, int]) -> isl.Set:
+def with_values(model: KernelModel, dom: isl.Set, values: dict[str, int]) -> isl.Set:
     fixed = [f"{p} = {v}" for p, v in values.items() if p in model.parameters]
     if not fixed:
         return dom
@@ -77,7 +77,7 @@ def _with_values(model: KernelModel, dom: isl.Set, values: dict[str, int]) -> is
                                         f"{{ : {' and '.join(fixed)} }}"))
 
 
-def _box(dom: isl.Set) -> int | None:
+def box_points(dom: isl.Set) -> int | None:
     """Points of the bounding box of a set without parameters left free."""
     total = 1
     for k in range(dom.dim(isl.dim_type.set)):
@@ -91,7 +91,7 @@ def _box(dom: isl.Set) -> int | None:
 def count_statement(model: KernelModel, s: Statement) -> Count:
     dom = isl_helpers.domain(model, s).coalesce()
     values = dict(model.parameter_values)
-    if _with_values(model, dom, values).is_empty():
+    if with_values(model, dom, values).is_empty():
         return Count(Poly(), 0, s.exact)     # no instance for this launch
     basics = dom.get_basic_sets()
     if not basics:
@@ -111,7 +111,7 @@ def count_statement(model: KernelModel, s: Statement) -> Count:
     if value is not None and (value < 0 or not exact):
         # a closed form used outside its range, or an estimate: never above the box
         exact = exact and value >= 0
-        box = _box(_with_values(model, dom, values)) if set(model.parameters) <= \
+        box = box_points(with_values(model, dom, values)) if set(model.parameters) <= \
             set(values) else None
         value = max(value, 0) if box is None else min(max(value, 0), box)
     return Count(total, value, exact)

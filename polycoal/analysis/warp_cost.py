@@ -32,12 +32,11 @@ A permutation is applied only where the figure falls by MIN_GAIN or more.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import islpy as isl
 
 from polycoal.analysis.coalescing import LARGE_STRIDE, dynamic_offset, lane_stride, request_sectors
-from polycoal.analysis.counting import _box, _with_values
+from polycoal.analysis.counting import box_points, with_values
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel, Statement
@@ -102,7 +101,7 @@ def _active_and_trips(model: KernelModel, s: Statement, block
     `s` runs, and its trips per thread (its loops' extents where the launch's values
     bound them, else NOMINAL_TRIPS)."""
     axes = cuda_dialect().axes
-    dom = _with_values(model, isl_helpers.domain(model, s), dict(model.parameter_values))
+    dom = with_values(model, isl_helpers.domain(model, s), dict(model.parameter_values))
     for d in model.thread_dims:
         if d.kind == "block":
             dom = dom.fix_val(isl.dim_type.set, model.dims.index(d.name), isl.Val(0))
@@ -110,7 +109,7 @@ def _active_and_trips(model: KernelModel, s: Statement, block
     nthreads = len(model.thread_dims)
     trips = NOMINAL_TRIPS
     if not dom.is_empty():
-        box = _box(dom.project_out(isl.dim_type.set, 0, nthreads))
+        box = box_points(dom.project_out(isl.dim_type.set, 0, nthreads))
         trips = box if box is not None else NOMINAL_TRIPS
     lanes = dom.project_out(isl.dim_type.set, nthreads, model.depth)
     names = [d.name for d in model.thread_dims]
@@ -129,32 +128,48 @@ def _active_and_trips(model: KernelModel, s: Statement, block
     return present, active, float(trips)
 
 
-def block_cost(model: KernelModel, source: dict[str, str],
-               block: tuple[int, int, int]) -> BlockCost:
-    """The memory cost of one block of `block` threads (original axes) when new axis n
-    runs original axis source[n]."""
-    axes = cuda_dialect().axes
+def _strides(model: KernelModel, s: Statement, a, values: dict) -> dict[str, int | None]:
+    """The lane stride of access `a` along each thread axis, in elements, where it is
+    an integer at the launch's values (None: non-affine or symbolic)."""
+    out = {}
+    for axis in cuda_dialect().axes:
+        st = None if a.flat is None else \
+            lane_stride(model, dynamic_offset(s, a.flat), axis).substitute(values)
+        out[axis] = int(st.constant()) if st is not None and st.is_constant() \
+            and st.constant().denominator == 1 else None
+    return out
+
+
+def block_costs(model: KernelModel, sources: list[dict[str, str]],
+                block: tuple[int, int, int]) -> list[BlockCost]:
+    """The memory cost of one block of `block` threads (original axes) under each
+    assignment of `sources` (new axis n runs original axis source[n]). What does not
+    depend on the assignment (each statement's active lanes and trips, each access's
+    strides) is computed once."""
     values = dict(model.parameter_values)
-    warps = _lanes_in_block(block, source)
-    sectors = wavefronts = issues = 0.0
-    unpriced = []
+    statements = []
     for s in model.statements:
-        present, active, trips = _active_and_trips(model, s, block)
-        live = [[lane for lane in lanes if tuple(lane[a] for a in present) in active]
-                for lanes in warps]
-        live = [lanes for lanes in live if lanes]
-        issues += trips * len(live)
+        priced = []
         for a in s.accesses:
             if a.space not in ("global", "shared"):
                 continue
             if a.flat is None and a.space == "global":
                 continue        # non-affine: the same unknown under every geometry
-            strides = {}
-            for axis in axes:
-                st = None if a.flat is None else \
-                    lane_stride(model, dynamic_offset(s, a.flat), axis).substitute(values)
-                strides[axis] = int(st.constant()) if st is not None and st.is_constant() \
-                    and Fraction(st.constant()).denominator == 1 else None
+            priced.append((a, _strides(model, s, a, values)))
+        statements.append((_active_and_trips(model, s, block), priced))
+    return [_cost(statements, _lanes_in_block(block, source)) for source in sources]
+
+
+def _cost(statements, warps) -> BlockCost:
+    axes = cuda_dialect().axes
+    sectors = wavefronts = issues = 0.0
+    unpriced = []
+    for (present, active, trips), priced in statements:
+        live = [[lane for lane in lanes if tuple(lane[a] for a in present) in active]
+                for lanes in warps]
+        live = [lanes for lanes in live if lanes]
+        issues += trips * len(live)
+        for a, strides in priced:
             if any(v is None for v in strides.values()):
                 if a.space == "shared":
                     unpriced.append(a.text)
@@ -168,3 +183,9 @@ def block_cost(model: KernelModel, source: dict[str, str],
                 else:
                     wavefronts += trips * shared_wavefronts(offsets, a.element_size)
     return BlockCost(sectors, wavefronts, issues, tuple(unpriced))
+
+
+def block_cost(model: KernelModel, source: dict[str, str],
+               block: tuple[int, int, int]) -> BlockCost:
+    """The memory cost of one block under one assignment (see block_costs)."""
+    return block_costs(model, [source], block)[0]

@@ -95,3 +95,9 @@ def condition_to_c(condition: isl.Set, rename: dict[str, str] | None = None) -> 
     """C text of a condition on the parameters (a parameter set), for host code."""
     build = isl.AstBuild.from_context(isl.Set.universe(condition.get_space()))
     return expr_to_c(build.expr_from_set(condition), rename)
+
+
+def pw_aff_to_c(value: isl.PwAff, rename: dict[str, str] | None = None) -> str:
+    """C text of a piecewise affine value of the parameters, for host code."""
+    build = isl.AstBuild.from_context(isl.Set.universe(value.get_domain_space()))
+    return expr_to_c(build.expr_from_pw_aff(value), rename)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polycoal.analysis.dependences import condition_text, racing_values
+from polycoal.codegen.isl_c import pw_aff_to_c
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 
@@ -121,12 +122,6 @@ class Disjoint:
         return " && ".join(signs + [f"({a_hi} <= {b_lo} || {b_hi} <= {a_lo})"])
 
 
-def _pw_aff_c(pw: isl.PwAff) -> str:
-    from polycoal.codegen.isl_c import expr_to_c
-    build = isl.AstBuild.from_context(isl.Set.universe(pw.get_domain_space()))
-    return expr_to_c(build.expr_from_pw_aff(pw))
-
-
 def footprint(model: KernelModel, array: str) -> Footprint | None:
     """The element range of `array`'s references, or None when a subscript is not
     affine or its range is unbounded."""
@@ -151,7 +146,7 @@ def footprint(model: KernelModel, array: str) -> Footprint | None:
     strides, lo, hi = [], [], []
     for k in range(rank):
         try:
-            low, high = _pw_aff_c(touched.dim_min(k)), _pw_aff_c(touched.dim_max(k))
+            low, high = pw_aff_to_c(touched.dim_min(k)), pw_aff_to_c(touched.dim_max(k))
         except isl.Error:
             return None
         row = None                      # elements per step of subscript k

@@ -117,8 +117,8 @@ def one_thread(model: KernelModel, statements) -> bool:
         threads = dom if threads is None else threads.union(dom)
     if threads is None or threads.is_empty():
         return False
-    # one point for each parameter value: the lexicographic minimum and maximum agree
-    return threads.lexmin().is_equal(threads.lexmax()) and threads.is_equal(threads.lexmin())
+    # one point for each parameter value: the set is its own lexicographic minimum
+    return threads.is_equal(threads.lexmin())
 
 
 def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
