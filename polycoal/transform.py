@@ -35,9 +35,11 @@ from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.optimize.assumptions import both, disjoint_pointers, race_free_assumption
 from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
 from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
-from polycoal.codegen.column import (generate_column_blocks, generate_column_split,
+from polycoal.codegen.column import (generate_column_blocks, generate_column_phases,
+                                     generate_column_split,
                                      generate_tiled_reduction, split_extents)
-from polycoal.optimize.reduction import (column_reduction_obstacle, one_thread,
+from polycoal.optimize.phases import MIN_SPLIT_TRIPS, PhasePlan, plan_phases
+from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, one_thread,
                                          row_reduction_obstacle)
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
@@ -102,6 +104,12 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
         kept = _kept_order(d)
         reductions = [l for l in d.analysis.loops if l.reduction]
         if not reductions:
+            # a reduction beside statements its loop carries other dependences for may
+            # still be distributed from them (optimize/phases.py)
+            plan = _phase_plan(d, options) if any(s.update for s in model.statements) \
+                else None
+            if isinstance(plan, PhasePlan):
+                return _plan_column_phases(program, kernel, d, options, plan)
             return kept
         reduced = _plan_reduction(program, kernel, d, options, reductions[0])
         if reduced.action != "unchanged":
@@ -279,6 +287,14 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
             "floating-point additions are reassociated",
             generated=generate_tiled_reduction(program.text, kernel, model, loop.loop.counter),
             mapping=_mapping(d, (loop.loop.counter, model.thread_dims[0].name), ()))
+    if options.reduction in ("auto", "block") and row is not None and (
+            row.code == "reduction-shape" or
+            (row.code == "coalesced-along-threads" and shape is not None)):
+        plan = _phase_plan(d, options)
+        if not isinstance(plan, Obstacle):
+            return _plan_column_phases(program, kernel, d, options, plan)
+        if row.code == "reduction-shape" and plan.code != "reduction-shape":
+            return d.keep(plan.code, plan.text)
     if options.reduction in ("auto", "block", "split") and row is not None and \
             row.code == "coalesced-along-threads":
         if shape is not None:
@@ -330,6 +346,31 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         "atomicAdd; floating-point additions are reassociated" + fallback,
         generated=generated,
         mapping=_mapping(d, (model.thread_dims[0].name, loop.loop.counter), ()))
+
+
+def _phase_plan(d: KernelDecision, options: TransformOptions) -> PhasePlan | Obstacle | None:
+    """The kernel's phases (optimize/phases.py) where options allow the form; asked for
+    by name (--reduction block), it is made for short loops too."""
+    if options.reduction not in ("auto", "block"):
+        return None
+    return plan_phases(d.analysis.model, d.analysis,
+                       0 if options.reduction == "block" else MIN_SPLIT_TRIPS)
+
+
+def _plan_column_phases(program: Program, kernel: Kernel, d: KernelDecision,
+                        options: TransformOptions, plan: PhasePlan) -> KernelDecision:
+    """A column kernel whose thread runs a sequence of loops, one of them a reduction
+    (optimize/phases.py): a block per 32 columns, its rows splitting each loop in turn."""
+    model = d.analysis.model
+    try:
+        generated = generate_column_phases(program.text, kernel, plan, options.column_groups)
+    except ValueError as e:
+        return d.keep("reduction-shape", f"not one block per 32 columns: {e}")
+    return d.change(
+        "columns", f"a column kernel in phases: a block of {generated.block[0]}x"
+        f"{generated.block[1]} threads per 32 columns; {plan.describe()}; floating-point "
+        "additions are reassociated", generated=generated,
+        mapping=_mapping(d, (model.thread_dims[0].name,), ("c0",)))
 
 
 def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
@@ -550,6 +591,18 @@ def _reduction_shape(program: Program, new_program: Program | None,
     return [refusal.text] if refusal else []
 
 
+def _phases(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """A column kernel in phases: the plan, made again from the original's model, must
+    be the one the generated kernel carries out (optimize/phases.py's conditions)."""
+    if not d.generated.phases:
+        return []
+    plan = plan_phases(d.analysis.model, d.analysis, 0)
+    if isinstance(plan, Obstacle):
+        return [plan.text]
+    return [] if plan.kinds == d.generated.phases else \
+        ["the generated phases differ from the plan's"]
+
+
 def _promotion(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """Promoted accumulators: loaded and stored exactly where the loop runs."""
     return [p for loop in d.generated.promoted for p in promotion_problems(loop)]
@@ -569,7 +622,7 @@ def _reparses(program: Program, new_program: Program | None, d: KernelDecision) 
 
 
 VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),
-              "columns": (_lanes,), "split": (_reduction_shape,),
+              "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,)}
 
 

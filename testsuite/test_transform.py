@@ -103,7 +103,8 @@ def test_polybench_decisions(program):
                 "bicg": {"bicg_kernel1": "split", "bicg_kernel2": "reduced"},
                 "gesummv": {"gesummv_kernel": "reduced"},
                 "gemver": {"gemver_kernel2": "split", "gemver_kernel3": "reduced"},
-                "gramschmidt": {"gramschmidt_kernel1": "reduced"}}
+                "gramschmidt": {"gramschmidt_kernel1": "reduced",
+                                "gramschmidt_kernel3": "columns"}}
     assert changed == expected.get(program, {})
     if not changed:
         assert result.text == prog.text
@@ -516,6 +517,7 @@ def test_reduction_form_is_selectable(choice, action):
     ("atax", "atax_kernel2", "block", "columns"),
     ("covariance", "mean_kernel", "block", "columns"),
     ("gramschmidt", "gramschmidt_kernel1", "auto", "reduced"),  # one thread's norm: a warp
+    ("gramschmidt", "gramschmidt_kernel3", "auto", "columns"),  # a reduction, then an update
 ])
 def test_column_reduction_forms_run_like_the_original(program, kernel, choice, action):
     """Both column forms (statements after the loop: gemver's x[i] += z[i], the mean's

@@ -72,6 +72,19 @@ def generate_column_blocks(original: str, kernel: Kernel, model: KernelModel,
                            warp_reduction=counter, column_groups=groups)
 
 
+def generate_column_phases(original: str, kernel: Kernel, plan, groups: int | None = None
+                           ) -> GeneratedKernel:
+    """A column kernel run in phases (optimize/phases.py): a block of 32 x G threads per
+    32 columns, its rows splitting each reduction and parallel loop of `plan` in turn.
+    Raises ValueError when the barriers could not be reached by every thread."""
+    groups = groups or COLUMN_GROUPS
+    model = plan.model
+    mapping = Mapping((model.thread_dims[0].name,), ("c0",), {}, ())
+    return generate_kernel(original, kernel, model, mapping, (32, groups, 1),
+                           warp_reduction="c0", column_groups=groups, phases=plan.kinds,
+                           handed=plan.handed)
+
+
 def _loop_statements(model: KernelModel) -> KernelModel:
     """The model of the statements inside the reduction loop."""
     return replace(model, statements=[s for s in model.statements if s.loops])

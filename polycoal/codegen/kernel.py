@@ -66,6 +66,7 @@ class GeneratedKernel:
     first_stages: list["Stage"] = field(default_factory=list)
     lane_splits: list[LaneSplit] = field(default_factory=list)   # reduction loops split
     promoted: list[PromotedLoop] = field(default_factory=list)   # accumulators in registers
+    phases: dict[str, str] = field(default_factory=dict)   # statement -> phase kind
 
     @property
     def stages(self) -> list["Stage"]:
@@ -197,7 +198,9 @@ def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list
 def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: Mapping,
                     block: tuple[int, int, int] | None = None,
                     promote: bool = False, warp_reduction: str | None = None,
-                    column_groups: int = 0) -> GeneratedKernel:
+                    column_groups: int = 0,
+                    phases: dict[str, str] | None = None,
+                    handed: frozenset[str] = frozenset()) -> GeneratedKernel:
     """The new kernel's text. With `warp_reduction` (a loop dim carrying only
     reductions), the single thread axis is run by whole warps instead of threads: the
     lanes of a warp split that loop (coalesced), each accumulates in a register, a
@@ -209,7 +212,13 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     threads runs 32 consecutive values of the thread axis (x, coalesced), its G rows of
     threads split the loop, their partial results meet in shared memory, and row 0
     updates memory and runs the statements outside the loop. One launch, no atomics:
-    the statements before and after the loop keep their order in each thread."""
+    the statements before and after the loop keep their order in each thread.
+
+    With `phases` as well (statement -> "reduce", "parallel" or "row0", from
+    optimize/phases.py), the block runs the thread's program loop by loop: the rows split
+    each reduction loop as above and each parallel loop by iterations, with a barrier
+    before and after each; row 0 runs the rest. The private scalars in `handed` that a
+    split loop reads reach every row through shared memory at the barrier before it."""
     taken = {t.text for t in tokenize(original[kernel.span.start:kernel.span.end])}
     thread_vars = {a: _fresh(f"pc_{a}", taken) for a in AXES[:len(mapping.axes)]}
     prefix = _fresh("pc_i", taken)
@@ -249,7 +258,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
 
     emitted: list[str] = []
     in_reduction: list[tuple[str, str, str, str]] = []   # (statement, target, op, value)
-    state = {"inside": False}
+    state = {"inside": False, "rows": False}
 
     def user(expr: isl.AstExpr) -> str:
         name = expr.get_op_arg(0).get_id().name
@@ -266,7 +275,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             return f"pc_acc{k} {update.op}= {update.value}; pc_hit{k} = 1;"
         text, vars_used = render_statement(model, kernel, by_name[name], dict(zip(dims, args)))
         used.update(vars_used)
-        if warp_reduction:
+        if warp_reduction and not state["rows"]:
             return f"if ({leader}) {{ {text}; }}"
         return text + ";"
 
@@ -281,31 +290,13 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     lane_splits: list[LaneSplit] = []
     promoted: list[PromotedLoop] = []
 
-    def warp_loop(node: isl.AstNode, iterator: str, guards: tuple[str, ...]):
-        """The reduction loop, split over the lanes of a warp (or the rows of a block)."""
-        if iterator not in reduction_iterators:
-            return None
-        if column_groups and any(g == "else" or re.search(rf"\b{thread_vars['x']}\b", g)
-                                 for g in guards):
-            # every thread of a block must reach the barriers below
-            raise ValueError("the reduction loop runs under a condition on the thread")
-        first = len(in_reduction)
-        state["inside"] = True
+    def split_loop(node: isl.AstNode, iterator: str) -> tuple[list[str], list[str]]:
+        """(the loop's header split over the lanes (rows), its body) for a loop of isl's
+        AST: lane l runs the iterations init + (l + L k) * inc, k >= 0 (inc: the loop's
+        own step, L lanes or rows splitting it)."""
         body = _render_ast(node.for_get_body(), user, names=wide, pragmas=pragmas)
-        state["inside"] = False
-        mine = list(enumerate(in_reduction[first:], first))
         init = expr_to_c(node.for_get_init(), wide, device=True)
         cond = expr_to_c(node.for_get_cond(), wide, device=True)
-        lines = ["{"]
-        for k, (name, update) in mine:
-            element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
-            lines.append(f"  {element} pc_acc{k} = {'0' if update.op == '+' else '1'};")
-            lines.append(f"  int pc_hit{k} = 0;")
-            if column_groups:
-                shared.append(f"__shared__ {element} pc_part{k}[{column_groups}][32];")
-                shared.append(f"__shared__ int pc_hits{k}[{column_groups}][32];")
-        # the loop's own step (isl's increment) times the number of lanes (rows)
-        # splitting it: lane l runs the iterations init + (l + L k) * inc, k >= 0
         lanes, lane = (column_groups, "(int)threadIdx.y") if column_groups else (32, "pc_lane")
         step = node.for_get_inc().get_val().to_python()   # isl's loops step by constants
         split = LaneSplit(iterator, expr_to_isl(node.for_get_init()),
@@ -313,9 +304,63 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                           lanes * step)
         lane_splits.append(split)
         scaled = lane if split.lane_step == 1 else f"{lane} * {split.lane_step}"
-        loop = pragmas(node, iterator) + [f"for (int {iterator} = ({init}) + {scaled}; {cond}; "
-                f"{iterator} += {split.split_step}) {{"]
-        loop += ["  " + l for l in body] + ["}"]
+        return pragmas(node, iterator) + [f"for (int {iterator} = ({init}) + {scaled}; "
+                                          f"{cond}; {iterator} += {split.split_step}) {{"], body
+
+    def handed_over(node: isl.AstNode) -> list[str]:
+        """A barrier, then the private scalars of `handed` the statements of `node`
+        read, from row 0 to every row of the block through shared memory."""
+        names = set()
+        for n in _statements_in(node):
+            accesses = by_name[n].accesses
+            # a reduction's accumulator is summed in registers; row 0 alone updates it
+            own = {a.array for a in accesses if a.kind == "write" and phases[n] == "reduce"}
+            names |= {a.array for a in accesses if a.kind == "read" and a.array in handed
+                      and a.array not in own}
+        names = sorted(names)
+        lines = []
+        for name in names:
+            declaration = f"__shared__ {model.private[name][0]} pc_row0_{name}[32];"
+            if declaration not in shared:
+                shared.append(declaration)
+            lines.append(f"if ({leader}) pc_row0_{name}[threadIdx.x] = {name};")
+        lines.append("__syncthreads();")
+        return lines + [f"{name} = pc_row0_{name}[threadIdx.x];" for name in names]
+
+    def warp_loop(node: isl.AstNode, iterator: str, guards: tuple[str, ...]):
+        """The reduction loop, split over the lanes of a warp (or the rows of a block);
+        with phases, a parallel loop split over the rows of the block."""
+        if phases is not None:
+            kinds = {phases[n] for n in _statements_in(node)}
+            if kinds not in ({"reduce"}, {"parallel"}):
+                return None
+        elif iterator not in reduction_iterators:
+            return None
+        if column_groups and any(g == "else" or re.search(rf"\b{thread_vars['x']}\b", g)
+                                 for g in guards):
+            # every thread of a block must reach the barriers below
+            raise ValueError("the reduction loop runs under a condition on the thread")
+        entry = handed_over(node) if phases is not None else []
+        if phases is not None and kinds == {"parallel"}:
+            state["rows"] = True
+            head, body = split_loop(node, iterator)
+            state["rows"] = False
+            return entry + ["if (pc_active) {"] + ["  " + l for l in head] + \
+                ["    " + l for l in body] + ["  }", "}", "__syncthreads();"]
+        first = len(in_reduction)
+        state["inside"] = True
+        head, body = split_loop(node, iterator)
+        state["inside"] = False
+        mine = list(enumerate(in_reduction[first:], first))
+        lines = entry + ["{"]
+        for k, (name, update) in mine:
+            element = next(a for a in by_name[name].accesses if a.kind == "write").element_type
+            lines.append(f"  {element} pc_acc{k} = {'0' if update.op == '+' else '1'};")
+            lines.append(f"  int pc_hit{k} = 0;")
+            if column_groups:
+                shared.append(f"__shared__ {element} pc_part{k}[{column_groups}][32];")
+                shared.append(f"__shared__ int pc_hits{k}[{column_groups}][32];")
+        loop = head + ["  " + l for l in body] + ["}"]
         # pc_hit<k>: whether the thread ran update k at all. Memory is updated only where
         # some lane (row) ran it, as the original updates it only where its loop ran
         # the statement (a loop may run zero times, or skip the update by a guard).
@@ -431,7 +476,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         sequential=[_describe_dim(model, d) for d in mapping.sequential],
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
         body=body, warp=bool(warp_reduction) and not column_groups,
-        columns=column_groups, shared=shared,
+        columns=column_groups, shared=shared, phased=phases is not None,
         reduction=_describe_dim(model, warp_reduction) if warp_reduction else "")
     per_block = tuple(block)
     if column_groups:
@@ -441,7 +486,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
                            axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block,
-                           lane_splits=lane_splits, promoted=promoted)
+                           lane_splits=lane_splits, promoted=promoted,
+                           phases=dict(phases or {}))
 
 
 def _statements_in(node: isl.AstNode) -> list[str]:

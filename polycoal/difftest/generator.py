@@ -550,16 +550,25 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
                      loop_kind: str = "plain", guard_kind: str = "full",
                      update: tuple[str, str, str] | None = None, private: bool | None = None,
                      ctype: str | None = None, rows: int | None = None,
-                     cols: int | None = None, two_acc: bool = False) -> Kernel:
+                     cols: int | None = None, two_acc: bool = False,
+                     after: str = "none") -> Kernel:
     """One thread per output element y[t] (t < T) and a loop over the other dimension of a
     row-major matrix: a row reduction (y[i] op= A[i*M + j] * x[j], loads a row apart along
     the threads) or a column reduction (y[j] op= A[i*N + j] * x[i], coalesced but starved).
-    Optionally through a private scalar, with statements before and after the loop."""
+    Optionally through a private scalar, with statements before and after the loop.
+
+    `after` (sums only) adds work beside the reduction, as column kernels do: "update", a
+    second loop B[i][j] = A[i][j] * y[j] (a column scaled by its sum); "inplace", a second
+    loop A[i][j] -= x[i] * y[j] (gramschmidt's update); "fused", B[i][j] = A[i][j] + x[i]
+    in the reduction's own loop (distributable); "running" (private accumulators), the
+    partial sum stored in the loop, B[i][j] = s (a prefix sum: not distributable)."""
     rng = b.rng
     ctype = ctype or choose_type(rng)
     update = update or pick_update(rng, ctype)
     cls, spelling, template = update
     private = rng.random() < 0.4 if private is None else private
+    if cls != "sum" or orientation != "col" or two_acc or (after == "running" and not private):
+        after = "none"
     if orientation == "row":
         t_value = rows or rng.choice(EXTENTS)
         l_value = cols or rng.choice(LOOP_EXTENTS + (100, 128))
@@ -584,7 +593,7 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     x = b.array("x", ctype, [L], "pow2" if cls == "prod" else ("int" if ctype == "int" else "dyadic"))
     yn = k.array(y, restrict=restrict)
     shift_wanted = rng.random() < 0.6
-    An = k.array(A, const=rng.random() < 0.5, restrict=restrict)
+    An = k.array(A, const=after != "inplace" and rng.random() < 0.5, restrict=restrict)
     xn = k.array(x, const=rng.random() < 0.5, restrict=restrict)
     lo_size = None
     if loop_kind == "lo-param":
@@ -593,7 +602,8 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     cond, t_lo, t_hi = guard_for(rng, k, tv, T, guard_kind)
     spec = loop_spec(rng, k, lv, L, tv, T, loop_kind, lo_size)
     # PolyBench's shape: the loop runs only for t >= 4 and writes y[t - 4]
-    shift = spec.shape == "empty-guarded" and not private and not two_acc and shift_wanted
+    shift = spec.shape == "empty-guarded" and not private and not two_acc and shift_wanted \
+        and after == "none"
     target = f"{yn}[{tv} - 4]" if shift else f"{yn}[{tv}]"
     if orientation == "row":
         a_index = flat(rng, k, [(tv, T), (lv, L)])
@@ -612,12 +622,19 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     body: list[str] = []
     init_value = {"sum": literal(ctype, 0.0), "prod": literal(ctype, 1.0)}.get(cls)
     z = None
+    Bn = None
+    if after in ("update", "fused", "running"):
+        Bn = k.array(b.array("B", ctype, [L, T], "zero"), restrict=restrict)
+    acc = "s" if private and rng.random() < 0.5 else "sum"
+    inner = {"fused": f"{Bn}[{a_index}] = {An}[{a_index}] + {xn}[{lv}];",
+             "running": f"{Bn}[{a_index}] = {acc};"}.get(after)
     if private:
-        acc = "s" if rng.random() < 0.5 else "sum"
         init = rng.choice((init_value, f"{yn}[{tv}]")) if init_value else f"{yn}[{tv}]"
         body.append(f"{ctype} {acc} = {init};")
-        body.append(spec.header)
+        body.append(spec.header + (" {" if inner else ""))
         body.append("  " + render_update(template, acc, term, ctype))
+        if inner:
+            body += ["  " + inner, "}"]
         finish = rng.choice(("store", "store", "add", "scale"))
         if finish == "add" and cls == "sum" and not init.startswith(yn):
             body.append(f"{yn}[{tv}] += {acc};")
@@ -629,8 +646,10 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
         pre = rng.random() < 0.4 and not shift
         if pre:
             body.append(f"{yn}[{tv}] = {init_value or xn + '[0]'};")
-        body.append(spec.header + (" {" if two_acc else ""))
+        body.append(spec.header + (" {" if two_acc or inner else ""))
         body.append("  " + render_update(template, target, term, ctype))
+        if inner:
+            body += ["  " + inner, "}"]
         if two_acc:
             z = b.array("z", ctype, [T], "zero")
             zn = k.array(z, restrict=restrict)
@@ -638,6 +657,11 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
             body.append("}")
         if rng.random() < 0.3 and ctype != "int" and not shift:
             body.append(f"{yn}[{tv}] = {yn}[{tv}] * {literal(ctype, 0.5)};")
+    if after in ("update", "inplace"):
+        total = acc if private else f"{yn}[{tv}]"
+        body.append(f"for (int {lv} = 0; {lv} < {k.size(L)}; {lv}++)")
+        body.append(f"  {Bn}[{a_index}] = {An}[{a_index}] * {total};" if after == "update"
+                    else f"  {An}[{a_index}] -= {xn}[{lv}] * {total};")
     guard_style = rng.choice(("if", "if", "return"))
     if guard_style == "return" and guard_kind == "full":
         k.lines.append(f"if (!({cond})) return;")
@@ -650,7 +674,8 @@ def reduction_kernel(b: Builder, orientation: str = "row", runtime: bool = False
     if two_acc:
         b.note_reduction(spec.max_trips, ctype)
     b.launch(k, [(T, 256 if T.param and rng.random() < 0.6 else rng.choice(BLOCKS_1D))])
-    b.variant = f"{orientation}:{'private' if private else 'global'}:{spelling}:{ctype}"
+    b.variant = f"{orientation}:{'private' if private else 'global'}:{spelling}:{ctype}" + \
+        (f":{after}" if after != "none" else "")
     b.shape.append(f"{k.name}: {orientation} reduction {b.variant}, loop {spec.shape}, "
                    f"guard {guard_kind}, T={T.value} L={L.value}")
     return k
@@ -865,7 +890,9 @@ def fam_colred(b: Builder) -> None:
     ctype = choose_type(rng)
     reduction_kernel(b, "col", private=rng.random() < 0.3, ctype=ctype,
                      update=pick_update(rng, ctype, weights=[8, 1, 1]),
-                     loop_kind=rng.choice(("plain",) * 6 + ("le", "lo1", "step2")))
+                     loop_kind=rng.choice(("plain",) * 6 + ("le", "lo1", "step2")),
+                     after=rng.choice(("none",) * 4 + ("update", "inplace", "fused",
+                                                       "running")))
 
 
 def fam_bounds(b: Builder) -> None:

@@ -52,20 +52,10 @@ def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
     targets = set()
     for s in inside:
-        target = next((a for a in s.accesses if a.kind == "write"), None)
-        if s.update not in operators or target is None or target.subscripts is None or \
-                any(counter in p.variables for p in target.subscripts) or not s.exact:
-            return Obstacle("reduction-shape", f"statement at line {s.location.line} is not "
-                            "an update of one element")
-        if sum(1 for a in s.accesses if a.array == target.array) != 2:
-            return Obstacle("reduction-shape", f"statement at line {s.location.line} reads "
-                            "its accumulator's array")
-        found = accumulation(s.node)
-        if found is None or not found.reassociable(target.element_type):
-            return Obstacle("not-reassociable", f"statement at line {s.location.line} is an "
-                            "update whose partial results cannot be combined in another "
-                            "order (a floating-point product or a division)")
-        targets.add(target.array)
+        refusal = update_obstacle(s, counter, operators)
+        if refusal is not None:
+            return refusal
+        targets.add(next(a for a in s.accesses if a.kind == "write").array)
     for s in inside:
         own = next(a for a in s.accesses if a.kind == "write").array
         for a in s.accesses:
@@ -73,6 +63,27 @@ def _one_reduction_loop(model: KernelModel, analysis, operators: tuple[str, ...]
                 return Obstacle("reduction-shape",
                                 f"the loop reads '{a.array}', which the kernel writes")
     return counter, inside, written, targets
+
+
+def update_obstacle(s, counter: str, operators: tuple[str, ...] = ("+", "*")
+                    ) -> Obstacle | None:
+    """None when statement `s` is an update X[f] op= e of one element (op in
+    `operators`, reassociable for X's type) with f free of the loop `counter`, X read
+    only as the update's own left-hand side; else why not."""
+    target = next((a for a in s.accesses if a.kind == "write"), None)
+    if s.update not in operators or target is None or target.subscripts is None or \
+            any(counter in p.variables for p in target.subscripts) or not s.exact:
+        return Obstacle("reduction-shape", f"statement at line {s.location.line} is not "
+                        "an update of one element")
+    if sum(1 for a in s.accesses if a.array == target.array) != 2:
+        return Obstacle("reduction-shape", f"statement at line {s.location.line} reads "
+                        "its accumulator's array")
+    found = accumulation(s.node)
+    if found is None or not found.reassociable(target.element_type):
+        return Obstacle("not-reassociable", f"statement at line {s.location.line} is an "
+                        "update whose partial results cannot be combined in another "
+                        "order (a floating-point product or a division)")
+    return None
 
 
 def row_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
