@@ -46,7 +46,7 @@ EXPECTED = {
              "double_private": "reduced", "count_increments": "unchanged"},
     "columns": {"minus_assign": "split", "accumulator_on_the_right": "split",
                 "step_three": "unchanged", "guard_idles_threads": "unchanged",
-                "guarded_sum": "split", "private_accumulator": "unchanged",
+                "guarded_sum": "split", "private_accumulator": "columns",
                 "even_columns": "unchanged"},
 }
 

@@ -9,13 +9,14 @@ prelude of typedefs and a linemarker, so that AST coordinates are original file 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pycparser import c_ast, c_parser
 
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import Token, matching, tokenize
+from polycoal.frontend.inline import forward_pointers, inline_helpers
 from polycoal.frontend.normalise import forward_temporaries, subscripts_for_dereferences
 from polycoal.frontend.preprocess import DEFAULT_STD, LINEMARKER, PreprocessedSource
 from polycoal.frontend.syntax import Verdict, check_function, function_declarations
@@ -447,9 +448,6 @@ def read_functions(source: PreprocessedSource, original_text: str, std: str = DE
         file, line = source.origin_of_line(tokens[site.marker].line)
         location = Location(file, line, _column(user_text, tokens[site.marker].start))
         params = parameters_of(ast) if ast is not None else []
-        if ast is not None and site.is_kernel:
-            ast = subscripts_for_dereferences(ast, {p.name for p in params if p.is_pointer})
-            ast = forward_temporaries(ast)
         expanded = user_text[tokens[site.marker].start:tokens[site.body_close].end]
         if site.is_kernel:
             span = None
@@ -461,9 +459,24 @@ def read_functions(source: PreprocessedSource, original_text: str, std: str = DE
         else:
             device_functions[site.name] = DeviceFunction(site.name, location, params, ast,
                                                          expanded)
+    kernels = [_normalised(k, device_functions) for k in kernels]
     variables = {}
     for marker in variable_markers:
         var = global_variable(tokens, marker, source, user_text)
         if var:
             variables[var.name] = var
     return kernels, device_functions, variables, diagnostics
+
+
+def _normalised(kernel: Kernel, helpers: dict[str, DeviceFunction]) -> Kernel:
+    """The kernel with its accesses read as subscripts: helpers taking pointers inlined,
+    local pointers into its arrays forwarded (frontend/inline.py), dereferences as
+    subscripts and one-statement temporaries forwarded (frontend/normalise.py)."""
+    if kernel.ast is None:
+        return kernel
+    pointers = {p.name for p in kernel.parameters if p.is_pointer}
+    ast = inline_helpers(kernel.ast, {name: f.ast for name, f in helpers.items()
+                                      if f.ast is not None})
+    ast = forward_pointers(ast, pointers)
+    ast = subscripts_for_dereferences(ast, pointers)
+    return replace(kernel, ast=forward_temporaries(ast))

@@ -40,35 +40,54 @@ def _put(node: c_ast.Node, slot: str, value: c_ast.Node) -> None:
         getattr(node, name)[int(index)] = value
 
 
-def _subscript(node: c_ast.Node, pointers: set[str]) -> c_ast.ArrayRef | None:
+def _subscript(node: c_ast.Node, pointers: set[str]) -> c_ast.Node | None:
+    """The subscript `node` is, or None: `*P` and `P[k]` for a place P in a parameter's
+    array (`p`, `p + e`, `&p[e]`, sums of those), and `*&X`, which is X."""
+    if isinstance(node, c_ast.ArrayRef) and not isinstance(node.name, (c_ast.ID,
+                                                                       c_ast.ArrayRef)):
+        parts = _pointer_parts(node.name, pointers)
+        if parts is None:
+            return None
+        base, offset = parts
+        return c_ast.ArrayRef(base, _plus(offset, node.subscript, node.coord), node.coord)
     if not (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
         return None
     inner = node.expr
-    if isinstance(inner, c_ast.ID) and inner.name in pointers:
-        return c_ast.ArrayRef(inner, c_ast.Constant("int", "0"), node.coord)
-    if not isinstance(inner, c_ast.BinaryOp) or inner.op not in ("+", "-"):
+    if isinstance(inner, c_ast.UnaryOp) and inner.op == "&":
+        return inner.expr
+    parts = _pointer_parts(inner, pointers)
+    if parts is None:
         return None
-    base, offset = _split(inner, pointers)
-    if base is None:
-        return None
-    return c_ast.ArrayRef(base, offset, node.coord)
+    base, offset = parts
+    return c_ast.ArrayRef(base, offset if offset is not None else
+                          c_ast.Constant("int", "0"), node.coord)
 
 
-def _split(sum_: c_ast.BinaryOp, pointers: set[str]):
-    """(pointer, offset) of `p + e`, `e + p`, `p - e`, and of a left-nested sum whose
-    first term is the pointer (`p + a + b` parses as `(p + a) + b`)."""
-    left, right = sum_.left, sum_.right
-    if _is_pointer(left, pointers):
-        if sum_.op == "-":
-            return left, c_ast.UnaryOp("-", right, sum_.coord)
-        return left, right
-    if sum_.op == "+" and _is_pointer(right, pointers):
-        return right, left
-    if isinstance(left, c_ast.BinaryOp) and left.op in ("+", "-"):
-        base, offset = _split(left, pointers)
-        if base is not None:
-            return base, c_ast.BinaryOp(sum_.op, offset, right, sum_.coord)
-    return None, None
+def _plus(offset: c_ast.Node | None, more: c_ast.Node, coord) -> c_ast.Node:
+    return more if offset is None else c_ast.BinaryOp("+", offset, more, coord)
+
+
+def _pointer_parts(node: c_ast.Node, pointers: set[str]):
+    """(parameter, offset or None) of a place in a parameter's array: `p`, `&p[e]`, and
+    `P + e`, `e + P`, `P - e` of such a place P (`p + a + b` parses as `(p + a) + b`)."""
+    if _is_pointer(node, pointers):
+        return node, None
+    if isinstance(node, c_ast.UnaryOp) and node.op == "&" and \
+            isinstance(node.expr, c_ast.ArrayRef) and _is_pointer(node.expr.name, pointers):
+        return node.expr.name, node.expr.subscript
+    if not isinstance(node, c_ast.BinaryOp) or node.op not in ("+", "-"):
+        return None
+    left = _pointer_parts(node.left, pointers)
+    if left is not None:
+        base, offset = left
+        right = node.right if node.op == "+" else c_ast.UnaryOp("-", node.right, node.coord)
+        return base, _plus(offset, right, node.coord)
+    if node.op == "+":
+        right = _pointer_parts(node.right, pointers)
+        if right is not None:
+            base, offset = right
+            return base, _plus(offset, node.left, node.coord)
+    return None
 
 
 def _is_pointer(node: c_ast.Node, pointers: set[str]) -> bool:

@@ -188,12 +188,46 @@ __global__ void guarded_sum__pc_after(const float *__restrict__ A, float *__rest
 }
 __global__ void private_accumulator(const float *__restrict__ A, float *__restrict__ y)
 {
-  int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j < N) {
-    float s = 0.0f;
-    for (int i = 0; i < R; i++)
-      s += A[i * N + j];
-    y[j] = s;
+  /* polycoal: restructured for coalesced global-memory access.
+   *   original threads: gx: thread index along x; block 32x1x1
+   *   new x: gx (old thread index along x)
+   *   sequential in each thread: i (loop at line 58)
+   *   a block of 32x32 threads per 32 consecutive values of x (coalesced): its
+   *   32 rows of threads split each loop over i (loop at line 58) in turn, with a barrier
+   *   before and after each; a reduction's rows add their partial sums in shared memory
+   *   and row 0 updates memory; row 0 runs the other statements, in their order, and
+   *   hands the scalars it computed to every row (floating-point additions are reassociated)
+   *   block 32x32x1; each axis is a grid-stride loop over its whole range.
+   */
+  __shared__ float pc_part0[32][32];
+  __shared__ int pc_hits0[32][32];
+  for (int pc_tile = (0) + (int)(blockIdx.x * 32); pc_tile <= (99); pc_tile += (int)(gridDim.x * 32)) {
+    const int pc_x = pc_tile + (int)threadIdx.x;
+    const bool pc_active = pc_x <= (99);
+    float s;
+    if (threadIdx.y == 0 && pc_active) { s = 0.0f; }
+    __syncthreads();
+    {
+      float pc_acc0 = 0;
+      int pc_hit0 = 0;
+      if (pc_active) {
+        for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
+          pc_acc0 += A[(100 * pc_i1 + pc_x)]; pc_hit0 = 1;
+        }
+      }
+      pc_part0[threadIdx.y][threadIdx.x] = pc_acc0;
+      pc_hits0[threadIdx.y][threadIdx.x] = pc_hit0;
+      __syncthreads();
+      if (threadIdx.y == 0 && pc_active) {
+        for (int pc_r = 1; pc_r < 32; ++pc_r) {
+          pc_acc0 += pc_part0[pc_r][threadIdx.x];
+          pc_hit0 |= pc_hits0[pc_r][threadIdx.x];
+        }
+        if (pc_hit0) s += pc_acc0;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.y == 0 && pc_active) { y[(pc_x)] = s; }
   }
 }
 __global__ void even_columns(const float *__restrict__ A, float *__restrict__ y)
@@ -228,7 +262,10 @@ int main()
     guarded_sum<<<dim3((unsigned)(pc_extent_1 < 1 ? 1 : (pc_extent_1 + 31) / 32 < 2147483647 ? (pc_extent_1 + 31) / 32 : 2147483647), (unsigned)(pc_extent_2 < 1 ? 1 : (pc_extent_2 + 63) / 64 < 65535 ? (pc_extent_2 + 63) / 64 : 65535), 1), dim3(32, 8, 1)>>>(A, y);
     guarded_sum__pc_after<<<dim3((unsigned)(pc_extent_0 < 1 ? 1 : (pc_extent_0 + 255) / 256 < 2147483647 ? (pc_extent_0 + 255) / 256 : 2147483647), 1, 1), dim3(256, 1, 1), 0>>>(A, y);
   }
-  private_accumulator<<<(N + 31) / 32, 32>>>(A, y);
+  { /* polycoal: one block per 32 columns: x = gx; was private_accumulator<<<(N + 31) / 32, 32>>> */
+    const long long pc_extent_x = (long long)(99) - (long long)(0) + 1;
+    private_accumulator<<<dim3((unsigned)(pc_extent_x < 1 ? 1 : (pc_extent_x + 31) / 32 < 2147483647 ? (pc_extent_x + 31) / 32 : 2147483647), 1, 1), dim3(32, 32, 1)>>>(A, y);
+  }
   even_columns<<<(N + 31) / 32, 32>>>(A, y);
   return 0;
 }
