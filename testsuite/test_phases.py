@@ -6,7 +6,6 @@ a shape that fails them."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -37,8 +36,7 @@ def _kernel_text(d) -> str:
 def test_each_kernel_gets_the_phases_its_dependences_allow():
     _, result, _, d = _transformed(defines=())
     assert not [x for x in result.diagnostics if x.severity == "error"]
-    for name in ("col_normalize", "col_center", "col_sum_and_copy", "col_scaled_squares",
-                 "col_last"):
+    for name in ("col_normalize", "col_center", "col_sum_and_copy", "col_scaled_squares"):
         assert d[name].action == "columns", (name, d[name].reason)
         assert d[name].generated.block == (32, 32, 1)
     kinds = {k: sorted(set(d[k].generated.phases.values())) for k in d if d[k].generated}
@@ -51,18 +49,17 @@ def test_each_kernel_gets_the_phases_its_dependences_allow():
     # (written before it is read in each iteration) is not handed over
     assert "pc_row0_nrm[threadIdx.x] = nrm" in _kernel_text(d["col_normalize"])
     assert "pc_row0_t" not in _kernel_text(d["col_scaled_squares"])
-    # `last` leaves its loop: that loop runs on row 0, whole
-    assert d["col_last"].generated.phases == {"S0": "row0", "S1": "row0", "S2": "reduce",
-                                              "S3": "row0", "S4": "row0", "S5": "row0"}
-    assert re.search(r"if \(threadIdx\.y == 0 && pc_active\) \{ last = ",
-                     _kernel_text(d["col_last"]))
+    # `last` leaves its loop, which no row of threads could split: run on one row it
+    # would be slower than as written (0.42x measured at 32768 columns), so kept
+    assert d["col_last"].action == "unchanged"
+    assert "the loop 'i' (line 84) cannot be split" in d["col_last"].reason
     # a running sum is no reduction of its loop: kept as written
     assert d["col_prefix"].action == "unchanged"
 
 
 def test_phases_run_like_the_original_on_the_cpu():
     program, result, options, d = _transformed()
-    assert sum(x.action == "columns" for x in d.values()) == 5
+    assert sum(x.action == "columns" for x in d.values()) == 4
     verdicts = validate_cpu(program, result, options, {}, seed=11)
     assert len(verdicts) == 6 and all(v.ok for v in verdicts), \
         [v.message for v in verdicts if not v.ok]

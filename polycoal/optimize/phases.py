@@ -12,8 +12,9 @@ gives 32 columns a block of 32 x G threads and runs the thread's program as phas
   loop, their partial results meet in shared memory, row 0 applies them;
 - a parallel phase: a loop that carries no dependence within the thread; the G rows
   split its iterations;
-- everything else (statements outside loops, loops that carry other dependences) runs
-  on row 0, in its order,
+- statements outside loops run on row 0, in their order (a loop that is neither keeps
+  the kernel as written: on one row of each block it would run with fewer threads at a
+  time than the original),
 
 with a barrier before and after each split phase, so that each phase sees every write of
 what ran before it (`__syncthreads` orders the block's global and shared accesses).
@@ -115,6 +116,13 @@ def plan_phases(model: KernelModel, analysis, min_trips: int = MIN_SPLIT_TRIPS
     if not any(p.kind == "reduce" for p in phases):
         return Obstacle("reduction-shape", "no loop splits into a reduction over rows of "
                         "threads")
+    serial = next((p for p in phases if p.kind == "row0" and p.loop is not None), None)
+    if serial is not None:
+        # measured on the H200: with many columns, a loop left to one row of threads runs
+        # with 32 times fewer warps resident than as written (0.42x at 32768 columns)
+        return Obstacle("serial-loop", f"the loop '{serial.loop}' (line {serial.line}) "
+                        "cannot be split over rows of threads, and on one row of each "
+                        "block it would run with fewer threads at a time than as written")
     kinds = {name: p.kind for p in phases for name in p.statements}
     thread = model.thread_dims[0].name
     for s in model.statements:
