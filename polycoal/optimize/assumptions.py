@@ -27,6 +27,7 @@ import islpy as isl
 
 from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.codegen.isl_c import pw_aff_to_c
+from polycoal.codegen.kernel import LAUNCH_PARAMS
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 
@@ -49,12 +50,29 @@ def race_free_assumption(model: KernelModel, races) -> Assumption | None:
         return None
     context = isl_helpers.context(model)
     safe = context.subtract(racing).coalesce()
-    if safe.is_empty() or safe.n_basic_set() != 1:
+    if safe.is_empty():
         return None
+    if safe.n_basic_set() != 1:
+        # {m <= 2048} or {nthreads_x <= 1}: the piece that leaves the launch geometry
+        # free is the condition worth checking (a sufficient one: the original runs
+        # for the rest)
+        free = [isl.Set.from_basic_set(b) for b in safe.get_basic_sets()
+                if not _constrains_geometry(isl.Set.from_basic_set(b).gist(context))]
+        if len(free) != 1:
+            return None
+        safe = free[0]
     condition = safe.gist(context).coalesce()
     if condition.is_equal(isl.Set.universe(condition.get_space())):
         return None
     return _assumption(condition)
+
+
+def _constrains_geometry(piece) -> bool:
+    """Whether a piece of a parameter set bounds the launch geometry's parameters."""
+    space = piece.get_space()
+    return any(space.get_dim_name(isl.dim_type.param, k).startswith(LAUNCH_PARAMS) and
+               piece.involves_dims(isl.dim_type.param, k, 1)
+               for k in range(space.dim(isl.dim_type.param)))
 
 
 def _assumption(condition: isl.Set) -> Assumption:
