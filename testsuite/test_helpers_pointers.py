@@ -6,7 +6,7 @@ model and its kernel byte-identical. Every changed kernel is run on the CPU."""
 from __future__ import annotations
 
 import pytest
-from pycparser import c_generator
+from pycparser import c_ast, c_generator
 
 from conftest import FIXTURES
 from polycoal.decisions import TransformOptions
@@ -61,3 +61,35 @@ def test_inlined_kernels_run_like_the_original_on_the_cpu():
     changed = [v for v in verdicts if v.message == "outputs match"]
     assert len(changed) == 4
     assert all(v.ok for v in verdicts), [v.message for v in verdicts if not v.ok]
+
+
+def _functions(text: str) -> dict:
+    from pycparser import c_parser
+    unit = c_parser.CParser().parse(text)
+    return {f.decl.name: f for f in unit.ext if isinstance(f, c_ast.FuncDef)}
+
+
+def test_a_field_named_like_a_parameter_is_not_the_parameter():
+    from polycoal.frontend.inline import inline_helpers
+    fns = _functions("""
+        struct P { float x; };
+        float get(const float *x, struct P q) { return x[1] + q.x; }
+        void k(const float *a, struct P p, float *out) { out[0] = get(a, p); }
+    """)
+    body = _text(inline_helpers(fns["k"], {"get": fns["get"]}).body)
+    assert "out[0] = (float) (a[1] + ((struct P) p).x);" in body
+
+
+def test_a_void_helper_in_a_loop_header_is_not_a_statement():
+    from polycoal.frontend.inline import inline_helpers
+    fns = _functions("""
+        void bump(int *c) { *c += 1; }
+        void k(int *c, float *out) { for (int i = 0; i < 4; bump(c)) out[i] = 1.0f; bump(c); }
+    """)
+    body = _text(inline_helpers(fns["k"], {"bump": fns["bump"]}).body)
+    assert "bump(c))" in body           # the header's call stays a call
+    assert body.count("bump(c)") == 1   # the statement's call is inlined
+
+
+def _text(node) -> str:
+    return c_generator.CGenerator().visit(node)

@@ -21,8 +21,8 @@ tree):
 2. Local pointers that name a place in a parameter's array (`const float *row = A +
    i * M;`, `float *out = &y[i];`): when the pointer is never assigned again nor its
    address taken, and nothing in its block after its declaration assigns a variable
-   its initialiser reads, every use of it is the initialiser itself; the declaration
-   goes.
+   its initialiser reads (nor is such a variable's address taken anywhere), every use
+   of it is the initialiser itself; the declaration goes.
 
 What remains, `*(&y[i])`, `(A + i * M)[j]`, `*(y + i)`, becomes subscripts in
 normalise.subscripts_for_dereferences.
@@ -144,8 +144,13 @@ def _bound(fn: c_ast.FuncDef, args: list[c_ast.Node], body: c_ast.Node) -> c_ast
 
 
 def _replace_id(node: c_ast.Node, name: str, value: c_ast.Node) -> c_ast.Node:
+    """`node` with the variable `name` replaced by copies of `value` (a struct's field
+    of that name is not the variable)."""
     if isinstance(node, c_ast.ID) and node.name == name:
         return copy.deepcopy(value)
+    if isinstance(node, c_ast.StructRef):
+        node.name = _replace_id(node.name, name, value)
+        return node
     for slot, child in node.children():
         new = _replace_id(child, name, value)
         if new is not child:
@@ -169,7 +174,7 @@ def _inline_in(node: c_ast.Node, helpers) -> bool:
                 _put(node, slot, value)
                 changed = True
                 continue
-            if statements is not None and _statement_slot(node):
+            if statements is not None and _statement_slot(node, slot):
                 block = c_ast.Compound([_bound(fn, args, s) for s in statements], child.coord)
                 _put(node, slot, block)
                 changed = True
@@ -178,10 +183,16 @@ def _inline_in(node: c_ast.Node, helpers) -> bool:
     return changed
 
 
-def _statement_slot(parent: c_ast.Node) -> bool:
-    """Whether the children of `parent` are statements (a call there is a whole one)."""
-    return isinstance(parent, (c_ast.Compound, c_ast.If, c_ast.For, c_ast.While,
-                               c_ast.DoWhile, c_ast.Label, c_ast.Case, c_ast.Default))
+_STATEMENT_SLOTS = {c_ast.Compound: "block_items", c_ast.If: ("iftrue", "iffalse"),
+                    c_ast.For: "stmt", c_ast.While: "stmt", c_ast.DoWhile: "stmt",
+                    c_ast.Label: "stmt", c_ast.Case: "stmts", c_ast.Default: "stmts"}
+
+
+def _statement_slot(parent: c_ast.Node, slot: str) -> bool:
+    """Whether the child of `parent` at `slot` is a statement (a call there is a whole
+    one, not a loop's header or a condition)."""
+    names = _STATEMENT_SLOTS.get(type(parent), ())
+    return slot.split("[")[0] in ((names,) if isinstance(names, str) else names)
 
 
 # ------------------------------------------------------------------ local pointers
@@ -189,7 +200,7 @@ def _statement_slot(parent: c_ast.Node) -> bool:
 def forward_pointers(funcdef: c_ast.FuncDef, pointers: set[str]) -> c_ast.FuncDef:
     """`funcdef` with its local pointers into the `pointers` (parameters) replaced by
     their initialisers (rule 2 of the module's text), in place."""
-    assigned = _assigned_names(funcdef.body)
+    assigned = _assigned_names(funcdef.body)      # assigned, or their address taken
     declared: dict[str, int] = {}
 
     class Count(c_ast.NodeVisitor):
@@ -198,16 +209,25 @@ def forward_pointers(funcdef: c_ast.FuncDef, pointers: set[str]) -> c_ast.FuncDe
             self.generic_visit(node)
     Count().visit(funcdef.body)
 
+    addressed = _addressed(funcdef.body)
+
     class Blocks(c_ast.NodeVisitor):
         def visit_Compound(self, node):
-            _forward_in_block(node, pointers, assigned, declared)
+            _forward_in_block(node, pointers, assigned, declared, addressed)
             self.generic_visit(node)
     Blocks().visit(funcdef.body)
     return funcdef
 
 
+def _addressed(node: c_ast.Node) -> set[str]:
+    """Variables whose address is taken (they may change through a pointer)."""
+    if isinstance(node, c_ast.UnaryOp) and node.op == "&" and isinstance(node.expr, c_ast.ID):
+        return {node.expr.name}
+    return {n for _, child in node.children() for n in _addressed(child)}
+
+
 def _forward_in_block(block: c_ast.Compound, pointers: set[str], assigned: set[str],
-                      declared: dict[str, int]) -> None:
+                      declared: dict[str, int], addressed: set[str]) -> None:
     items = block.block_items or []
     k = 0
     while k < len(items):
@@ -216,7 +236,7 @@ def _forward_in_block(block: c_ast.Compound, pointers: set[str], assigned: set[s
                 decl.init is not None and decl.name not in assigned and \
                 declared.get(decl.name) == 1 and _points_into(decl.init, pointers) and \
                 not (_assigned_names(c_ast.Compound(items[k + 1:])) &
-                     _names_in(decl.init)):
+                     _names_in(decl.init)) and not (addressed & _names_in(decl.init)):
             value = decl.init
             del items[k]
             for j in range(k, len(items)):
