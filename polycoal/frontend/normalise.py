@@ -80,8 +80,10 @@ def _pointer_parts(node: c_ast.Node, pointers: set[str]):
     left = _pointer_parts(node.left, pointers)
     if left is not None:
         base, offset = left
-        right = node.right if node.op == "+" else c_ast.UnaryOp("-", node.right, node.coord)
-        return base, _plus(offset, right, node.coord)
+        if offset is not None:
+            return base, c_ast.BinaryOp(node.op, offset, node.right, node.coord)
+        return base, node.right if node.op == "+" else \
+            c_ast.UnaryOp("-", node.right, node.coord)
     if node.op == "+":
         right = _pointer_parts(node.right, pointers)
         if right is not None:
