@@ -141,3 +141,26 @@ def test_the_race_check_takes_each_branch(tmp_path, monkeypatch):
     out, _ = _transform(BAND)
     assert _ran(out, tmp_path, ("48",), monkeypatch) == ["band_copy__pc_checked"]
     assert _ran(out, tmp_path, ("100",), monkeypatch) == ["band_copy"]
+
+
+BAND_ROWS = FIXTURES / "runtime_checks" / "band_rows.cu"
+
+
+def test_a_disjunction_of_conditions_is_checked_and_takes_each_branch(tmp_path, monkeypatch):
+    """band_rows races only when m > 64 and two rows or more run (first <= 37): either
+    piece of `first >= 38 or m <= 64` makes it safe, and the launch checks both (a
+    sufficient condition made of one piece would run the original where the other
+    holds). Each branch runs like the original."""
+    out, err = _transform(BAND_ROWS)
+    assert "under a run-time check at each launch: (first >= 38 or m <= 64)" in err, err
+    if shutil.which("nvcc"):
+        (tmp_path / "out.cu").write_text(out)
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", str(tmp_path / "out.cu"),
+                            "-o", str(tmp_path / "out.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    for argv, kernel in ((("48", "0"), "band_rows__pc_checked"),     # m <= 64
+                         (("100", "38"), "band_rows__pc_checked"),    # first >= 38
+                         (("100", "37"), "band_rows"),                # neither
+                         (("65", "0"), "band_rows")):
+        assert _ran(out, tmp_path, argv, monkeypatch) == [kernel], argv
+        runs_alike(BAND_ROWS.read_text(), out, tmp_path, argv=argv)

@@ -409,12 +409,42 @@ def test_column_reduction_split_shape_and_launches():
     (4096, 4096, (128, 8, 4)),        # 32 x 32 blocks
     (1, 4096, (64, 8, 1)),            # gramschmidt's single column: short chunks
     (100, 1 << 20, (512, 8, 1)),      # few columns, long loop
-    (None, None, (512, 8, 4)),        # sizes known only when running
+    (None, None, (64, 8, 4)),         # sizes known only when running: the launch caps
+    (4096, None, (64, 8, 4)),         # the grid (target_blocks)
 ])
 def test_split_shape(columns, rows, shape):
     s = split_shape(columns, rows)
     assert (s.rows, s.groups, s.columns) == shape
+    assert s.target_blocks == (1024 if None in (columns, rows) else 0)
     assert split_shape(columns, rows, (256, 4)) == type(s)(256, 4, 1)       # tuning override
+
+
+COLUMN_SIZES = FIXTURES / "column_sizes.cu"
+
+
+@pytest.mark.parametrize("target,argv", [(1024, ("300", "1000")), (4, ("300", "1000")),
+                                         (4, ("70", "4096")), (4, ("1", "33"))])
+def test_a_split_sized_at_run_time_caps_its_grid_on_the_host(tmp_path, monkeypatch,
+                                                            target, argv):
+    """Rows known only at run time: chunks of 64 rows and a grid capped at about
+    `target` blocks by the launch, each block looping over the chunks left (with a
+    target of 4 and 8 x 5 chunks, one block row runs all five). The program prints what
+    the original prints; the validators' launches cap the grid the same way."""
+    from conftest import runs_alike
+    from polycoal.codegen import column
+    from polycoal.validate.experiment import new_launches
+    monkeypatch.setattr(column, "TARGET_BLOCKS", target)
+    options = TransformOptions()
+    program = read_program(str(COLUMN_SIZES), options.preprocessor)
+    result = transform_program(program, options)
+    d = result.decisions[0]
+    assert d.action == "split" and "64 rows per block" in d.reason
+    assert f"({target}u + pc_blocks_0 - 1u) / pc_blocks_0" in result.text
+    rows, cols = int(argv[0]), int(argv[1])
+    runs = new_launches(d, (16, 1, 1), (256, 1, 1), {"rows": rows, "cols": cols}, {})
+    x_blocks, y_chunks = -(-cols // 128), -(-rows // 64)
+    assert runs[-1].grid == (x_blocks, min(y_chunks, -(-target // x_blocks)), 1)
+    runs_alike(COLUMN_SIZES.read_text(), result.text, tmp_path, argv=argv)
 
 
 def test_column_shapes_come_from_the_options_object(monkeypatch):

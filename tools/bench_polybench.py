@@ -39,15 +39,16 @@ _MISMATCH = re.compile(r"Non-Matching CPU-GPU Outputs Beyond Error Threshold of\
                        r" Percent:\s*(\d+)")
 _GPU_TIME = re.compile(r"GPU Runtime:\s*([\d.]+)s")
 # values for int kernel arguments that a host loop varies (they have no single value)
-HOST_LOOP_ARGUMENTS = {"gramschmidt": {"k": 7}, "lu": {"k": 7}}
+HOST_LOOP_ARGUMENTS = {"gramschmidt": {"k": 7}, "lu": {"k": 7}, "cpp/gramschmidt": {"k": 7}}
 
 
-def size_arguments(folder: str) -> dict[str, int]:
+def size_arguments(folder: str, program: str = "") -> dict[str, int]:
     """The kernels' size arguments at the program's dataset: PolyBench passes the size
-    macro `N` as the int argument `n` (the loop bounds at the published default)."""
+    macro `N` as the int argument `n` (the loop bounds at the published default); the
+    macros are in the folder's headers, or (cpp/) in the program itself."""
     values = {}
-    for header in sorted(os.listdir(folder)):
-        if header.endswith(".cuh"):
+    for header in sorted(os.listdir(folder)) + [program]:
+        if header.endswith(".cuh") or (header and header == program):
             with open(os.path.join(folder, header)) as f:
                 for m in re.finditer(r"^#\s*define\s+([A-Z][A-Z0-9]*)\s+(\d+)\s*$", f.read(),
                                      re.M):
@@ -86,8 +87,12 @@ def main() -> int:
     device = driver.Device(0)
     major, minor = device.compute_capability()
     arch = f"sm_{major}{minor}"
-    names = sorted(d for d in os.listdir(os.path.join(ROOT, "polybench_inputs"))
-                   if os.path.isfile(os.path.join(ROOT, "polybench_inputs", d, f"{d}.cu")))
+    # name/name.cu, and the C++-style programs as cpp/name
+    inputs = os.path.join(ROOT, "polybench_inputs")
+    names = sorted(d for d in os.listdir(inputs)
+                   if os.path.isfile(os.path.join(inputs, d, f"{d}.cu")))
+    names += sorted(f"cpp/{f[:-3]}" for f in os.listdir(os.path.join(inputs, "cpp"))
+                    if f.endswith(".cu"))
     if args.programs:
         names = [n for n in names if n in args.programs.split(",")]
     report = {"date": datetime.date.today().isoformat(), "device": device.name(),
@@ -96,14 +101,16 @@ def main() -> int:
     shutil.rmtree(build_root, ignore_errors=True)
     shutil.copytree(os.path.join(ROOT, "polybench_inputs"), build_root)
     for name in names:
-        path = os.path.join(ROOT, "polybench_inputs", name, f"{name}.cu")
+        folder, stem = name.split("/") if "/" in name else (name, name)
+        path = os.path.join(inputs, folder, f"{stem}.cu")
         program = read_program(path)
         start = time.perf_counter()
         options = TransformOptions(collapse_redundant=args.collapse_redundant_threads)
         result = transform_program(program, options)
         transform_seconds = time.perf_counter() - start
         changed = [d for d in result.decisions if d.action != "unchanged"]
-        values = {**size_arguments(os.path.join(ROOT, "polybench_inputs", name)),
+        values = {**size_arguments(os.path.join(inputs, folder),
+                                   f"{stem}.cu" if folder == "cpp" else ""),
                   **HOST_LOOP_ARGUMENTS.get(name, {})}
         for v in validate_device(program, result, options, values, args.repeat):
             d = next(x for x in result.decisions if x.kernel == v.kernel)
@@ -118,16 +125,17 @@ def main() -> int:
             print(json.dumps(entry), flush=True)
         if args.no_programs:
             continue
-        workdir = os.path.join(build_root, name)
-        original = run_program(os.path.join(workdir, f"{name}.cu"), workdir, workdir, arch,
-                               "original")
+        workdir = os.path.join(build_root, folder)
+        original = run_program(os.path.join(workdir, f"{stem}.cu"), workdir, workdir, arch,
+                               f"{stem}.original")
         entry = {"program": name, "transform_seconds": transform_seconds,
                  "changed": [d.kernel for d in changed], "original": original}
         if changed:
-            out = os.path.join(workdir, f"{name}.polycoal.cu")
+            out = os.path.join(workdir, f"{stem}.polycoal.cu")
             with open(out, "w") as f:
                 f.write(result.text)
-            entry["transformed"] = run_program(out, workdir, workdir, arch, "transformed")
+            entry["transformed"] = run_program(out, workdir, workdir, arch,
+                                               f"{stem}.transformed")
         report["programs"].append(entry)
         print(json.dumps(entry), flush=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:

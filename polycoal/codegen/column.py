@@ -36,6 +36,7 @@ class SplitShape:
     rows: int             # rows per block (one chunk)
     groups: int           # threads per column in a block (blockDim.y)
     columns: int          # columns per thread, at stride 32 (a block covers 32 * columns)
+    target_blocks: int = 0   # the launch caps its grid at about this many blocks (Stage)
 
 
 def split_shape(columns: int | None, rows: int | None,
@@ -45,17 +46,23 @@ def split_shape(columns: int | None, rows: int | None,
     128-byte loads per row, enough bytes in flight to run at the copy bandwidth (one
     column per thread measured 1.8x slower on the H200: tools/explore_column_forms.py);
     the chunk of rows per block is as long as possible (up to 512) while the grid still
-    has about TARGET_BLOCKS blocks. `override` (rows, groups[, columns]) replaces it
-    (tuning experiments on a device: tools/bench_reductions.py --column-forms)."""
+    has about TARGET_BLOCKS blocks. When an extent is known only at run time (a kernel's
+    int argument, PolyBench/GPU's published default), the chunk is the shortest and the
+    launch caps the grid at TARGET_BLOCKS blocks from its own values, each block looping
+    over several chunks: the same grid as with the extents known (measured before at
+    2048 x 2048: a 512-row chunk left a 16 x 4 grid, 1.7x slower). `override` (rows,
+    groups[, columns]) replaces it (tuning experiments on a device:
+    tools/bench_reductions.py --column-forms)."""
     if override:
         return SplitShape(override[0], override[1], override[2] if len(override) > 2 else 1)
     per_thread = COLUMNS_PER_THREAD if columns is None or columns >= 32 * COLUMNS_PER_THREAD \
         else 1
+    if columns is None or rows is None:
+        return SplitShape(MIN_ROWS_PER_BLOCK, ROW_GROUPS, per_thread, TARGET_BLOCKS)
     chunk = ROWS_PER_BLOCK
-    if columns is not None and rows is not None:
-        chunks = -(-TARGET_BLOCKS // -(-columns // (32 * per_thread)))
-        while chunk > MIN_ROWS_PER_BLOCK and chunk * chunks > rows:
-            chunk //= 2
+    chunks = -(-TARGET_BLOCKS // -(-columns // (32 * per_thread)))
+    while chunk > MIN_ROWS_PER_BLOCK and chunk * chunks > rows:
+        chunk //= 2
     return SplitShape(chunk, ROW_GROUPS, per_thread)
 
 
@@ -125,7 +132,7 @@ def _accumulators(model: KernelModel, kernel: Kernel, names: dict[str, str]) -> 
 
 def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str,
                  template: str, thread_axis: str, loop_axis: str, block, per_block,
-                 **values) -> GeneratedKernel:
+                 target_blocks: int = 0, **values) -> GeneratedKernel:
     """A reduction kernel that adds partial sums with atomicAdd (`template`), between the
     kernels of the statements before and after the loop. The thread dim spans the
     columns (`cols_*`) and the loop the rows (`rows_*`) for a column split, the other
@@ -144,7 +151,8 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
     return GeneratedKernel(kernel.name, "\n\n".join(before + [text] + after),
                            [cols, rows], block, [], {"x": "pc_x", "y": "pc_i"}, "pc_i",
                            axis_dims={thread_axis: thread, loop_axis: counter},
-                           per_block=per_block, extra_stages=extra, first_stages=first)
+                           per_block=per_block, extra_stages=extra, first_stages=first,
+                           target_blocks=target_blocks)
 
 
 def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
@@ -156,7 +164,7 @@ def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
     shape = split_shape(*extents, override)
     return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
                         (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
-                        rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)
+                        shape.target_blocks, rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)
 
 
 def split_extents(model: KernelModel, counter: str) -> tuple[int | None, int | None]:

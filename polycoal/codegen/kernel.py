@@ -67,11 +67,12 @@ class GeneratedKernel:
     lane_splits: list[LaneSplit] = field(default_factory=list)   # reduction loops split
     promoted: list[PromotedLoop] = field(default_factory=list)   # accumulators in registers
     phases: dict[str, str] = field(default_factory=dict)   # statement -> phase kind
+    target_blocks: int = 0                # see Stage
 
     @property
     def stages(self) -> list["Stage"]:
         """The launches that replace one launch of the original, in order."""
-        main = Stage(self.name, self.ranges, self.block, self.per_block)
+        main = Stage(self.name, self.ranges, self.block, self.per_block, self.target_blocks)
         return self.first_stages + [main] + self.extra_stages
 
 
@@ -114,6 +115,18 @@ class Stage:
     ranges: list[AxisRange]
     block: tuple[int, int, int]
     per_block: tuple[int, int, int]
+    # with target_blocks = T > 0, the grid's y count is capped at ceil(T / x count): a
+    # kernel whose blocks loop over y (grid-stride) then has about T blocks whatever
+    # the extents the launch finds (column splits sized on the host)
+    target_blocks: int = 0
+
+
+def capped_y_blocks(y_blocks: int, x_blocks: int, target_blocks: int) -> int:
+    """The y count of a grid of `x_blocks` columns of blocks capped by target_blocks
+    (see Stage): at least 1, at most y_blocks."""
+    if not target_blocks:
+        return y_blocks
+    return max(1, min(y_blocks, -(-target_blocks // max(1, x_blocks))))
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -336,8 +349,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 return None
         elif iterator not in reduction_iterators:
             return None
-        if column_groups and any(g == "else" or re.search(rf"\b{thread_vars['x']}\b", g)
-                                 for g in guards):
+        if column_groups and any(re.search(rf"\b{thread_vars['x']}\b", g) for g in guards):
             # every thread of a block must reach the barriers below
             raise ValueError("the reduction loop runs under a condition on the thread")
         entry = handed_over(node) if phases is not None else []
@@ -517,7 +529,7 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda loop, iterator: None,
     """C lines of an isl AST (loops, ifs, blocks, statements), indented by two.
     `promotion(loop, iterator)` may turn a loop into (before, statement, after);
     `special(node, iterator, guards)` may render a loop entirely (lines) or decline
-    (None); `guards`: the conditions of the ifs around the node ("else" for an else);
+    (None); `guards`: the conditions of the ifs around the node (`!(c)` in an else);
     `names`: how loop bounds and conditions write parameters (isl_c.wide_parameters);
     `pragmas(loop, iterator)`: the lines written before a loop (`#pragma unroll`)."""
     t = node.get_type()
@@ -557,7 +569,7 @@ def _render_ast(node: isl.AstNode, user, promotion=lambda loop, iterator: None,
         if node.if_has_else_node():
             out += ["} else {"] + ["  " + l for l in
                                    _render_ast(node.if_get_else_node(), user, promotion,
-                                               special, guards + ("else",), names,
+                                               special, guards + (f"!({cond})",), names,
                                                pragmas)]
         return out + ["}"]
     if t == isl.ast_node_type.user:

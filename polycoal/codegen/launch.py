@@ -175,7 +175,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
             temporaries.insert(k, {"name": ("pc_shared", "pc_stream")[k], "value": c})
         extra = ["pc_shared", "pc_stream"][:len(extra)]
     stream = extra[1] if len(extra) > 1 else None
-    extents, launches, seen = [], [], {}
+    extents, launches, seen, counts = [], [], {}, []
     for st in stages:
         grid = []
         for r in st.ranges:
@@ -188,6 +188,13 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
             blocks = f"({ext} + {b - 1}) / {b}"
             grid.append(f"(unsigned)({ext} < 1 ? 1 : {blocks} < {GRID_LIMITS[r.axis]} ? "
                         f"{blocks} : {GRID_LIMITS[r.axis]})")
+        if st.target_blocks and len(grid) >= 2:
+            # capped_y_blocks, in the launch's host arithmetic
+            x, y = f"pc_blocks_{len(counts)}", f"pc_blocks_{len(counts) + 1}"
+            cap = f"({st.target_blocks}u + {x} - 1u) / {x}"
+            counts += [{"name": x, "value": grid[0]},
+                       {"name": y, "value": f"{grid[1]} < {cap} ? {grid[1]} : {cap}"}]
+            grid[:2] = [x, y]
         grid += ["1"] * (3 - len(grid))
         suffix = template_args if st.kernel == kernel.name else ""
         named = copy if copy and st.kernel == kernel.name else st.kernel
@@ -205,7 +212,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         name=_plain(name), was=[_plain(c) for c in config],
         config=config, evaluate_config=evaluate_config or bool(checks),
         temporaries=temporaries,
-        original_geometry=original_geometry, extents=extents, launches=launches,
+        original_geometry=original_geometry, extents=extents, counts=counts, launches=launches,
         main=main, extra=extra, stream=stream,
         args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
         inner=indent + "  ", checks=checks, fallback=fallback)

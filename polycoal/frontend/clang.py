@@ -85,6 +85,9 @@ class Helper:
     statements: tuple[str, ...] = ()                # their texts, on one line each
     result: str | None = None                       # the returned expression's text
     returns: str = "void"                           # its canonical return type
+    # a function template's type parameters (`template <typename T>`): its parameters'
+    # and return types are then as written (`const T &`), T deduced at each call
+    template_parameters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -266,13 +269,22 @@ def _helper(ci, function, file_text, user_file) -> Helper | None:
     body = next((c for c in children if c.kind == K.COMPOUND_STMT), None)
     if body is None:
         return None
+    template = function.kind == K.FUNCTION_TEMPLATE
+    if template and any(c.kind in (K.TEMPLATE_NON_TYPE_PARAMETER,
+                                   K.TEMPLATE_TEMPLATE_PARAMETER) for c in children):
+        return None
+    type_parameters = tuple(c.spelling for c in children
+                            if c.kind == K.TEMPLATE_TYPE_PARAMETER)
+
+    def written(t) -> str:
+        return t.spelling if template else t.get_canonical().spelling
     parameters = []
     for p in (c for c in children if c.kind == K.PARM_DECL):
         t = p.type
         reference = t.kind == ci.TypeKind.LVALUEREFERENCE
         if reference:
             t = t.get_pointee()
-        parameters.append((p.spelling, t.get_canonical().spelling, reference))
+        parameters.append((p.spelling, written(t), reference))
     for e in body.walk_preorder():
         if e.kind == K.CALL_EXPR and e.referenced is not None and user_file(e.referenced):
             return None                       # calls a function of the user's
@@ -287,12 +299,14 @@ def _helper(ci, function, file_text, user_file) -> Helper | None:
     if void and all(c.kind.is_expression() for c in statements):
         texts = [spelled(c) for c in statements]
         return None if None in texts else Helper(function.spelling, tuple(parameters),
-                                                 tuple(texts))
+                                                 tuple(texts),
+                                                 template_parameters=type_parameters)
     if not void and len(statements) == 1 and statements[0].kind == K.RETURN_STMT:
         value = list(statements[0].get_children())
         if len(value) == 1 and spelled(value[0]) is not None:
             return Helper(function.spelling, tuple(parameters), result=spelled(value[0]),
-                          returns=function.result_type.get_canonical().spelling)
+                          returns=written(function.result_type),
+                          template_parameters=type_parameters)
     return None
 
 
@@ -304,9 +318,8 @@ def _calls(ci, kernel) -> list[Call]:
 
     def walk(c):
         for child in c.get_children():
-            if child.kind == K.CALL_EXPR and child.referenced is not None and \
-                    child.referenced.kind == K.FUNCTION_DECL:
-                definition = child.referenced.get_definition()
+            if child.kind == K.CALL_EXPR:
+                definition = _callee(ci, child)
                 if definition is not None:
                     arguments = tuple((a.extent.start.offset, a.extent.end.offset,
                                        _written_type(ci, a)) for a in child.get_arguments())
@@ -352,15 +365,37 @@ def _casts(ci, kernel, text: str) -> list[tuple[int, int, int, int, int, int]]:
     return out
 
 
+def _callee(ci, call):
+    """The definition a call expression calls: a function's, or for an instantiation of
+    a function template (or a call in a template, which names an overload set of one
+    template), the template's; None when not one function with a body."""
+    K = ci.CursorKind
+    function = call.referenced
+    if function is None:
+        callee = next(call.get_children(), None)
+        refs = [] if callee is None else \
+            [c for c in callee.walk_preorder() if c.kind == K.OVERLOADED_DECL_REF]
+        if not refs or ci.conf.lib.clang_getNumOverloadedDecls(refs[0]) != 1:
+            return None
+        function = ci.conf.lib.clang_getOverloadedDecl(refs[0], 0)
+    elif function.kind == K.FUNCTION_DECL and function.get_num_template_arguments() > 0:
+        function = ci.conf.lib.clang_getSpecializedCursorTemplate(function)
+    if function is None or function.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+        return None
+    return function.get_definition()
+
+
 def _written_type(ci, expression) -> str:
     """The canonical type of an expression as written, before the implicit conversions
-    Clang wraps it in (an argument converted to its parameter's type)."""
+    Clang wraps it in (an argument converted to its parameter's type); in a template,
+    as spelled when it depends on the template's parameters (`const T`)."""
     while expression.kind == ci.CursorKind.UNEXPOSED_EXPR:
         inner = list(expression.get_children())
         if len(inner) != 1 or inner[0].extent != expression.extent:
             break
         expression = inner[0]
-    return expression.type.get_canonical().spelling
+    canonical = expression.type.get_canonical().spelling
+    return expression.type.spelling if "type-parameter-" in canonical else canonical
 
 
 def _instance(ci, template, function) -> tuple[tuple[str, str, bool], ...] | None:
@@ -544,7 +579,8 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                     and child.is_definition() and any(
                         a.kind == ci.CursorKind.CUDAGLOBAL_ATTR for a in child.get_children()):
                 unit.kernels.append(kernel_of(child))
-            elif child.kind == ci.CursorKind.FUNCTION_DECL and child.is_definition() and any(
+            elif child.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) \
+                    and child.is_definition() and any(
                     a.kind == ci.CursorKind.CUDADEVICE_ATTR for a in child.get_children()):
                 helper = _helper(ci, child, file_text, user_file)
                 if helper is not None:

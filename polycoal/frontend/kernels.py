@@ -117,6 +117,18 @@ def _preceded_by_template(tokens: list[Token], k: int) -> bool:
     return False
 
 
+def _math_qualifier(tokens: list[Token], k: int, dialect) -> int:
+    """How many tokens from k qualify a call of a device math function (`std` `::`
+    before `sqrt(`, or a global `::`), else 0."""
+    n = 2 if tokens[k].text == "std" else 1 if tokens[k].text == "::" else 0
+    if not n or (n == 1 and k and tokens[k - 1].kind == "id") or k + n + 1 >= len(tokens):
+        return 0
+    if n == 2 and tokens[k + 1].text != "::":
+        return 0
+    name, after = tokens[k + n], tokens[k + n + 1]
+    return n if name.text in dialect.pure_functions and after.text == "(" else 0
+
+
 def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
     """Rewrite the text covered by `tokens` into C99 for pycparser.
 
@@ -142,6 +154,12 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
             replacement = ""
         elif t.text in dialect.rename:
             replacement = dialect.rename[t.text]
+        elif (qualified := _math_qualifier(tokens, k, dialect)):
+            # std::sqrt(x), ::fabsf(x): the device math function itself (CUDA declares
+            # its float and double overloads in both namespaces)
+            end = tokens[k + qualified - 1].end
+            k += qualified - 1
+            replacement = ""
         elif t.text == "(" and checks and (check := _assert_expansion(tokens, k, dialect)):
             end = tokens[check[0]].end
             k = check[0]

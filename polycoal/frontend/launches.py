@@ -35,6 +35,9 @@ def _text(tokens: list[Token]) -> str:
     return " ".join(t.text for t in tokens)
 
 
+_QUALIFIED = re.compile(r"(?:\b[A-Za-z_]\w*\s*)?(?:::\s*[A-Za-z_]\w*\s*)*::\s*([A-Za-z_]\w*)\b(?!\s*[(<:])")
+
+
 class _Scope:
     """Definitions visible before a token position in one host function; `bound`: host
     variables whose value at token `at` (the launch) is given."""
@@ -68,6 +71,11 @@ class _Scope:
     def scalar(self, expression: str, before: int, depth: int = 0) -> Value | None:
         if depth > 12:
             return None
+        # a qualified name (`cfg::kThreads`, `::kBlock`, `Tile::kRows`) is a constant of
+        # namespace or class scope: its value, when the program has one of that name
+        expression = _QUALIFIED.sub(
+            lambda m: str(self.constants[m.group(1)]) if m.group(1) in self.constants
+            else m.group(0), expression)
 
         def resolve(name: str, member: str | None) -> Value | None:
             if member is not None and member not in _AXES:

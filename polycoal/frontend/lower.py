@@ -440,6 +440,10 @@ def _inlined(helper, arguments: list[tuple[str, str]], statement: bool) -> str |
     several statements called where a block is not a statement."""
     if len(arguments) != len(helper.parameters):
         return None
+    if helper.template_parameters:
+        helper = _deduced(helper, arguments)
+        if helper is None:
+            return None
     values = {}
     bodies = list(helper.statements) + ([helper.result] if helper.result is not None else [])
     for (name, type_, reference), (text, given) in zip(helper.parameters, arguments):
@@ -473,6 +477,30 @@ def _inlined(helper, arguments: list[tuple[str, str]], statement: bool) -> str |
     if not statement:
         return None
     return "{ " + " ".join(f"{x};" for x in statements) + " }"
+
+
+def _deduced(helper, arguments: list[tuple[str, str]]):
+    """A function template helper with its type parameters replaced by the types its
+    call deduces: a parameter declared `T`, `const T` or `T &` takes its argument's type
+    (const dropped); None when a type parameter is not deduced so or two arguments
+    disagree (the call then stays as it is)."""
+    deduced: dict[str, str] = {}
+    for (_, type_, _), (_, given) in zip(helper.parameters, arguments):
+        written = _unqualified(type_)
+        if written in helper.template_parameters:
+            if deduced.setdefault(written, _unqualified(given)) != _unqualified(given):
+                return None
+    if set(deduced) != set(helper.template_parameters):
+        return None
+
+    def typed(text: str) -> str:
+        return _replace(text, [(t.start, t.end, deduced[t.text]) for t in tokenize(text)
+                               if t.kind == "id" and t.text in deduced])
+    return replace(helper, template_parameters=(),
+                   parameters=tuple((n, typed(t), r) for n, t, r in helper.parameters),
+                   statements=tuple(typed(x) for x in helper.statements),
+                   result=None if helper.result is None else typed(helper.result),
+                   returns=typed(helper.returns))
 
 
 def _assigns(body: str, name: str) -> bool:

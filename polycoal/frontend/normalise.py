@@ -13,6 +13,8 @@ import re
 
 from pycparser import c_ast
 
+from polycoal.frontend.dialect import cuda_dialect
+
 _SLOT = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
 
 
@@ -99,11 +101,8 @@ def _is_pointer(node: c_ast.Node, pointers: set[str]) -> bool:
 # --------------------------------------------------------------- one-statement temporaries
 
 _FLOATING = {"float", "double"}
-# functions a call of which has no side effect (device math)
-PURE_FUNCTIONS = frozenset({
-    "sqrtf", "sqrt", "rsqrtf", "expf", "exp", "logf", "log", "fabsf", "fabs", "fminf",
-    "fmin", "fmaxf", "fmax", "min", "max", "abs", "sinf", "sin", "cosf", "cos", "powf",
-    "pow", "floorf", "floor", "ceilf", "ceil", "tanhf", "tanh", "__ldg"})
+# functions a call of which has no side effect (device math: grammars/cuda.toml)
+PURE_FUNCTIONS = cuda_dialect().pure_functions
 
 
 def forward_temporaries(funcdef: c_ast.FuncDef) -> c_ast.FuncDef:

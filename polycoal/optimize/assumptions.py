@@ -9,8 +9,8 @@ context without them,
 
     A = context \\ U_races when,
 
-kept only when it is one conjunction of constraints (a basic set: one host condition,
-no disjunction) and leaves some parameter values. The kernel is analysed and
+kept when it leaves some parameter values (the pieces of a disjunction that bound
+the launch geometry are dropped: the rest is a sufficient condition). The kernel is analysed and
 transformed under A (A joins the model's context, so dependences, the mapping,
 code generation and translation validation all hold where A does), the transformed
 kernel is emitted beside the original, and each launch evaluates A from its own
@@ -53,18 +53,47 @@ def race_free_assumption(model: KernelModel, races) -> Assumption | None:
     if safe.is_empty():
         return None
     if safe.n_basic_set() != 1:
-        # {m <= 2048} or {nthreads_x <= 1}: the piece that leaves the launch geometry
-        # free is the condition worth checking (a sufficient one: the original runs
-        # for the rest)
+        # {m <= 2048} or {nthreads_x <= 1}: the pieces that leave the launch geometry
+        # free are the condition worth checking (a sufficient one: the original runs
+        # for the rest); several such pieces ({n <= 73 + k} or {k >= 183} or {m <= 1},
+        # gramschmidt's projection with its rows of N elements) are checked as their
+        # disjunction, none of them being the one the program's values always meet
         free = [isl.Set.from_basic_set(b) for b in safe.get_basic_sets()
                 if not _constrains_geometry(isl.Set.from_basic_set(b).gist(context))]
-        if len(free) != 1:
+        if not free:
             return None
+        if len(free) > 1:
+            pieces = [_widened(p, safe, context) for p in free]
+            union = pieces[0]
+            for piece in pieces[1:]:
+                union = union.union(piece)
+            # as written, piece by piece (isl's union would spell them disjoint)
+            text = " or ".join(condition_text(p) for p in pieces)
+            return _assumption(union.coalesce(), f"({text})")
         safe = free[0]
     condition = safe.gist(context).coalesce()
     if condition.is_equal(isl.Set.universe(condition.get_space())):
         return None
     return _assumption(condition)
+
+
+def _widened(piece: isl.Set, safe: isl.Set, context: isl.Set) -> isl.Set:
+    """The piece with every constraint dropped that the union `safe` does not need
+    (`k <= 182 and n <= 73 + k` beside `k >= 183` is `n <= 73 + k`): a shorter
+    condition for the same union."""
+    constraints = piece.gist(context).coalesce().get_basic_sets()[0].get_constraints()
+    kept = list(constraints)
+    for c in constraints:
+        rest = [x for x in kept if x is not c]
+        wider = isl.BasicSet.universe(piece.get_space())
+        for x in rest:
+            wider = wider.add_constraint(x)
+        if isl.Set.from_basic_set(wider).intersect(context).is_subset(safe):
+            kept = rest
+    out = isl.BasicSet.universe(piece.get_space())
+    for x in kept:
+        out = out.add_constraint(x)
+    return isl.Set.from_basic_set(out)
 
 
 def _constrains_geometry(piece) -> bool:
@@ -75,8 +104,11 @@ def _constrains_geometry(piece) -> bool:
                for k in range(space.dim(isl.dim_type.param)))
 
 
-def _assumption(condition: isl.Set) -> Assumption:
-    body = condition_text(condition)
+def _assumption(condition: isl.Set, body: str = "") -> Assumption:
+    body = body or condition_text(condition)
+    if condition.n_basic_set() > 1 and not body.startswith("("):
+        body = f"({body})"      # a context entry, joined to others by `and`
+
     space = condition.get_space()
     names = tuple(space.get_dim_name(isl.dim_type.param, k)
                   for k in range(space.dim(isl.dim_type.param)))

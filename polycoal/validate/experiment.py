@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
+from polycoal.codegen.kernel import capped_y_blocks
+from polycoal.codegen.launch import GRID_LIMITS
 from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.launches import geometry_for
 from polycoal.frontend.program import Kernel, Launch, Program
@@ -28,7 +30,6 @@ SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "l
                 "uint64_t", "clock_t", "time_t", "ptrdiff_t", "long long int", "unsigned long",
                 "unsigned long long"}
 UNKNOWN_MARGIN = 32             # extra elements of an array without a footprint
-GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 
 
 class NotRunnable(Exception):
@@ -131,6 +132,8 @@ def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
             extent = int(hi) - int(lo) + 1
             b = st.per_block["xyz".index(r.axis)]
             new_grid.append(max(1, min(-(-extent // b), GRID_LIMITS[r.axis])))
+        if len(new_grid) >= 2:
+            new_grid[1] = capped_y_blocks(new_grid[1], new_grid[0], st.target_blocks)
         new_grid += [1] * (3 - len(new_grid))
         runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
                              tuple(st.block), d.action in REASSOCIATING))
