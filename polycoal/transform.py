@@ -15,6 +15,7 @@ kernels and of their launch statements changes.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
@@ -99,8 +100,10 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
     new_cost = mapping.costs[mapping.axes[0]]
     # a new x with a single value (a loop of one iteration) runs one lane per warp: no gain
     single = isl_helpers.known_extent(model, mapping.axes[0]) == 1
-    if tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) or \
-            single:
+    starved = _starved(model, old, mapping) if old_cost is not None and \
+        new_cost <= old_cost and not single else None
+    if (tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) or
+            single) and starved is None:
         kept = _kept_order(d)
         reductions = [l for l in d.analysis.loops if l.reduction]
         if not reductions:
@@ -122,8 +125,37 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
                       "so no grid can be computed for it")
     block = options.block or default_block(len(mapping.axes))
     return d.change("restructured", "new geometry: " + ", ".join(
-        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)),
+        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)) + (
+        f"; {starved}" if starved else ""),
         generated=generate_kernel(program.text, kernel, model, mapping, block))
+
+
+# A launch of fewer threads than this leaves most of an H100/H200 idle (132
+# multiprocessors: under 4 warps each); a mapping that puts a parallel loop on threads
+# as well, at no higher coalescing cost, is taken when it gives STARVED_GAIN times more.
+STARVED_THREADS = 16384
+STARVED_GAIN = 8
+
+
+def _starved(model, old: tuple[str, ...], mapping) -> str | None:
+    """Why the mapping pays although it coalesces no better (the original runs too few
+    threads and the mapping adds parallel loops as thread axes), else None. Known counts
+    only: the launch's values must fix the ranges."""
+    threads_dims = [t.name for t in model.thread_dims]
+    extra = [a for a in mapping.axes if a not in threads_dims]
+    if not old or not extra:
+        return None
+    spans = [isl_helpers.known_span(model, a) for a in threads_dims]
+    more = [isl_helpers.known_span(model, a) for a in extra]
+    if None in spans or None in more:
+        return None
+    threads = math.prod(spans)
+    if threads >= STARVED_THREADS or threads * math.prod(more) < STARVED_GAIN * threads:
+        return None
+    from polycoal.codegen.kernel import _describe_dim
+    loops = ", ".join(_describe_dim(model, a) for a in extra)
+    return (f"the original runs {threads} threads, too few to fill the GPU: the parallel "
+            f"{loops} on threads as well ({threads * math.prod(more)} threads)")
 
 
 def _without_races(program: Program, kernel: Kernel, d: KernelDecision,

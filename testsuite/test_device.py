@@ -5,6 +5,8 @@ command's own message is checked instead."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 
 import pytest
 
@@ -90,3 +92,29 @@ def test_the_gpu_check_detects_a_wrong_kernel():
                          text=result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1))
     verdict = validate_kernel_device(program, wrong, d, {}, repeats=1)
     assert not verdict.ok and "symmat" in verdict.message
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_device_module_declares_a_template_helper_with_its_header(tmp_path):
+    """validate --device builds a module of the program's declarations and the two
+    kernels; cpp/gramschmidt's helper `template <typename T> __device__ T square(T)`
+    was declared without its template header there (the lent H200 reported `identifier
+    "T" is undefined`). Each changed kernel's module compiles with nvcc."""
+    from polycoal.validate.device import device_source
+    from polycoal.validate.experiment import prepare, run_changed
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=("M=80", "N=72")))
+    program = read_program(str(POLYBENCH / "cpp" / "gramschmidt.cu"), options.preprocessor)
+    result = transform_program(program, options)
+    sources = []
+
+    def module(p, new, d):
+        e = prepare(p, new, d, {"m": 80, "n": 72, "k": 5})
+        sources.append(device_source(e.declarations, [e.original, e.transformed]))
+    run_changed(program, result, options, module, lambda d: None)
+    assert len(sources) == 2
+    for k, source in enumerate(sources):
+        assert "template <typename T>" in source
+        (tmp_path / f"m{k}.cu").write_text(source)
+        r = subprocess.run(["nvcc", "--cubin", "-arch=sm_90", "-w", str(tmp_path / f"m{k}.cu"),
+                            "-o", str(tmp_path / f"m{k}.cubin")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]

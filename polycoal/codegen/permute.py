@@ -77,6 +77,6 @@ def permute_launch(original: str, launch: Launch, perm: Permutation,
         "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})"
         + (" where the launch's geometry allows" if checks else ""), name=_plain(name),
         was=[_plain(c) for c in config], config=config, evaluate_config=True,
-        temporaries=[], original_geometry=True, extents=[],
+        temporaries=[], original_geometry=True, extents=[], counts=[],
         launches=[permuted], main=0, extra=config[2:], stream=None, args=args,
         indent=indent, inner=indent + "  ", checks=checks, fallback=fallback)

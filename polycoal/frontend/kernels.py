@@ -109,12 +109,17 @@ def _brace_depths(tokens: list[Token]) -> list[int]:
 
 
 def _preceded_by_template(tokens: list[Token], k: int) -> bool:
+    return _template_keyword(tokens, k) is not None
+
+
+def _template_keyword(tokens: list[Token], k: int) -> int | None:
+    """The index of the `template` that heads the declaration of token k, if any."""
     j = k - 1
     while j >= 0 and tokens[j].text not in _STORAGE_START:
         if tokens[j].text == "template":
-            return True
+            return j
         j -= 1
-    return False
+    return None
 
 
 def _math_qualifier(tokens: list[Token], k: int, dialect) -> int:
@@ -475,6 +480,11 @@ def read_functions(source: PreprocessedSource, original_text: str, std: str = DE
             kernels.append(Kernel(site.name, location, params, ast, span, shared, unsupported,
                                   site.is_template, expanded))
         else:
+            # a function template's text starts at its `template <...>` (the kernels'
+            # stand-alone modules declare it: validate/experiment.py)
+            head = _template_keyword(tokens, site.marker) if site.is_template else None
+            if head is not None:
+                expanded = user_text[tokens[head].start:tokens[site.body_close].end]
             device_functions[site.name] = DeviceFunction(site.name, location, params, ast,
                                                          expanded)
     kernels = [_normalised(k, device_functions) for k in kernels]

@@ -162,6 +162,37 @@ def dim_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
     return lowers, sorted(uppers, key=str)
 
 
+def known_span(model: KernelModel, dim: str) -> int | None:
+    """The number of values `dim` takes over the whole kernel (max - min + 1 over every
+    statement's domain, a triangular loop's range included) when the launch's parameter
+    values fix it, else None."""
+    names = thread_names(model) + [f"c{k}" for k in range(model.depth)]
+    if dim not in names:
+        return None
+    position = names.index(dim)
+    lo = hi = None
+    for s in model.statements:
+        if dim.startswith("c") and int(dim[1:]) >= len(s.loops):
+            continue
+        d = domain(model, s)
+        for name, value in model.parameter_values.items():
+            k = d.find_dim_by_name(isl.dim_type.param, name)
+            if k >= 0:
+                d = d.fix_val(isl.dim_type.param, k, value)
+        d = d.project_out(isl.dim_type.set, position + 1, d.dim(isl.dim_type.set) - position - 1)
+        d = d.project_out(isl.dim_type.set, 0, position)
+        d = d.project_out(isl.dim_type.param, 0, d.dim(isl.dim_type.param))
+        if d.is_empty():
+            continue
+        if not d.is_bounded():
+            return None
+        first = d.lexmin().sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python()
+        last = d.lexmax().sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python()
+        lo = first if lo is None else min(lo, first)
+        hi = last if hi is None else max(hi, last)
+    return None if lo is None else hi - lo + 1
+
+
 def known_extent(model: KernelModel, dim: str) -> int | None:
     """The number of values of `dim` when the launch's parameter values fix its bounds
     (dim_bounds), else None."""
