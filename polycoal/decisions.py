@@ -56,7 +56,7 @@ class TransformOptions:
 
 # Actions whose kernels add floating-point values in another order than the original's.
 REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured"}     # the kernel is regenerated (d.generated)
+GENERATED = REASSOCIATING | {"restructured", "staged"}   # regenerated (d.generated)
 CHANGED = GENERATED | {"permuted"}                # the output differs from the input
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
 from polycoal.analysis.aliasing import distinct_arrays
-from polycoal.codegen.kernel import default_block, generate_kernel
+from polycoal.codegen.kernel import _describe_dim, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOptions,
                                 TransformResult)
@@ -43,6 +43,8 @@ from polycoal.optimize.phases import MIN_SPLIT_TRIPS, PhasePlan, plan_phases
 from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, one_thread,
                                          row_reduction_obstacle)
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
+from polycoal.optimize.staging import StagingPlan, staging_plan
+from polycoal.codegen.staged import generate_staged
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
@@ -100,12 +102,22 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
     new_cost = mapping.costs[mapping.axes[0]]
     # a new x with a single value (a loop of one iteration) runs one lane per warp: no gain
     single = isl_helpers.known_extent(model, mapping.axes[0]) == 1
+    no_gain = tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) \
+        or single
+    reductions = [l for l in d.analysis.loops if l.reduction]
+    # references that coalesce along two different dims, whatever the order: tiles
+    # through shared memory serve both (optimize/staging.py), better than any order
+    staging = staging_plan(model, d.analysis)
+    if isinstance(staging, StagingPlan):
+        return d.change(
+            "staged", f"its references coalesce along {_describe_dim(model, staging.x)}"
+            f" and {_describe_dim(model, staging.y)}: {staging.describe}, both sides "
+            "coalesced", generated=generate_staged(program.text, kernel, model, staging),
+            mapping=_mapping(d, (staging.x, staging.y), ()))
     starved = _starved(model, old, mapping) if old_cost is not None and \
         new_cost <= old_cost and not single else None
-    if (tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) or
-            single) and starved is None:
+    if no_gain and starved is None:
         kept = _kept_order(d)
-        reductions = [l for l in d.analysis.loops if l.reduction]
         if not reductions:
             # a reduction beside statements its loop carries other dependences for may
             # still be distributed from them (optimize/phases.py)
@@ -152,7 +164,6 @@ def _starved(model, old: tuple[str, ...], mapping) -> str | None:
     threads = math.prod(spans)
     if threads >= STARVED_THREADS or threads * math.prod(more) < STARVED_GAIN * threads:
         return None
-    from polycoal.codegen.kernel import _describe_dim
     loops = ", ".join(_describe_dim(model, a) for a in extra)
     return (f"the original runs {threads} threads, too few to fill the GPU: the parallel "
             f"{loops} on threads as well ({threads * math.prod(more)} threads)")
@@ -532,7 +543,6 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blo
 
 
 def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
-    from polycoal.codegen.kernel import _describe_dim
     return [(a, _describe_dim(model, dim)) for a, dim in zip("xyz", mapping.axes)]
 
 
@@ -573,7 +583,8 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
         out.append((kernel.span, generated))
         note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
                 "columns": "one block per 32 columns: ",
-                "tiled": "row reduction in tiles: "}.get(
+                "tiled": "row reduction in tiles: ",
+                "staged": "32x32 tiles staged in shared memory: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
@@ -653,9 +664,19 @@ def _reparses(program: Program, new_program: Program | None, d: KernelDecision) 
     return []
 
 
+def _staging(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """A staged kernel: the plan, made again from the original's model, must be the one
+    the generated kernel carries out (optimize/staging.py's conditions)."""
+    plan = staging_plan(d.analysis.model, d.analysis)
+    if isinstance(plan, Obstacle):
+        return [plan.text]
+    return [] if plan == d.generated.staging else ["the generated tiles differ from the plan"]
+
+
 VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
-              "tiled": (_reduction_shape,), "permuted": (_reparses,)}
+              "tiled": (_reduction_shape,), "permuted": (_reparses,),
+              "staged": (_staging,)}
 
 
 def _validate(program: Program, text: str, decisions: list[KernelDecision],

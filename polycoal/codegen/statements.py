@@ -46,12 +46,12 @@ class _Renderer(c_generator.CGenerator):
         self.scope = scope
         self.names = names
         self.used: set[str] = set()
-        self.replace: tuple[str, str] | None = None   # (text of a reference, its new text)
+        self.replace: dict[str, str] = {}     # text of a reference -> its new text
 
     def visit(self, node):
         if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID)) and \
-                text(node) == self.replace[0]:
-            return self.replace[1]
+                text(node) in self.replace:
+            return self.replace[text(node)]
         if isinstance(node, _INDEX_NODES) and not (isinstance(node, c_ast.UnaryOp)
                                                    and node.op in ("sizeof", "&", "*")):
             try:
@@ -67,7 +67,7 @@ class _Renderer(c_generator.CGenerator):
 def render_statement(model: KernelModel, kernel: Kernel, s: Statement,
                      names: dict[str, str]) -> tuple[str, set[str]]:
     """(C statement text, model variables it uses) with dims renamed via `names`."""
-    r = _renderer(model, kernel, s, names)
+    r = renderer(model, kernel, s, names)
     return r.visit(s.node), r.used
 
 
@@ -95,7 +95,7 @@ def render_accumulation(model: KernelModel, kernel: Kernel, s: Statement,
     found = accumulation(s.node)
     if found is None:
         return None
-    r = _renderer(model, kernel, s, names)
+    r = renderer(model, kernel, s, names)
     element = next(a for a in s.accesses if a.kind == "write").element_type
     return RenderedUpdate(r.visit(found.target), found.op, r.visit(found.value),
                           found.inverse, found.reassociable(element))
@@ -106,12 +106,14 @@ def render_promoted(model: KernelModel, kernel: Kernel, s: Statement,
     """The statement as written, with its accumulator X replaced by `register`: the same
     operations in the same order, on a register instead of memory."""
     found = accumulation(s.node)
-    r = _renderer(model, kernel, s, names)
-    r.replace = (text(found.target), register)
+    r = renderer(model, kernel, s, names)
+    r.replace = {text(found.target): register}
     return r.visit(s.node)
 
 
-def _renderer(model: KernelModel, kernel: Kernel, s: Statement,
-              names: dict[str, str]) -> "_Renderer":
+def renderer(model: KernelModel, kernel: Kernel, s: Statement,
+             names: dict[str, str]) -> "_Renderer":
+    """A printer of the statement's parts with dims renamed via `names` (its `replace`
+    maps a reference's text to the text printed instead)."""
     params = {p.name for p in kernel.parameters if not p.is_pointer}
     return _Renderer(Scope(model.axes, dict(s.bindings), params), names)

@@ -1,0 +1,61 @@
+"""Generate the staged form of a kernel (optimize/staging.py, templates/staged_tiles.cu.j2):
+tiles of 32 x 32 instances, the reads that run across the written dim copied through
+shared memory so that every global reference coalesces."""
+
+from __future__ import annotations
+
+from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
+                                     thread_range)
+from polycoal.codegen.statements import renderer
+from polycoal.frontend.program import Kernel
+from polycoal.model.accumulation import text
+from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.staging import TILE, TILE_ROWS, StagingPlan
+from polycoal.templates import render_template
+
+
+def _references(node, wanted: set[str]) -> dict[str, object]:
+    """The reference nodes of a statement whose text is in `wanted`, by text."""
+    found = {}
+
+    def walk(n):
+        if n is None:
+            return
+        if type(n).__name__ == "ArrayRef" and text(n) in wanted:
+            found.setdefault(text(n), n)
+            return
+        for _, child in n.children():
+            walk(child)
+    walk(node)
+    return found
+
+
+def generate_staged(original: str, kernel: Kernel, model: KernelModel,
+                    plan: StagingPlan) -> GeneratedKernel:
+    """The kernel in tiles (templates/staged_tiles.cu.j2): the staged reads rendered
+    once for the copy into their tiles, and replaced by the tile's element in the
+    statement."""
+    s = next(st for st in model.statements if st.name == plan.statement)
+    names = {plan.x: "pc_x", plan.y: "pc_y"}
+    reads = _references(s.node, set(plan.staged))
+    tiles, replace = [], {}
+    for k, staged in enumerate(plan.staged):
+        access = next(a for a in s.accesses if a.text == staged and a.kind == "read")
+        tiles.append({"type": access.element_type,
+                      "read": renderer(model, kernel, s, names).visit(reads[staged])})
+        replace[staged] = f"pc_tile{k}[threadIdx.x][pc_k]"
+    r = renderer(model, kernel, s, names)
+    r.replace = replace
+    statement = r.visit(s.node)
+    if not statement.rstrip().endswith((";", "}")):
+        statement += ";"
+    block = (TILE, TILE_ROWS, 1)
+    rx, ry = thread_range(model, plan.x, "x"), thread_range(model, plan.y, "y")
+    body = render_template(
+        "staged_tiles.cu.j2", signature=_signature(original, kernel, block),
+        x_dim=_describe_dim(model, plan.x), y_dim=_describe_dim(model, plan.y),
+        t=TILE, rows=TILE_ROWS, tiles=tiles, statement=statement,
+        x_lo=rx.lo, x_hi=rx.hi, y_lo=ry.lo, y_hi=ry.hi)
+    return GeneratedKernel(kernel.name, body, [rx, ry], block, [], {"x": "pc_x", "y": "pc_y"},
+                           "pc_i", axis_dims={"x": plan.x, "y": plan.y},
+                           per_block=(TILE, TILE, 1), staging=plan)

@@ -1,0 +1,121 @@
+"""Kernels whose references coalesce along two different dims, staged through
+shared-memory tiles (optimize/staging.py, codegen/staged.py; issue 15)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import FIXTURES, runs_alike
+from polycoal.analysis import analyze_kernel
+from polycoal.frontend import read_program
+from polycoal.optimize.staging import StagingPlan, staging_plan
+from polycoal.transform import TransformOptions, transform_program
+
+TILES = FIXTURES / "transpose_tiles.cu"
+
+
+def _result(path=TILES):
+    program = read_program(str(path))
+    return program, transform_program(program, TransformOptions())
+
+
+def test_the_transpose_shapes_are_staged_and_the_others_are_not():
+    _, result = _result()
+    d = {x.kernel: x for x in result.decisions}
+    for name in ("transpose_scale", "transpose_2d", "add_transposed"):
+        assert d[name].action == "staged", (name, d[name].reason)
+        assert "both sides coalesced" in d[name].reason
+    plan = d["transpose_scale"].generated.staging
+    assert (plan.x, plan.y, plan.staged) == ("c0", "gx", ("in[(r * 200) + c]",))
+    assert d["add_transposed"].generated.staging.staged == ("B[(c * 160) + r]",)
+    assert d["scale_rows"].action == "restructured"         # one direction: no tiles
+    assert d["short_transpose"].action != "staged"           # 8 rows: no full tile
+    text = result.text
+    assert "__shared__ float pc_tile0[32][33];" in text       # padded: no bank conflicts
+    assert "__shared__ double pc_tile0[32][33];" in text
+    assert "pc_tile0[pc_k][threadIdx.x] = in[" in text
+    assert "0.5 * pc_tile0[threadIdx.x][pc_k]" in text
+
+
+@pytest.mark.parametrize("argv", [(), ("33", "511"), ("1", "1"), ("512", "40")])
+def test_staged_kernels_run_like_the_originals(tmp_path, argv):
+    """Ragged sizes (not multiples of 32), a single element, and the largest."""
+    program, result = _result()
+    runs_alike(program.text, result.text, tmp_path, argv=argv)
+
+
+@pytest.mark.parametrize("defines", [("ROWS=64", "COLS=32"), ("ROWS=97", "COLS=45")])
+def test_staged_kernels_at_other_compile_time_sizes(tmp_path, defines):
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=defines))
+    program = read_program(str(TILES), options.preprocessor)
+    result = transform_program(program, options)
+    assert {d.kernel: d.action for d in result.decisions}["transpose_scale"] == "staged"
+    head = "".join(f"#define {d.replace('=', ' ')}\n" for d in defines)
+    runs_alike(head + program.text, head + result.text, tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_staged_kernels_compile(tmp_path):
+    _, result = _result()
+    (tmp_path / "out.cu").write_text(result.text)
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "out.cu"), "-o",
+                        str(tmp_path / "out.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def _plan(body: str, signature: str = "float *out, const float *in, float *A"):
+    source = (f"#define N 256\n__global__ void k({signature})\n{{\n"
+              "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              f"  if (c < N)\n    for (int r = 0; r < N; r++)\n      {body}\n}}\n"
+              "int main() { float *a, *b, *x; k<<<1, 256>>>(a, b, x); }\n")
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+        f.write(source)
+    program = read_program(f.name)
+    analysis = analyze_kernel(program.kernels[0], program)
+    return staging_plan(analysis.model, analysis)
+
+
+@pytest.mark.parametrize("body,why", [
+    ("A[c * N + r] = A[r * N + c];", "depend"),              # in place: dependences
+    ("out[c * N + r] = in[r * N + 2 * c];", "steps"),        # steps of 2 along c
+    ("out[c * N + r] = in[r * N + c] + out[r * N + c];", "depend"),
+    ("out[r * N + c] = in[r * N + c];", "no read runs across"),   # one direction
+    ("out[c * N + r] = in[c];", "no read runs across"),     # a broadcast along r
+])
+def test_what_is_not_staged(body, why):
+    plan = _plan(body)
+    assert not isinstance(plan, StagingPlan) and why in plan.text, plan
+
+
+def test_a_triangle_is_not_staged():
+    source = ("#define N 256\n__global__ void k(float *out, const float *in)\n{\n"
+              "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  if (c < N)\n    for (int r = 0; r < c; r++)\n"
+              "      out[c * N + r] = in[r * N + c];\n}\n"
+              "int main() { float *a, *b; k<<<1, 256>>>(a, b); }\n")
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+        f.write(source)
+    program = read_program(f.name)
+    analysis = analyze_kernel(program.kernels[0], program)
+    plan = staging_plan(analysis.model, analysis)
+    assert not isinstance(plan, StagingPlan) and "rectangle" in plan.text
+
+
+def test_the_validator_rejects_tiles_that_are_not_the_plan():
+    """The staged kernel is emitted only when the plan, made again from the original's
+    model, is the one it carries out."""
+    from dataclasses import replace
+
+    from polycoal.transform import _staging
+    program, result = _result()
+    d = next(x for x in result.decisions if x.kernel == "transpose_scale")
+    assert _staging(program, None, d) == []
+    wrong = replace(d, generated=replace(d.generated, staging=replace(
+        d.generated.staging, x="gx", y="c0")))
+    assert _staging(program, None, wrong) == ["the generated tiles differ from the plan"]
