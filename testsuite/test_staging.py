@@ -119,3 +119,18 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     wrong = replace(d, generated=replace(d.generated, staging=replace(
         d.generated.staging, x="gx", y="c0")))
     assert _staging(program, None, wrong) == ["the generated tiles differ from the plan"]
+
+
+GEOMETRY = FIXTURES / "staged_geometry.cu"
+
+
+@pytest.mark.parametrize("argv", [("3",), ("1",), ("9",)])
+def test_a_range_set_by_the_launch_is_passed_to_the_tiles(tmp_path, argv):
+    """The grid is clamped on one path only: its value is unknown (taking the clamp's
+    value ran 320 columns where the original ran 192), the rectangle is bounded by the
+    launch's thread count, passed as an extra argument."""
+    program, result = _result(GEOMETRY)
+    d = result.decisions[0]
+    assert d.action == "staged" and d.generated.hidden == ["nthreads_x"]
+    assert "long long pc_nthreads_x)" in result.text
+    runs_alike(program.text, result.text, tmp_path, argv=argv)

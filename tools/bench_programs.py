@@ -44,9 +44,10 @@ from polycoal.validate.device import load_pycuda, validate_device  # noqa: E402
 
 
 
-def build(source: str, include: str, exe: str, arch: str) -> str | None:
+def build(source: str, include: str, exe: str, arch: str, defines=()) -> str | None:
     r = subprocess.run(["nvcc", "-O3", f"-arch={arch}", "-w", source, "-o", exe,
-                        f"-I{include}", "-lm"], capture_output=True, text=True)
+                        f"-I{include}", *[f"-D{d}" for d in defines], "-lm"],
+                       capture_output=True, text=True)
     return None if r.returncode == 0 else r.stderr[-2000:]
 
 
@@ -87,6 +88,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--unpriced", action="store_true")
+    ap.add_argument("-D", dest="defines", action="append", default=[],
+                    help="define a macro (NAME=VALUE) for the transform and both builds")
     args = ap.parse_args()
     driver, _ = load_pycuda()
     device = driver.Device(0)
@@ -99,12 +102,14 @@ def main() -> int:
         path, _, argv = spec.partition(":")
         argv = [a for a in argv.split(",") if a]
         text = open(path).read()
-        preprocessor = PreprocessorOptions(include_dirs=(os.path.dirname(os.path.abspath(path)),))
+        preprocessor = PreprocessorOptions(include_dirs=(os.path.dirname(os.path.abspath(path)),),
+                                           defines=tuple(args.defines))
         program = read_program(path, preprocessor)
         values = {**arguments(text), **given}
         options = TransformOptions(preprocessor=preprocessor)
         result, verdicts = kernels(program, options, values, args.repeat)
-        entry = {"program": path, "argv": argv, "values": values, "kernels": verdicts}
+        entry = {"program": path, "argv": argv, "defines": args.defines, "values": values,
+                 "kernels": verdicts}
         if args.unpriced:
             _, forced = kernels(program, TransformOptions(preprocessor=preprocessor,
                                                           price_on_chip=False),
@@ -118,7 +123,7 @@ def main() -> int:
             include = os.path.dirname(os.path.abspath(path))
             for name, source in (("original", path), ("output", out)):
                 exe = os.path.join(tmp, name)
-                error = build(source, include, exe, arch)
+                error = build(source, include, exe, arch, args.defines)
                 entry[name] = {"built": False, "error": error} if error else \
                     run_times(exe, argv, args.runs)
         o, n = entry["original"], entry["output"]

@@ -177,6 +177,29 @@ def _launch_bounds(signature: str, block: tuple[int, int, int] | None) -> str:
     return signature
 
 
+def geometry_read(texts: list[str], model: KernelModel) -> list[str]:
+    """The original launch's geometry parameters (nthreads_x...) the texts read."""
+    return sorted(v for v in model.parameters if v.startswith(LAUNCH_PARAMS)
+                  and any(re.search(rf"\b{re.escape(v)}\b", t) for t in texts))
+
+
+def passed_geometry(text: str, hidden: list[str]) -> str:
+    """`text` reading the original launch's geometry from the kernel's extra arguments
+    pc_<name> (with_geometry)."""
+    if not hidden:
+        return text
+    return re.sub(r"\b(" + "|".join(map(re.escape, hidden)) + r")\b", r"pc_\1", text)
+
+
+def with_geometry(signature: str, hidden: list[str]) -> str:
+    """The signature with an extra argument `long long pc_<name>` for each of `hidden`."""
+    if not hidden:
+        return signature
+    close = signature.rfind(")")
+    return signature[:close] + "".join(f", long long pc_{h}" for h in hidden) \
+        + signature[close:]
+
+
 def thread_range(model: KernelModel, dim: str, axis: str,
                  wide: dict[str, str] | None = None) -> AxisRange:
     """The range of `dim` over all instances; on the device, parameters named in `wide`
@@ -464,12 +487,9 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     used.update(v for v in params if v.startswith(LAUNCH_PARAMS)
                 and re.search(rf"\b{re.escape(v)}\b", emitted_text))
     hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
-    if hidden:
-        # the original launch's geometry, passed as extra arguments pc_<name>
-        rename = re.compile(r"\b(" + "|".join(hidden) + r")\b")
-        body = [rename.sub(r"pc_\1", line) for line in body]
-        for r in ranges:
-            r.lo, r.hi = rename.sub(r"pc_\1", r.lo), rename.sub(r"pc_\1", r.hi)
+    body = [passed_geometry(line, hidden) for line in body]
+    for r in ranges:
+        r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)
     privates = [f"{ty} {name};" for name, (ty, _) in sorted(model.private.items())]
     block = block or default_block(len(mapping.axes))
     if not warp_reduction and not column_groups:
@@ -477,11 +497,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         # threads would run every instance again; it is one thread wide
         block = tuple(b if k < len(mapping.axes) else 1 for k, b in enumerate(block))
     old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
-    signature = _signature(original, kernel, block)
-    if hidden:
-        close = signature.rfind(")")
-        signature = (signature[:close] + "".join(f", long long pc_{h}" for h in hidden)
-                     + signature[close:])
+    signature = with_geometry(_signature(original, kernel, block), hidden)
     text = render_template(
         "kernel.cu.j2", signature=signature, hidden=hidden,
         old_geometry=old, old_block=model.block_shape,

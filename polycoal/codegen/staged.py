@@ -5,7 +5,8 @@ shared memory so that every global reference coalesces."""
 from __future__ import annotations
 
 from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
-                                     thread_range)
+                                     geometry_read, passed_geometry, thread_range,
+                                     with_geometry)
 from polycoal.codegen.statements import renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import text
@@ -51,11 +52,22 @@ def generate_staged(original: str, kernel: Kernel, model: KernelModel,
         statement += ";"
     block = (TILE, TILE_ROWS, 1)
     rx, ry = thread_range(model, plan.x, "x"), thread_range(model, plan.y, "y")
+    # the original launch's geometry where it bounds the rectangle (a guard-free kernel
+    # runs exactly its launch's threads): extra arguments, as in codegen/kernel.py
+    hidden = geometry_read([rx.lo, rx.hi, ry.lo, ry.hi, statement] +
+                           [t["read"] for t in tiles], model)
+    for r in (rx, ry):
+        r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)
+    statement = passed_geometry(statement, hidden)
+    for t in tiles:
+        t["read"] = passed_geometry(t["read"], hidden)
     body = render_template(
-        "staged_tiles.cu.j2", signature=_signature(original, kernel, block),
+        "staged_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, block),
+                                                      hidden),
         x_dim=_describe_dim(model, plan.x), y_dim=_describe_dim(model, plan.y),
         t=TILE, rows=TILE_ROWS, tiles=tiles, statement=statement,
         x_lo=rx.lo, x_hi=rx.hi, y_lo=ry.lo, y_hi=ry.hi)
-    return GeneratedKernel(kernel.name, body, [rx, ry], block, [], {"x": "pc_x", "y": "pc_y"},
+    return GeneratedKernel(kernel.name, body, [rx, ry], block, hidden,
+                           {"x": "pc_x", "y": "pc_y"},
                            "pc_i", axis_dims={"x": plan.x, "y": plan.y},
                            per_block=(TILE, TILE, 1), staging=plan)

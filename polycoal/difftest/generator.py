@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-            "hostloop", "racy", "nearmiss", "styles")
+            "hostloop", "racy", "nearmiss", "styles", "transpose")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -878,6 +878,17 @@ def fam_affine(b: Builder) -> None:
         affine_kernel(b)
 
 
+def fam_transpose(b: Builder) -> None:
+    """Statements over two dims (one thread dim and a loop, or two thread dims) whose
+    references take the dims in random orders: transposes, a transposed operand, a
+    broadcast, or all along one dim (the staged form's class and its near misses)."""
+    rng = b.rng
+    nd = rng.choice((1, 2))
+    affine_kernel(b, nd=nd, nloops=2 - nd, statements=1, runtime=rng.random() < 0.3,
+                  loop_kinds=("plain",), guard_kinds=("full",))
+    b.variant = f"transpose:{nd}d"
+
+
 def fam_rowred(b: Builder) -> None:
     rng = b.rng
     reduction_kernel(b, "row", private=rng.random() < 0.45,
@@ -1548,7 +1559,8 @@ STYLE_FUNCTIONS = {"template": _style_template, "namespace": _style_namespace,
 FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_colred,
                     "bounds": fam_bounds, "guards": fam_guards, "multi": fam_multi,
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
-                    "nearmiss": fam_nearmiss, "styles": fam_styles}
+                    "nearmiss": fam_nearmiss, "styles": fam_styles,
+                    "transpose": fam_transpose}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:

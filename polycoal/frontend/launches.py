@@ -109,6 +109,8 @@ class _Scope:
             if nxt in ("++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=",
                        "^=") or prev in ("++", "--", "&"):
                 return None     # changed (a loop counter, say) or its address taken
+            if nxt in ("=", ".") and self._conditional(k, before):
+                return None     # set on some paths only: its value here is not known
             if nxt == "." and k + 3 < len(tokens) and tokens[k + 2].text in _AXES \
                     and tokens[k + 3].text == "=":
                 axis = _AXES.index(tokens[k + 2].text)
@@ -182,6 +184,21 @@ class _Scope:
             if depth > 0:
                 return True
         return False
+
+    def _conditional(self, k: int, before: int) -> bool:
+        """Whether the statement at token k runs on some paths to token `before` only:
+        inside a block closed in between (an if's, a loop's), or the body of an unbraced
+        `if (c)`, `else`, loop or `do`."""
+        depth = 0
+        for t in self.tokens[k:before]:
+            depth += (t.text == "{") - (t.text == "}")
+            if depth < 0:
+                return True
+        j = k - 1
+        while j >= 0 and self.tokens[j].text not in (";", "{", "}", ")", "else", "do", ":"):
+            j -= 1
+        return j >= 0 and self.tokens[j].text in (")", "else", "do") and \
+            not (self.tokens[j].text == ")" and self._in_parentheses(j + 1))
 
     def _until_semicolon(self, k: int) -> list[Token]:
         run = []

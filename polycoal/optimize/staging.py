@@ -13,7 +13,7 @@ the tile transposed. Both global references then move whole 128-byte lines.
 That reorders the reads of the staged arrays before every write of the tile, and runs
 each (r, c) instance in another thread than the original. It is the same computation
 when, as checked here: the kernel is one statement over the rectangle (its domain is
-exactly the box of its two dims, bounded by the kernel's arguments, not by the launch
+exactly the box of its two dims, bounded by the kernel's arguments or the launch's
 geometry); nothing depends on anything (no dependence, no race, no private value: each
 instance reads only what no instance writes); and every global reference is linear in
 the two dims with a unit step along one of them (or none), the written references all
@@ -86,8 +86,6 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
     if len(dims) != 2:
         return Obstacle("staging-shape", "it does not run over two dims")
     # the box: the domain is the product of the two ranges, each a single interval
-    # bounded by the kernel's arguments alone (the launch geometry would be a hidden
-    # argument of the tiles)
     product = ranges[dims[0]].flat_product(ranges[dims[1]])
     if not _onto(dom, names, dims).is_equal(product) or \
             not all(ranges[d].is_equal(ranges[d].polyhedral_hull()) for d in dims):
@@ -96,9 +94,6 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
         lowers, uppers = isl_helpers.dim_bounds(model, name)
         if len(lowers) != 1 or not uppers:
             return Obstacle("staging-shape", f"the range of {name} is not one interval")
-    if any(v.startswith(("nthreads_", "gridDim_", "blockDim_")) for v in model.parameters
-           if v in str(dom)):
-        return Obstacle("geometry-dependent", "its range depends on the launch geometry")
     x = None
     reads: list[tuple[Access, str | None]] = []
     for a in s.accesses:
