@@ -45,6 +45,9 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    help="leave alone a kernel that is race-free only for some values of its "
                    "arguments (by default it is transformed, and each launch checks the "
                    "condition on the host and runs the original where it fails)")
+    p.add_argument("--no-staging", action="store_true",
+                   help="do not stage reads through shared-memory tiles (kernels whose "
+                   "references coalesce along two different dims, such as transposes)")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
                    "permutation by tracing each candidate on the CPU (compiles and runs "
@@ -88,6 +91,7 @@ def _transform_options(args, environ=None):
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
+                            staging=not args.no_staging,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))

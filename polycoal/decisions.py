@@ -49,6 +49,7 @@ class TransformOptions:
     column_groups: int | None = None
     preprocessor: PreprocessorOptions = PreprocessorOptions()
     runtime_checks: bool = True     # transform under conditions checked at each launch
+    staging: bool = True            # shared-memory tiles for two-direction kernels
     # price a permutation on the whole block (shared memory, divergence) before making
     # it; off only to measure what the price prevents (tools/bench_never_slower.py)
     price_on_chip: bool = True

@@ -107,7 +107,7 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
     reductions = [l for l in d.analysis.loops if l.reduction]
     # references that coalesce along two different dims, whatever the order: tiles
     # through shared memory serve both (optimize/staging.py), better than any order
-    staging = staging_plan(model, d.analysis)
+    staging = staging_plan(model, d.analysis) if options.staging else None
     if isinstance(staging, StagingPlan):
         return d.change(
             "staged", f"its references coalesce along {_describe_dim(model, staging.x)}"

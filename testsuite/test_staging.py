@@ -134,3 +134,13 @@ def test_a_range_set_by_the_launch_is_passed_to_the_tiles(tmp_path, argv):
     assert d.action == "staged" and d.generated.hidden == ["nthreads_x"]
     assert "long long pc_nthreads_x)" in result.text
     runs_alike(program.text, result.text, tmp_path, argv=argv)
+
+
+def test_no_staging_leaves_the_transpose_to_the_orders(capsys):
+    """Without tiles, the 200-thread transpose only gets its loop on threads too (one
+    side stays uncoalesced)."""
+    from polycoal.cli import main
+    assert main(["transform", str(TILES), "-o", "-", "--no-staging"]) == 0
+    out, err = capsys.readouterr()
+    assert "pc_tile0" not in out and "[staged]" not in err
+    assert "kernel 'transpose_scale' restructured" in err
