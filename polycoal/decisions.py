@@ -57,7 +57,9 @@ class TransformOptions:
 
 # Actions whose kernels add floating-point values in another order than the original's.
 REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured", "staged"}   # regenerated (d.generated)
+GENERATED = REASSOCIATING | {"restructured", "staged", "product"}   # d.generated
+# Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
+SYNCHRONISING = REASSOCIATING | {"staged", "product"}
 CHANGED = GENERATED | {"permuted"}                # the output differs from the input
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing

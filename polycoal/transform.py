@@ -45,6 +45,8 @@ from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, on
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.optimize.staging import StagingPlan, staging_plan
 from polycoal.codegen.staged import generate_staged
+from polycoal.codegen.product import generate_product
+from polycoal.optimize.products import ProductPlan, product_plan
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
@@ -114,6 +116,20 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
             f" and {_describe_dim(model, staging.y)}: {staging.describe}, both sides "
             "coalesced", generated=generate_staged(program.text, kernel, model, staging),
             mapping=_mapping(d, (staging.x, staging.y), ()))
+    if reductions and options.staging:
+        product = product_plan(model, d.analysis, mapping)
+        if isinstance(product, ProductPlan):
+            try:
+                generated = generate_product(program.text, kernel, model, product)
+            except ValueError:
+                generated = None
+            if generated is not None:
+                return d.change(
+                    "product", f"a product over {_describe_dim(model, product.i)} x "
+                    f"{_describe_dim(model, product.j)}, summed along "
+                    f"{_describe_dim(model, product.k)}: {product.describe}; the same "
+                    "sums in the same order", generated=generated,
+                    mapping=_mapping(d, (product.j, product.i), (product.k,)))
     starved = _starved(model, old, mapping) if old_cost is not None and \
         new_cost <= old_cost and not single else None
     if no_gain and starved is None:
@@ -584,7 +600,8 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
         note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
                 "columns": "one block per 32 columns: ",
                 "tiled": "row reduction in tiles: ",
-                "staged": "32x32 tiles staged in shared memory: "}.get(
+                "staged": "32x32 tiles staged in shared memory: ",
+                "product": "a product in register and shared-memory tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
@@ -664,6 +681,15 @@ def _reparses(program: Program, new_program: Program | None, d: KernelDecision) 
     return []
 
 
+def _product(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """A product in tiles: the plan, made again from the original's model, must be the
+    one the generated kernel carries out (optimize/products.py's conditions)."""
+    plan = product_plan(d.analysis.model, d.analysis, d.mapping)
+    if isinstance(plan, Obstacle):
+        return [plan.text]
+    return [] if plan == d.generated.staging else ["the generated tiles differ from the plan"]
+
+
 def _staging(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A staged kernel: the plan, made again from the original's model, must be the one
     the generated kernel carries out (optimize/staging.py's conditions)."""
@@ -676,7 +702,7 @@ def _staging(program: Program, new_program: Program | None, d: KernelDecision) -
 VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,),
-              "staged": (_staging,)}
+              "staged": (_staging,), "product": (_product,)}
 
 
 def _validate(program: Program, text: str, decisions: list[KernelDecision],

@@ -162,6 +162,21 @@ def dim_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
     return lowers, sorted(uppers, key=str)
 
 
+def projected(dom: isl.Set, names: list[str], dims: list[str]) -> isl.Set:
+    """A statement's domain (dims `names`) projected onto `dims`, in their order (an
+    unnamed tuple)."""
+    m = isl.Map(f"{{ [{', '.join(names)}] -> [{', '.join(dims)}] }}")
+    return dom.reset_tuple_id().apply(m.align_params(dom.get_space()))
+
+
+def without_gaps(values: isl.Set) -> bool:
+    """Whether, for each parameter value, the set is convex (no step, no modulo hole):
+    its hull, taken back to the parameters it holds for, is itself (a disjunction of
+    parameter conditions, `ni <= 1 or nj <= 90`, is not a gap)."""
+    hull = isl.Set.from_basic_set(values.polyhedral_hull())
+    return values.is_equal(hull.intersect_params(values.params()))
+
+
 def known_span(model: KernelModel, dim: str) -> int | None:
     """The number of values `dim` takes over the whole kernel (max - min + 1 over every
     statement's domain, a triangular loop's range included) when the launch's parameter

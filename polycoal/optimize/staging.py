@@ -81,14 +81,14 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
         return Obstacle("staging-shape", "its thread indices are not whole-grid indices")
     names = isl_helpers.thread_names(model) + [f"c{k}" for k in range(model.depth)]
     dom = isl_helpers.domain(model, s)
-    ranges = {name: _onto(dom, names, [name]) for name in names}
+    ranges = {name: isl_helpers.projected(dom, names, [name]) for name in names}
     dims = [n for n in names if not ranges[n].is_empty() and not _single_value(ranges[n])]
     if len(dims) != 2:
         return Obstacle("staging-shape", "it does not run over two dims")
     # the box: the domain is the product of the two ranges, each a single interval
     product = ranges[dims[0]].flat_product(ranges[dims[1]])
-    if not _onto(dom, names, dims).is_equal(product) or \
-            not all(ranges[d].is_equal(ranges[d].polyhedral_hull()) for d in dims):
+    if not isl_helpers.projected(dom, names, dims).is_equal(product) or \
+            not all(isl_helpers.without_gaps(ranges[d]) for d in dims):
         return Obstacle("staging-shape", "its instances are not a rectangle")
     for name in dims:
         lowers, uppers = isl_helpers.dim_bounds(model, name)
@@ -133,12 +133,6 @@ def _single_value(values: isl.Set) -> bool:
     """Whether a 1-D parameterised set holds one value for each parameter value."""
     lo, hi = values.lexmin(), values.lexmax()
     return lo.is_equal(hi)
-
-
-def _onto(dom: isl.Set, names: list[str], dims: list[str]) -> isl.Set:
-    """The domain projected onto `dims`, in their order (an unnamed tuple)."""
-    m = isl.Map(f"{{ [{', '.join(names)}] -> [{', '.join(dims)}] }}")
-    return dom.reset_tuple_id().apply(m.align_params(dom.get_space()))
 
 
 def _moves(access: Access, dims: list[str]) -> bool:

@@ -23,7 +23,7 @@ from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
 from polycoal.optimize.assumptions import holds
 from polycoal.model.kernel_model import KernelModel
-from polycoal.decisions import REASSOCIATING, KernelDecision
+from polycoal.decisions import REASSOCIATING, SYNCHRONISING, KernelDecision
 
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
@@ -136,7 +136,7 @@ def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
             new_grid[1] = capped_y_blocks(new_grid[1], new_grid[0], st.target_blocks)
         new_grid += [1] * (3 - len(new_grid))
         runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
-                             tuple(st.block), d.action in REASSOCIATING))
+                             tuple(st.block), d.action in SYNCHRONISING))
     return runs
 
 

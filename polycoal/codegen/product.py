@@ -1,0 +1,100 @@
+"""Generate the tiled form of a product (optimize/products.py,
+templates/product_tiles.cu.j2): register tiles of accumulators over shared-memory tiles
+of the operands."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from polycoal.codegen.isl_c import condition_to_c
+from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
+                                     geometry_read, passed_geometry, thread_range,
+                                     with_geometry)
+from polycoal.codegen.staged import _references
+from polycoal.codegen.statements import render_accumulation, render_statement, renderer
+from polycoal.frontend.program import Kernel
+from polycoal.model import isl_helpers
+from polycoal.model.accumulation import accumulation
+from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.products import BK, BLOCK, MICRO, ProductPlan, output_set
+from polycoal.templates import render_template
+
+
+def _check(used: set[str], others: set[str], what: str) -> None:
+    if used & others:
+        raise ValueError(f"{what}: reads {', '.join(sorted(used & others))}")
+
+
+def _rendered(model, kernel, s, names, others) -> str:
+    text, used = render_statement(model, kernel, s, names)
+    _check(used, others, s.text)
+    text = text.rstrip()
+    return text if text.endswith((";", "}")) else text + ";"
+
+
+def generate_product(original: str, kernel: Kernel, model: KernelModel,
+                     plan: ProductPlan) -> GeneratedKernel:
+    """The kernel in tiles (the template's comment says how); raises ValueError when a
+    statement reads a dim other than the plan's."""
+    by_name = {s.name: s for s in model.statements}
+    update = by_name[plan.update]
+    names = {plan.i: "pc_i", plan.j: "pc_j", plan.k: "pc_k"}
+    # the model's other dims (a padding loop, a single-valued thread index) have no
+    # variable in the tiles
+    others = set(isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]) \
+        - {plan.i, plan.j, plan.k}
+    tile = BLOCK * MICRO
+    only_update = replace(model, statements=[update])
+    ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
+    rk = thread_range(only_update, plan.k, "x")
+    reads = _references(update.node, {text for text, _, _ in plan.operands})
+    operands, replace_with = [], {}
+    for n, (text, side, unit) in enumerate(plan.operands):
+        access = next(a for a in update.accesses if a.text == text and a.kind == "read")
+        r = renderer(model, kernel, update, names)
+        read = r.visit(reads[text])
+        _check(r.used, others, text)
+        unit_k = unit == plan.k
+        operands.append({
+            "type": access.element_type, "side": side, "read": read,
+            # copied along k, a padded row keeps the 16 lanes of one row apart in banks
+            "pad": 1 if unit_k else 0,
+            "hi": (ri if side == "i" else rj).hi,
+            "kk": f"pc_e % {BK}" if unit_k else f"pc_e / {tile}",
+            "r": f"pc_e / {BK}" if unit_k else f"pc_e % {tile}"})
+        lane = "threadIdx.y" if side == "i" else "threadIdx.x"
+        micro = "pc_a" if side == "i" else "pc_b"
+        replace_with[text] = f"pc_op{n}[pc_kk][{lane} + {BLOCK} * {micro}]"
+    update_text = render_accumulation(model, kernel, update, names)
+    r = renderer(model, kernel, update, names)
+    r.replace = replace_with
+    value = r.visit(accumulation(update.node).value)
+    _check(r.used, others, update.text)
+    before = [_rendered(model, kernel, by_name[n], names, others) for n in plan.before]
+    after = [_rendered(model, kernel, by_name[n], names, others) for n in plan.after]
+    inside = condition_to_c(output_set(model, plan))
+    element = next(a for a in update.accesses if a.kind == "write").element_type
+    texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, update_text.target] + \
+        before + after + [o["read"] for o in operands]
+    hidden = geometry_read(texts, model)
+    for rr in (ri, rj, rk):
+        rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
+    for o in operands:
+        o["read"], o["hi"] = passed_geometry(o["read"], hidden), passed_geometry(o["hi"], hidden)
+    block = (BLOCK, BLOCK, 1)
+    body = render_template(
+        "product_tiles.cu.j2",
+        signature=with_geometry(_signature(original, kernel, block), hidden),
+        i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
+        k_dim=_describe_dim(model, plan.k), tile=tile, block=BLOCK, micro=MICRO, bk=BK,
+        operands=operands, acc_type=element,
+        inside=passed_geometry(inside, hidden), target=passed_geometry(update_text.target,
+                                                                       hidden),
+        value=passed_geometry(value, hidden),
+        before=[passed_geometry(t, hidden) for t in before],
+        after=[passed_geometry(t, hidden) for t in after],
+        i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi)
+    return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,
+                           {"x": "pc_j", "y": "pc_i"}, "pc_i",
+                           axis_dims={"x": plan.j, "y": plan.i}, per_block=(tile, tile, 1),
+                           staging=plan)

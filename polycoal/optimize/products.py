@@ -1,0 +1,165 @@
+"""When can a product-shaped kernel run in register tiles over shared-memory tiles
+(issue 15: covariance, GEMM, SYRK)?
+
+    for (i, j) in a domain D:               (thread indices or loops free of dependences)
+        init(i, j)                          (statements without k: C[i][j] *= beta)
+        for (k = klo; k <= khi; k++)
+            X[f(i, j)] += e(A[g(i, k)], B[h(j, k)], ...)
+        post(i, j)                          (symmat[j][i] = symmat[i][j])
+
+Each output element is a sum over k of terms that read one operand along (i, k) and
+the other along (j, k): a block computing a BM x BN tile of outputs needs only BM + BN
+rows of operands per step of k, where one thread per output reads 2 elements per term
+from memory. The tiled form (templates/product_tiles.cu.j2) runs a BM x BN tile per
+block of 16 x 16 threads, each thread a 4 x 4 register tile of accumulators (rows and
+columns 16 apart); the k loop in chunks of BK, each chunk of each operand copied into
+shared memory first (consecutive threads reading consecutive elements), after a barrier
+every thread's 16 accumulators updated from it.
+
+Each output element still runs init, then the terms for k in increasing order, then
+post, in the original's order: the sum is the same sum, not reassociated (a register
+holds the accumulator between the terms, as in the promoted restructured form). Legal
+when, as checked here: i and j are free of dependences (mapping.parallel) and k carries
+only the reduction; one update statement in the k loop, of an element that depends on
+neither k nor anything but (i, j), whose reads depend on (i, k) or (j, k) alone (or on
+neither) and are of arrays the kernel does not write; the k range a box in the
+parameters; the statements outside the loop over the same (i, j) as the update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import islpy as isl
+
+from polycoal.model import isl_helpers
+from polycoal.model.accumulation import accumulation
+from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.reduction import Obstacle
+
+BLOCK = 16          # threads along x and y
+MICRO = 4           # accumulators per thread along each dim (rows and columns 16 apart)
+BK = 16             # the k chunk staged per step
+MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
+
+
+@dataclass(frozen=True)
+class ProductPlan:
+    i: str                        # the dim on blockIdx.y / threadIdx.y
+    j: str                        # the dim on blockIdx.x / threadIdx.x
+    k: str                        # the reduction loop
+    update: str                   # the update statement's name
+    before: tuple[str, ...]       # statements before the k loop, in order
+    after: tuple[str, ...]        # statements after it
+    operands: tuple[tuple[str, str, str], ...]   # (read text, side "i"|"j", unit dim)
+
+    @property
+    def describe(self) -> str:
+        tile = BLOCK * MICRO
+        return (f"{tile}x{tile} tiles of outputs per block of {BLOCK}x{BLOCK} threads, "
+                f"{MICRO}x{MICRO} accumulators per thread in registers, {BK}-step chunks "
+                f"of {len(self.operands)} operands in shared memory")
+
+
+def product_plan(model: KernelModel, analysis, mapping) -> ProductPlan | Obstacle:
+    if not model.is_affine:
+        return Obstacle("product-shape", "outside the affine model")
+    reductions = [l for l in analysis.loops if l.reduction]
+    if len(reductions) != 1 or analysis.races:
+        return Obstacle("product-shape", "not one reduction loop")
+    k = reductions[0].loop.counter
+    depth = int(k[1:])
+    if depth != model.depth - 1:
+        return Obstacle("product-shape", "the reduction loop is not the innermost")
+    inside = [s for s in model.statements if len(s.loops) > depth]
+    if len(inside) != 1:
+        return Obstacle("product-shape", "not one statement in the reduction loop")
+    update = inside[0]
+    found = accumulation(update.node)
+    if found is None or update.update != "+" or found.inverse:
+        return Obstacle("product-shape", "the loop's statement is not a sum")
+    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
+    dom = isl_helpers.domain(model, update)
+    varying = [n for n in names if n != k and not _single(isl_helpers.projected(dom, names, [n]))]
+    if len(varying) != 2 or any(v not in mapping.parallel for v in varying):
+        return Obstacle("product-shape", "the outputs are not two dims free of dependences")
+    if any(d.kind != "global" or d.strided for d in model.thread_dims):
+        return Obstacle("product-shape", "its thread indices are not whole-grid indices")
+    # k: a box in the parameters, the same for every output
+    ij = isl_helpers.projected(dom, names, varying)
+    krange = isl_helpers.projected(dom, names, [k])
+    if not isl_helpers.projected(dom, names, varying + [k]).is_equal(ij.flat_product(krange)) or \
+            not isl_helpers.without_gaps(krange):
+        return Obstacle("product-shape", "the reduction's range depends on the output")
+    lowers, uppers = isl_helpers.dim_bounds(replace(model, statements=[update]), k)
+    if len(lowers) != 1 or len(uppers) != 1:
+        return Obstacle("product-shape", "the reduction's range is not one interval")
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    target = next(a for a in update.accesses if a.kind == "write")
+    if target.flat is None or any(k in m for m in target.flat.terms):
+        return Obstacle("product-shape", "the accumulator moves with the reduction")
+    # j: the dim the accumulator's element takes unit steps along (coalesced stores)
+    unit = [v for v in varying if target.flat.terms.get((v,)) == 1]
+    j = unit[0] if unit else varying[1]
+    i = next(v for v in varying if v != j)
+    operands = []
+    for a in update.accesses:
+        if a.kind == "write" or a.text == target.text:
+            continue
+        if a.space not in ("global", "constant") or a.flat is None:
+            return Obstacle("product-shape", f"{a.text}: not a global affine read")
+        if a.array in written:
+            return Obstacle("product-shape", f"{a.text}: an array the kernel writes")
+        moves = {v for m in a.flat.terms for v in m if v in (i, j, k)}
+        if not moves or moves == {k}:
+            if moves:
+                return Obstacle("product-shape", f"{a.text}: depends on the reduction alone")
+            continue                              # a value the same for every term
+        if {i, j} <= moves:
+            return Obstacle("product-shape", f"{a.text}: depends on both outputs")
+        side = "i" if i in moves else "j"
+        along = i if side == "i" else j
+        unit_dim = along if a.flat.terms.get((along,)) == 1 else k
+        if any(len([v for v in m if v in (i, j, k)]) > 1 for m in a.flat.terms):
+            return Obstacle("product-shape", f"{a.text}: not linear")
+        operands.append((a.text, side, unit_dim))
+    if not operands:
+        return Obstacle("product-shape", "no operand to stage")
+    operands = tuple(dict.fromkeys(operands))
+    others = [s for s in model.statements if s is not update]
+    before, after = [], []
+    # the statements outside the loop run for the same (i, j), those for which the
+    # update runs when the k range is not empty (`n >= 1`)
+    for s in others:
+        if len(s.loops) > depth:
+            return Obstacle("product-shape", "another statement in the reduction loop")
+        sdom = isl_helpers.domain(model, s)
+        outside = isl_helpers.projected(sdom, names, varying)
+        if not outside.is_equal(isl_helpers.projected(
+                isl_helpers.domain(model, others[0]), names, varying)) or \
+                not outside.intersect_params(krange.params()).is_equal(ij):
+            return Obstacle("product-shape", f"{s.text}: not over the update's outputs")
+        if any(a.space not in ("global", "constant") for a in s.accesses):
+            return Obstacle("product-shape", f"{s.text}: private or shared values")
+        (before if s.beta < update.beta else after).append(s.name)
+    for name in varying:
+        span = isl_helpers.known_span(model, name)
+        if span is not None and span < MIN_OUTPUTS:
+            return Obstacle("product-shape", f"{name} has {span} values, fewer than a tile")
+    return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands)
+
+
+def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
+    """The (i, j) each output's statements run for (those outside the loop: the update's
+    too when the k range is not empty), as a parameter set with i and j as parameters."""
+    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
+    first = (plan.before + plan.after + (plan.update,))[0]    # (they agree where k runs)
+    s = next(st for st in model.statements if st.name == first)
+    ij = isl_helpers.projected(isl_helpers.domain(model, s), names, [plan.i, plan.j])
+    ij = ij.set_dim_name(isl.dim_type.set, 0, "pc_i").set_dim_name(isl.dim_type.set, 1, "pc_j")
+    n = ij.dim(isl.dim_type.param)
+    return ij.move_dims(isl.dim_type.param, n, isl.dim_type.set, 0, 2)
+
+
+def _single(values: isl.Set) -> bool:
+    return values.is_empty() or values.lexmin().is_equal(values.lexmax())
