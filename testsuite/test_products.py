@@ -26,6 +26,10 @@ CASES = [
     ("syrk", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syrk_kernel"}),
     ("syr2k", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syr2k_kernel"}),
     ("covariance", ("M=100", "N=90"), {"m": 100, "n": 90}, {"covar_kernel"}),
+    # 256 outputs or more along both dims: 8 x 8 accumulators, 128 x 128 tiles
+    ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
+     {"gemm_kernel"}),
+    ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"}),
     ("covariance", ("M=100", "N=90", "POLYBENCH_USE_SCALAR_LB"), {"m": 100, "n": 90},
      {"covar_kernel"}),
 ]
@@ -51,6 +55,14 @@ def test_products_are_tiled_and_compute_exactly_what_the_original_does(name, def
         assert v.ok, (v.kernel, v.message)
         if v.kernel in products:
             assert v.arrays and all(a.max_abs == 0.0 for a in v.arrays), v.arrays
+
+
+def test_the_tile_follows_the_sizes():
+    small = _transformed("gemm", ("NI=100", "NJ=90", "NK=70"))[1].decisions[0]
+    large = _transformed("gemm", ("NI=300", "NJ=270", "NK=37"))[1].decisions[0]
+    assert (small.generated.staging.micro, small.generated.staging.bk) == (4, 16)
+    assert (large.generated.staging.micro, large.generated.staging.bk) == (8, 8)
+    assert large.generated.per_block == (128, 128, 1)
 
 
 def test_covariance_is_tiled_with_its_mirror_store():

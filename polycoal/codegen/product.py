@@ -16,7 +16,7 @@ from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.products import BK, BLOCK, MICRO, ProductPlan, output_set
+from polycoal.optimize.products import BLOCK, ProductPlan, output_set
 from polycoal.templates import render_template
 
 
@@ -43,7 +43,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # variable in the tiles
     others = set(isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]) \
         - {plan.i, plan.j, plan.k}
-    tile = BLOCK * MICRO
+    tile, bk = plan.tile, plan.bk
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
     rk = thread_range(only_update, plan.k, "x")
@@ -60,8 +60,8 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
             # copied along k, a padded row keeps the 16 lanes of one row apart in banks
             "pad": 1 if unit_k else 0,
             "hi": (ri if side == "i" else rj).hi,
-            "kk": f"pc_e % {BK}" if unit_k else f"pc_e / {tile}",
-            "r": f"pc_e / {BK}" if unit_k else f"pc_e % {tile}"})
+            "kk": f"pc_e % {bk}" if unit_k else f"pc_e / {tile}",
+            "r": f"pc_e / {bk}" if unit_k else f"pc_e % {tile}"})
         lane = "threadIdx.y" if side == "i" else "threadIdx.x"
         micro = "pc_a" if side == "i" else "pc_b"
         replace_with[text] = f"pc_op{n}[pc_kk][{lane} + {BLOCK} * {micro}]"
@@ -86,7 +86,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         "product_tiles.cu.j2",
         signature=with_geometry(_signature(original, kernel, block), hidden),
         i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
-        k_dim=_describe_dim(model, plan.k), tile=tile, block=BLOCK, micro=MICRO, bk=BK,
+        k_dim=_describe_dim(model, plan.k), tile=tile, block=BLOCK, micro=plan.micro, bk=bk,
         operands=operands, acc_type=element,
         inside=passed_geometry(inside, hidden), target=passed_geometry(update_text.target,
                                                                        hidden),

@@ -41,6 +41,11 @@ BLOCK = 16          # threads along x and y
 MICRO = 4           # accumulators per thread along each dim (rows and columns 16 apart)
 BK = 16             # the k chunk staged per step
 MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
+# outputs of 256 values or more along both dims (or sizes known only when running):
+# 8 x 8 accumulators per thread, 128 x 128 per block, chunks of 8; every value a
+# thread takes from shared memory then serves 8 multiply-adds instead of 4
+LARGE_OUTPUTS = 256
+LARGE_MICRO, LARGE_BK = 8, 8
 
 
 @dataclass(frozen=True)
@@ -52,13 +57,18 @@ class ProductPlan:
     before: tuple[str, ...]       # statements before the k loop, in order
     after: tuple[str, ...]        # statements after it
     operands: tuple[tuple[str, str, str], ...]   # (read text, side "i"|"j", unit dim)
+    micro: int = MICRO            # accumulators per thread along each dim
+    bk: int = BK                  # the k chunk
+
+    @property
+    def tile(self) -> int:
+        return BLOCK * self.micro
 
     @property
     def describe(self) -> str:
-        tile = BLOCK * MICRO
-        return (f"{tile}x{tile} tiles of outputs per block of {BLOCK}x{BLOCK} threads, "
-                f"{MICRO}x{MICRO} accumulators per thread in registers, {BK}-step chunks "
-                f"of {len(self.operands)} operands in shared memory")
+        return (f"{self.tile}x{self.tile} tiles of outputs per block of {BLOCK}x{BLOCK} "
+                f"threads, {self.micro}x{self.micro} accumulators per thread in registers, "
+                f"{self.bk}-step chunks of {len(self.operands)} operands in shared memory")
 
 
 def product_plan(model: KernelModel, analysis, mapping) -> ProductPlan | Obstacle:
@@ -142,11 +152,13 @@ def product_plan(model: KernelModel, analysis, mapping) -> ProductPlan | Obstacl
         if any(a.space not in ("global", "constant") for a in s.accesses):
             return Obstacle("product-shape", f"{s.text}: private or shared values")
         (before if s.beta < update.beta else after).append(s.name)
-    for name in varying:
-        span = isl_helpers.known_span(model, name)
+    spans = [isl_helpers.known_span(model, name) for name in varying]
+    for name, span in zip(varying, spans):
         if span is not None and span < MIN_OUTPUTS:
             return Obstacle("product-shape", f"{name} has {span} values, fewer than a tile")
-    return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands)
+    large = all(span is None or span >= LARGE_OUTPUTS for span in spans)
+    micro, bk = (LARGE_MICRO, LARGE_BK) if large else (MICRO, BK)
+    return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, micro, bk)
 
 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
