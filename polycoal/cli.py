@@ -48,6 +48,9 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
+    p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
+                   help="accumulators per thread along each dim of a tiled product (4: "
+                   "64x64 outputs per block, 8: 128x128; default by the sizes)")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
                    "permutation by tracing each candidate on the CPU (compiles and runs "
@@ -91,7 +94,7 @@ def _transform_options(args, environ=None):
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
-                            staging=not args.no_staging,
+                            staging=not args.no_staging, product_micro=args.product_micro,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))

@@ -117,7 +117,7 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
             "coalesced", generated=generate_staged(program.text, kernel, model, staging),
             mapping=_mapping(d, (staging.x, staging.y), ()))
     if reductions and options.staging:
-        product = product_plan(model, d.analysis, mapping)
+        product = product_plan(model, d.analysis, mapping, options.product_micro)
         if isinstance(product, ProductPlan):
             try:
                 generated = generate_product(program.text, kernel, model, product)
@@ -684,10 +684,11 @@ def _reparses(program: Program, new_program: Program | None, d: KernelDecision) 
 def _product(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A product in tiles: the plan, made again from the original's model, must be the
     one the generated kernel carries out (optimize/products.py's conditions)."""
-    plan = product_plan(d.analysis.model, d.analysis, d.mapping)
+    made = d.generated.staging
+    plan = product_plan(d.analysis.model, d.analysis, d.mapping, getattr(made, "micro", 0))
     if isinstance(plan, Obstacle):
         return [plan.text]
-    return [] if plan == d.generated.staging else ["the generated tiles differ from the plan"]
+    return [] if plan == made else ["the generated tiles differ from the plan"]
 
 
 def _staging(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

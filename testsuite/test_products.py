@@ -26,28 +26,29 @@ CASES = [
     ("syrk", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syrk_kernel"}),
     ("syr2k", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syr2k_kernel"}),
     ("covariance", ("M=100", "N=90"), {"m": 100, "n": 90}, {"covar_kernel"}),
-    # 256 outputs or more along both dims: 8 x 8 accumulators, 128 x 128 tiles
+    # 8 x 8 accumulators, 128 x 128 tiles (chosen from 2048 x 2048 outputs; forced)
     ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
-     {"gemm_kernel"}),
-    ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"}),
+     {"gemm_kernel"}, 8),
+    ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"}, 8),
     ("covariance", ("M=100", "N=90", "POLYBENCH_USE_SCALAR_LB"), {"m": 100, "n": 90},
      {"covar_kernel"}),
 ]
 
 
-def _transformed(name, defines):
-    options = TransformOptions(preprocessor=PreprocessorOptions(defines=defines))
+def _transformed(name, defines, micro=0):
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=defines),
+                               product_micro=micro)
     program = read_program(str(POLYBENCH / name / f"{name}.cu"), options.preprocessor)
     return program, transform_program(program, options), options
 
 
-@pytest.mark.parametrize("name,defines,values,products", CASES,
-                         ids=[f"{c[0]}-{len(c[1])}" for c in CASES])
-def test_products_are_tiled_and_compute_exactly_what_the_original_does(name, defines,
-                                                                     values, products):
-    """Ragged sizes (not multiples of the 64 x 64 tiles or the 16-step chunks); the
-    sums are the same sums in the same order: bit-identical on the CPU."""
-    program, result, options = _transformed(name, defines)
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{len(c[1])}-{(c + (0,))[4]}"
+                                             for c in CASES])
+def test_products_are_tiled_and_compute_exactly_what_the_original_does(case):
+    """Ragged sizes (not multiples of the tiles or the chunks); the sums are the same
+    sums in the same order: bit-identical on the CPU."""
+    name, defines, values, products = case[:4]
+    program, result, options = _transformed(name, defines, (case + (0,))[4])
     actions = {d.kernel: d.action for d in result.decisions}
     assert {k for k, a in actions.items() if a == "product"} == products, actions
     verdicts = validate_cpu(program, result, options, values, seed=11)
@@ -59,7 +60,7 @@ def test_products_are_tiled_and_compute_exactly_what_the_original_does(name, def
 
 def test_the_tile_follows_the_sizes():
     small = _transformed("gemm", ("NI=100", "NJ=90", "NK=70"))[1].decisions[0]
-    large = _transformed("gemm", ("NI=300", "NJ=270", "NK=37"))[1].decisions[0]
+    large = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=37"))[1].decisions[0]
     assert (small.generated.staging.micro, small.generated.staging.bk) == (4, 16)
     assert (large.generated.staging.micro, large.generated.staging.bk) == (8, 8)
     assert large.generated.per_block == (128, 128, 1)
@@ -75,7 +76,7 @@ def test_covariance_is_tiled_with_its_mirror_store():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_tiled_products_compile(tmp_path):
-    for name, defines, _, _ in CASES[:3]:
+    for name, defines, _, _ in (c[:4] for c in CASES[:3]):
         _, result, _ = _transformed(name, defines)
         (tmp_path / "out.cu").write_text(result.text)
         r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", "-I", str(POLYBENCH / name),
