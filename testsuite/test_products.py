@@ -26,6 +26,9 @@ CASES = [
     ("syrk", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syrk_kernel"}),
     ("syr2k", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syr2k_kernel"}),
     ("covariance", ("M=100", "N=90"), {"m": 100, "n": 90}, {"covar_kernel"}),
+    # the diagonal `symmat[j1][j1] = 1` over j1 alone, run by the first column of tiles
+    ("correlation", ("M=100", "N=90"), {"m": 100, "n": 90}, {"corr_kernel"}),
+    ("correlation", ("M=100", "N=90"), {"m": 100, "n": 0}, {"corr_kernel"}),
     # 8 x 8 accumulators, 128 x 128 tiles (chosen from 2048 x 2048 outputs; forced)
     ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
      {"gemm_kernel"}, 8),

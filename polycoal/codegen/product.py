@@ -16,7 +16,7 @@ from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.products import BLOCK, ProductPlan, output_set
+from polycoal.optimize.products import BLOCK, ProductPlan, output_set, row_set
 from polycoal.templates import render_template
 
 
@@ -70,12 +70,15 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     r.replace = replace_with
     value = r.visit(accumulation(update.node).value)
     _check(r.used, others, update.text)
+    rows = [{"inside": condition_to_c(row_set(model, n, plan.i)),
+             "text": _rendered(model, kernel, by_name[n], names, others)} for n in plan.rows]
     before = [_rendered(model, kernel, by_name[n], names, others) for n in plan.before]
     after = [_rendered(model, kernel, by_name[n], names, others) for n in plan.after]
     inside = condition_to_c(output_set(model, plan))
     element = next(a for a in update.accesses if a.kind == "write").element_type
     texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, update_text.target] + \
-        before + after + [o["read"] for o in operands]
+        before + after + [o["read"] for o in operands] + \
+        [r["inside"] + r["text"] for r in rows]
     hidden = geometry_read(texts, model)
     for rr in (ri, rj, rk):
         rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
@@ -92,6 +95,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
                                                                        hidden),
         value=passed_geometry(value, hidden),
         before=[passed_geometry(t, hidden) for t in before],
+        rows=[{k: passed_geometry(v, hidden) for k, v in r.items()} for r in rows],
         after=[passed_geometry(t, hidden) for t in after],
         i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi)
     return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,

@@ -62,6 +62,7 @@ class ProductPlan:
     operands: tuple[tuple[str, str, str], ...]   # (read text, side "i"|"j", unit dim)
     micro: int = MICRO            # accumulators per thread along each dim
     bk: int = BK                  # the k chunk
+    rows: tuple[str, ...] = ()    # statements over i alone (outside the loop over j)
 
     @property
     def tile(self) -> int:
@@ -143,6 +144,22 @@ def product_plan(model: KernelModel, analysis, mapping,
         return Obstacle("product-shape", "no operand to stage")
     operands = tuple(dict.fromkeys(operands))
     others = [s for s in model.statements if s is not update]
+    # statements outside the loop over j (correlation's `symmat[j1][j1] = 1`), when j is
+    # a loop: run once per i, by the blocks of the first column of tiles, where nothing
+    # depends on them and nothing they depend on
+    row_only = [s for s in others if j.startswith("c") and len(s.loops) <= int(j[1:])]
+    # the rows the tiles visit: those of the statements over (i, j) (output_set)
+    per_output = [s for s in others if s not in row_only] or [update]
+    rows_i = isl_helpers.projected(isl_helpers.domain(model, per_output[0]), names, [i])
+    for s in row_only:
+        if any(d.source == s.name or d.sink == s.name for d in analysis.dependences):
+            return Obstacle("product-shape", f"{s.text}: ordered with the products")
+        if not isl_helpers.projected(isl_helpers.domain(model, s), names, [i]) \
+                .is_subset(rows_i):
+            return Obstacle("product-shape", f"{s.text}: runs beyond the outputs' rows")
+        if any(a.space not in ("global", "constant") for a in s.accesses):
+            return Obstacle("product-shape", f"{s.text}: private or shared values")
+    others = [s for s in others if s not in row_only]
     before, after = [], []
     # the statements outside the loop run for the same (i, j), those for which the
     # update runs when the k range is not empty (`n >= 1`)
@@ -166,7 +183,7 @@ def product_plan(model: KernelModel, analysis, mapping,
         large = None not in spans and spans[0] * spans[1] >= LARGE_OUTPUTS
         micro = LARGE_MICRO if large else MICRO
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, micro,
-                       SHAPES[micro])
+                       SHAPES[micro], tuple(s.name for s in row_only))
 
 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
@@ -179,6 +196,16 @@ def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     ij = ij.set_dim_name(isl.dim_type.set, 0, "pc_i").set_dim_name(isl.dim_type.set, 1, "pc_j")
     n = ij.dim(isl.dim_type.param)
     return ij.move_dims(isl.dim_type.param, n, isl.dim_type.set, 0, 2)
+
+
+def row_set(model: KernelModel, statement: str, i: str) -> isl.Set:
+    """The i a statement over i alone runs for, as a parameter set (pc_i a parameter)."""
+    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
+    s = next(st for st in model.statements if st.name == statement)
+    rows = isl_helpers.projected(isl_helpers.domain(model, s), names, [i])
+    rows = rows.set_dim_name(isl.dim_type.set, 0, "pc_i")
+    return rows.move_dims(isl.dim_type.param, rows.dim(isl.dim_type.param),
+                          isl.dim_type.set, 0, 1)
 
 
 def _single(values: isl.Set) -> bool:
