@@ -107,9 +107,8 @@ def test_cpp_style_covariance_transforms_and_runs_like_the_original(tmp_path):
     """polybench_inputs/cpp/covariance.cu: covariance as C++ CUDA code is written
     (templates in a namespace, private accumulators, early returns, std::vector host
     buffers). The column means run in phases; the covariance kernel, race-free only for
-    m <= M, is taken under that run-time condition: coalesced as written (its
-    accumulator is private) but starved (one thread per column), it gets its parallel
-    loop over j2 on threads too; the whole program runs alike on the CPU."""
+    m <= M, is taken under that run-time condition and tiled, its private accumulator
+    being the register tile itself; the whole program runs alike on the CPU."""
     from conftest import runs_alike
     from polycoal.frontend import read_program
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -121,7 +120,7 @@ def test_cpp_style_covariance_transforms_and_runs_like_the_original(tmp_path):
     d = {x.kernel: x for x in result.decisions}
     assert d["mean_kernel__pc_float"].action == "columns"
     covar = d["covar_kernel__pc_float"]
-    assert covar.action == "restructured" and "too few to fill the GPU" in covar.reason
+    assert covar.action == "product" and covar.generated.staging.private == "acc"
     assert covar.assumption.constraint == "m <= 96"
     assert "mean_kernel__pc_float<<<" in result.text and "covar_kernel__pc_float" in result.text
     output = tmp_path / "covariance.cu"

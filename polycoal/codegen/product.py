@@ -11,7 +11,7 @@ from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
 from polycoal.codegen.staged import _references
-from polycoal.codegen.statements import render_accumulation, render_statement, renderer
+from polycoal.codegen.statements import render_accumulation, renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
@@ -25,9 +25,11 @@ def _check(used: set[str], others: set[str], what: str) -> None:
         raise ValueError(f"{what}: reads {', '.join(sorted(used & others))}")
 
 
-def _rendered(model, kernel, s, names, others) -> str:
-    text, used = render_statement(model, kernel, s, names)
-    _check(used, others, s.text)
+def _rendered(model, kernel, s, names, others, replace_with) -> str:
+    r = renderer(model, kernel, s, names)
+    r.replace = replace_with
+    text = r.visit(s.node)
+    _check(r.used, others, s.text)
     text = text.rstrip()
     return text if text.endswith((";", "}")) else text + ";"
 
@@ -65,18 +67,24 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         lane = "threadIdx.y" if side == "i" else "threadIdx.x"
         micro = "pc_a" if side == "i" else "pc_b"
         replace_with[text] = f"pc_op{n}[pc_kk][{lane} + {BLOCK} * {micro}]"
-    update_text = render_accumulation(model, kernel, update, names)
+    # a private accumulator is the register itself: no load, no store
+    register = {plan.private: "pc_acc[pc_a][pc_b]"} if plan.private else {}
+    replace_with.update(register)
+    target = "" if plan.private else render_accumulation(model, kernel, update, names).target
     r = renderer(model, kernel, update, names)
     r.replace = replace_with
     value = r.visit(accumulation(update.node).value)
     _check(r.used, others, update.text)
     rows = [{"inside": condition_to_c(row_set(model, n, plan.i)),
-             "text": _rendered(model, kernel, by_name[n], names, others)} for n in plan.rows]
-    before = [_rendered(model, kernel, by_name[n], names, others) for n in plan.before]
-    after = [_rendered(model, kernel, by_name[n], names, others) for n in plan.after]
+             "text": _rendered(model, kernel, by_name[n], names, others, {})}
+            for n in plan.rows]
+    before = [_rendered(model, kernel, by_name[n], names, others, register)
+              for n in plan.before]
+    after = [_rendered(model, kernel, by_name[n], names, others, register)
+             for n in plan.after]
     inside = condition_to_c(output_set(model, plan))
     element = next(a for a in update.accesses if a.kind == "write").element_type
-    texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, update_text.target] + \
+    texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, target] + \
         before + after + [o["read"] for o in operands] + \
         [r["inside"] + r["text"] for r in rows]
     hidden = geometry_read(texts, model)
@@ -91,8 +99,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
         k_dim=_describe_dim(model, plan.k), tile=tile, block=BLOCK, micro=plan.micro, bk=bk,
         operands=operands, acc_type=element,
-        inside=passed_geometry(inside, hidden), target=passed_geometry(update_text.target,
-                                                                       hidden),
+        inside=passed_geometry(inside, hidden), target=passed_geometry(target, hidden),
         value=passed_geometry(value, hidden),
         before=[passed_geometry(t, hidden) for t in before],
         rows=[{k: passed_geometry(v, hidden) for k, v in r.items()} for r in rows],

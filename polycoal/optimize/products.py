@@ -63,6 +63,7 @@ class ProductPlan:
     micro: int = MICRO            # accumulators per thread along each dim
     bk: int = BK                  # the k chunk
     rows: tuple[str, ...] = ()    # statements over i alone (outside the loop over j)
+    private: str = ""             # the accumulator, when it is a private scalar
 
     @property
     def tile(self) -> int:
@@ -113,6 +114,13 @@ def product_plan(model: KernelModel, analysis, mapping,
         return Obstacle("product-shape", "the reduction's range is not one interval")
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
     target = next(a for a in update.accesses if a.kind == "write")
+    # a private accumulator (`float acc = 0; for (k) acc += ...; C[i][j] = acc;`) is the
+    # register itself; it must be one scalar, declared per output (its scope's loops are
+    # the outputs' dims)
+    private = target.space == "private"
+    if private and (target.subscripts is None or
+                    any(v not in varying for p in target.subscripts for v in p.variables)):
+        return Obstacle("product-shape", f"{target.text}: a private kept across outputs")
     if target.flat is None or any(k in m for m in target.flat.terms):
         return Obstacle("product-shape", "the accumulator moves with the reduction")
     # j: the dim the accumulator's element takes unit steps along (coalesced stores)
@@ -172,7 +180,8 @@ def product_plan(model: KernelModel, analysis, mapping,
                 isl_helpers.domain(model, others[0]), names, varying)) or \
                 not outside.intersect_params(krange.params()).is_equal(ij):
             return Obstacle("product-shape", f"{s.text}: not over the update's outputs")
-        if any(a.space not in ("global", "constant") for a in s.accesses):
+        if any(a.space not in ("global", "constant") and
+               not (private and a.array == target.array) for a in s.accesses):
             return Obstacle("product-shape", f"{s.text}: private or shared values")
         (before if s.beta < update.beta else after).append(s.name)
     spans = [isl_helpers.known_span(model, name) for name in varying]
@@ -183,7 +192,8 @@ def product_plan(model: KernelModel, analysis, mapping,
         large = None not in spans and spans[0] * spans[1] >= LARGE_OUTPUTS
         micro = LARGE_MICRO if large else MICRO
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, micro,
-                       SHAPES[micro], tuple(s.name for s in row_only))
+                       SHAPES[micro], tuple(s.name for s in row_only),
+                       target.array if private else "")
 
 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
