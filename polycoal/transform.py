@@ -684,7 +684,7 @@ def _reparses(program: Program, new_program: Program | None, d: KernelDecision) 
 def _product(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A product in tiles: the plan, made again from the original's model, must be the
     one the generated kernel carries out (optimize/products.py's conditions)."""
-    made = d.generated.staging
+    made = d.generated.tiles
     plan = product_plan(d.analysis.model, d.analysis, d.mapping, getattr(made, "micro", 0))
     if isinstance(plan, Obstacle):
         return [plan.text]
@@ -697,7 +697,7 @@ def _staging(program: Program, new_program: Program | None, d: KernelDecision) -
     plan = staging_plan(d.analysis.model, d.analysis)
     if isinstance(plan, Obstacle):
         return [plan.text]
-    return [] if plan == d.generated.staging else ["the generated tiles differ from the plan"]
+    return [] if plan == d.generated.tiles else ["the generated tiles differ from the plan"]
 
 
 VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),

@@ -120,7 +120,7 @@ def test_cpp_style_covariance_transforms_and_runs_like_the_original(tmp_path):
     d = {x.kernel: x for x in result.decisions}
     assert d["mean_kernel__pc_float"].action == "columns"
     covar = d["covar_kernel__pc_float"]
-    assert covar.action == "product" and covar.generated.staging.private == "acc"
+    assert covar.action == "product" and covar.generated.tiles.private == "acc"
     assert covar.assumption.constraint == "m <= 96"
     assert "mean_kernel__pc_float<<<" in result.text and "covar_kernel__pc_float" in result.text
     output = tmp_path / "covariance.cu"

@@ -64,8 +64,8 @@ def test_products_are_tiled_and_compute_exactly_what_the_original_does(case):
 def test_the_tile_follows_the_sizes():
     small = _transformed("gemm", ("NI=100", "NJ=90", "NK=70"))[1].decisions[0]
     large = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=37"))[1].decisions[0]
-    assert (small.generated.staging.micro, small.generated.staging.bk) == (4, 16)
-    assert (large.generated.staging.micro, large.generated.staging.bk) == (8, 8)
+    assert (small.generated.tiles.micro, small.generated.tiles.bk) == (4, 16)
+    assert (large.generated.tiles.micro, large.generated.tiles.bk) == (8, 8)
     assert large.generated.per_block == (128, 128, 1)
 
 
@@ -135,5 +135,5 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     d = next(x for x in result.decisions if x.kernel == "gemm_kernel")
     assert _product(program, None, d) == []
     wrong = replace(d, generated=replace(d.generated, staging=replace(
-        d.generated.staging, i=d.generated.staging.j, j=d.generated.staging.i)))
+        d.generated.tiles, i=d.generated.tiles.j, j=d.generated.tiles.i)))
     assert _product(program, None, wrong) == ["the generated tiles differ from the plan"]

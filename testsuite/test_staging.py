@@ -28,9 +28,9 @@ def test_the_transpose_shapes_are_staged_and_the_others_are_not():
     for name in ("transpose_scale", "transpose_2d", "add_transposed"):
         assert d[name].action == "staged", (name, d[name].reason)
         assert "both sides coalesced" in d[name].reason
-    plan = d["transpose_scale"].generated.staging
+    plan = d["transpose_scale"].generated.tiles
     assert (plan.x, plan.y, plan.staged) == ("c0", "gx", ("in[(r * 200) + c]",))
-    assert d["add_transposed"].generated.staging.staged == ("B[(c * 160) + r]",)
+    assert d["add_transposed"].generated.tiles.staged == ("B[(c * 160) + r]",)
     assert d["scale_rows"].action == "restructured"         # one direction: no tiles
     assert d["short_transpose"].action != "staged"           # 8 rows: no full tile
     text = result.text
@@ -117,7 +117,7 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     d = next(x for x in result.decisions if x.kernel == "transpose_scale")
     assert _staging(program, None, d) == []
     wrong = replace(d, generated=replace(d.generated, staging=replace(
-        d.generated.staging, x="gx", y="c0")))
+        d.generated.tiles, x="gx", y="c0")))
     assert _staging(program, None, wrong) == ["the generated tiles differ from the plan"]
 
 

@@ -68,7 +68,7 @@ class GeneratedKernel:
     promoted: list[PromotedLoop] = field(default_factory=list)   # accumulators in registers
     phases: dict[str, str] = field(default_factory=dict)   # statement -> phase kind
     target_blocks: int = 0                # see Stage
-    staging: object = None                # the StagingPlan a staged kernel carries out
+    tiles: object = None                  # the StagingPlan or ProductPlan it carries out
 
     @property
     def stages(self) -> list["Stage"]:

@@ -10,8 +10,7 @@ from polycoal.codegen.isl_c import condition_to_c
 from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
-from polycoal.codegen.staged import _references
-from polycoal.codegen.statements import render_accumulation, renderer
+from polycoal.codegen.statements import references, render_accumulation, renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
@@ -49,7 +48,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
     rk = thread_range(only_update, plan.k, "x")
-    reads = _references(update.node, {text for text, _, _ in plan.operands})
+    reads = references(update.node, {text for text, _, _ in plan.operands})
     operands, replace_with = [], {}
     for n, (text, side, unit) in enumerate(plan.operands):
         access = next(a for a in update.accesses if a.text == text and a.kind == "read")
@@ -108,4 +107,4 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,
                            {"x": "pc_j", "y": "pc_i"}, "pc_i",
                            axis_dims={"x": plan.j, "y": plan.i}, per_block=(tile, tile, 1),
-                           staging=plan)
+                           tiles=plan)

@@ -7,28 +7,11 @@ from __future__ import annotations
 from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
-from polycoal.codegen.statements import renderer
+from polycoal.codegen.statements import references, renderer
 from polycoal.frontend.program import Kernel
-from polycoal.model.accumulation import text
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.staging import TILE, TILE_ROWS, StagingPlan
 from polycoal.templates import render_template
-
-
-def _references(node, wanted: set[str]) -> dict[str, object]:
-    """The reference nodes of a statement whose text is in `wanted`, by text."""
-    found = {}
-
-    def walk(n):
-        if n is None:
-            return
-        if type(n).__name__ == "ArrayRef" and text(n) in wanted:
-            found.setdefault(text(n), n)
-            return
-        for _, child in n.children():
-            walk(child)
-    walk(node)
-    return found
 
 
 def generate_staged(original: str, kernel: Kernel, model: KernelModel,
@@ -38,7 +21,7 @@ def generate_staged(original: str, kernel: Kernel, model: KernelModel,
     statement."""
     s = next(st for st in model.statements if st.name == plan.statement)
     names = {plan.x: "pc_x", plan.y: "pc_y"}
-    reads = _references(s.node, set(plan.staged))
+    reads = references(s.node, set(plan.staged))
     tiles, replace = [], {}
     for k, staged in enumerate(plan.staged):
         access = next(a for a in s.accesses if a.text == staged and a.kind == "read")
@@ -70,4 +53,4 @@ def generate_staged(original: str, kernel: Kernel, model: KernelModel,
     return GeneratedKernel(kernel.name, body, [rx, ry], block, hidden,
                            {"x": "pc_x", "y": "pc_y"},
                            "pc_i", axis_dims={"x": plan.x, "y": plan.y},
-                           per_block=(TILE, TILE, 1), staging=plan)
+                           per_block=(TILE, TILE, 1), tiles=plan)

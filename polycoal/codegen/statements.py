@@ -117,3 +117,19 @@ def renderer(model: KernelModel, kernel: Kernel, s: Statement,
     maps a reference's text to the text printed instead)."""
     params = {p.name for p in kernel.parameters if not p.is_pointer}
     return _Renderer(Scope(model.axes, dict(s.bindings), params), names)
+
+
+def references(node, wanted: set[str]) -> dict[str, object]:
+    """The reference nodes of a statement whose text is in `wanted`, by text."""
+    found = {}
+
+    def walk(n):
+        if n is None:
+            return
+        if isinstance(n, c_ast.ArrayRef) and text(n) in wanted:
+            found.setdefault(text(n), n)
+            return
+        for _, child in n.children():
+            walk(child)
+    walk(node)
+    return found
