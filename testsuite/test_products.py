@@ -134,6 +134,6 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     program, result, _ = _transformed("gemm", ("NI=100", "NJ=90", "NK=70"))
     d = next(x for x in result.decisions if x.kernel == "gemm_kernel")
     assert _product(program, None, d) == []
-    wrong = replace(d, generated=replace(d.generated, staging=replace(
+    wrong = replace(d, generated=replace(d.generated, tiles=replace(
         d.generated.tiles, i=d.generated.tiles.j, j=d.generated.tiles.i)))
     assert _product(program, None, wrong) == ["the generated tiles differ from the plan"]

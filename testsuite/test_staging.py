@@ -116,7 +116,7 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     program, result = _result()
     d = next(x for x in result.decisions if x.kernel == "transpose_scale")
     assert _staging(program, None, d) == []
-    wrong = replace(d, generated=replace(d.generated, staging=replace(
+    wrong = replace(d, generated=replace(d.generated, tiles=replace(
         d.generated.tiles, x="gx", y="c0")))
     assert _staging(program, None, wrong) == ["the generated tiles differ from the plan"]
 
