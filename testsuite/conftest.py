@@ -130,6 +130,13 @@ def kernel_analysis():
     return get
 
 
+def first_kernel_analysis(path):
+    """The KernelAnalysis of the first kernel of a (small, uncached) source file."""
+    from polycoal.analysis import analyze_kernel
+    program = read_program(str(path))
+    return analyze_kernel(program.kernels[0], program)
+
+
 @pytest.fixture
 def write_cu(tmp_path):
     """write_cu(text, name='k.cu') -> path of a new source file under tmp_path."""

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import POLYBENCH
-from polycoal.analysis import analyze_kernel
+from conftest import POLYBENCH, first_kernel_analysis
 from polycoal.frontend import read_program
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.optimize.products import ProductPlan, product_plan
@@ -88,17 +86,14 @@ def test_tiled_products_compile(tmp_path):
         assert r.returncode == 0, (name, r.stderr[-2000:])
 
 
-def _plan(body: str):
+def _plan(write_cu, body: str):
     source = ("#define N 128\n__global__ void k(float *C, const float *A, const float *B,"
               " float *D)\n{\n  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
               "  int i = blockIdx.y * blockDim.y + threadIdx.y;\n"
               f"  if (i < N && j < N) {{\n{body}\n  }}\n}}\n"
               "int main() { float *a, *b, *c, *d; dim3 g(4, 16), t(32, 8);"
               " k<<<g, t>>>(c, a, b, d); }\n")
-    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
-        f.write(source)
-    program = read_program(f.name)
-    a = analyze_kernel(program.kernels[0], program)
+    a = first_kernel_analysis(write_cu(source))
     return product_plan(a.model, a, solve_mapping(a.model, a.dependences,
                                                   a.global_references))
 
@@ -115,13 +110,13 @@ def _plan(body: str):
     ("for (int k = 0; k < N; k++) C[i * N + j] -= A[i * N + k] * B[k * N + j];",
      "not a sum"),
 ])
-def test_what_is_not_tiled(body, why):
-    plan = _plan(body)
+def test_what_is_not_tiled(write_cu, body, why):
+    plan = _plan(write_cu, body)
     assert not isinstance(plan, ProductPlan) and why in plan.text, plan
 
 
-def test_a_plain_product_is_planned():
-    plan = _plan("C[i * N + j] = 0.0f;\n"
+def test_a_plain_product_is_planned(write_cu):
+    plan = _plan(write_cu, "C[i * N + j] = 0.0f;\n"
                  "for (int k = 0; k < N; k++) C[i * N + j] += A[i * N + k] * B[k * N + j];")
     assert isinstance(plan, ProductPlan) and (plan.i, plan.j) == ("gy", "gx")
     assert plan.before == ("S0",) and len(plan.operands) == 2

@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, runs_alike
-from polycoal.analysis import analyze_kernel
+from conftest import FIXTURES, first_kernel_analysis, runs_alike
 from polycoal.frontend import read_program
 from polycoal.optimize.staging import StagingPlan, staging_plan
 from polycoal.transform import TransformOptions, transform_program
@@ -67,16 +66,12 @@ def test_staged_kernels_compile(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-def _plan(body: str, signature: str = "float *out, const float *in, float *A"):
-    source = (f"#define N 256\n__global__ void k({signature})\n{{\n"
+def _plan(write_cu, body: str, bound: str = "N"):
+    source = ("#define N 256\n__global__ void k(float *out, const float *in, float *A)\n{\n"
               "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
-              f"  if (c < N)\n    for (int r = 0; r < N; r++)\n      {body}\n}}\n"
+              f"  if (c < N)\n    for (int r = 0; r < {bound}; r++)\n      {body}\n}}\n"
               "int main() { float *a, *b, *x; k<<<1, 256>>>(a, b, x); }\n")
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
-        f.write(source)
-    program = read_program(f.name)
-    analysis = analyze_kernel(program.kernels[0], program)
+    analysis = first_kernel_analysis(write_cu(source))
     return staging_plan(analysis.model, analysis)
 
 
@@ -87,23 +82,13 @@ def _plan(body: str, signature: str = "float *out, const float *in, float *A"):
     ("out[r * N + c] = in[r * N + c];", "no read runs across"),   # one direction
     ("out[c * N + r] = in[c];", "no read runs across"),     # a broadcast along r
 ])
-def test_what_is_not_staged(body, why):
-    plan = _plan(body)
+def test_what_is_not_staged(write_cu, body, why):
+    plan = _plan(write_cu, body)
     assert not isinstance(plan, StagingPlan) and why in plan.text, plan
 
 
-def test_a_triangle_is_not_staged():
-    source = ("#define N 256\n__global__ void k(float *out, const float *in)\n{\n"
-              "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
-              "  if (c < N)\n    for (int r = 0; r < c; r++)\n"
-              "      out[c * N + r] = in[r * N + c];\n}\n"
-              "int main() { float *a, *b; k<<<1, 256>>>(a, b); }\n")
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
-        f.write(source)
-    program = read_program(f.name)
-    analysis = analyze_kernel(program.kernels[0], program)
-    plan = staging_plan(analysis.model, analysis)
+def test_a_triangle_is_not_staged(write_cu):
+    plan = _plan(write_cu, "out[c * N + r] = in[r * N + c];", bound="c")
     assert not isinstance(plan, StagingPlan) and "rectangle" in plan.text
 
 

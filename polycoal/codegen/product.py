@@ -42,8 +42,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     names = {plan.i: "pc_i", plan.j: "pc_j", plan.k: "pc_k"}
     # the model's other dims (a padding loop, a single-valued thread index) have no
     # variable in the tiles
-    others = set(isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]) \
-        - {plan.i, plan.j, plan.k}
+    others = set(isl_helpers.all_dims(model)) - {plan.i, plan.j, plan.k}
     tile, bk = plan.tile, plan.bk
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")

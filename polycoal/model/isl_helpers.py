@@ -162,6 +162,16 @@ def dim_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
     return lowers, sorted(uppers, key=str)
 
 
+def all_dims(model: KernelModel) -> list[str]:
+    """The names of a statement domain's dims: thread dims, then c0, c1, ..."""
+    return thread_names(model) + [f"c{k}" for k in range(model.depth)]
+
+
+def single_valued(values: isl.Set) -> bool:
+    """Whether a 1-D parameterised set holds at most one value for each parameter value."""
+    return values.is_empty() or values.lexmin().is_equal(values.lexmax())
+
+
 def projected(dom: isl.Set, names: list[str], dims: list[str]) -> isl.Set:
     """A statement's domain (dims `names`) projected onto `dims`, in their order (an
     unnamed tuple)."""
@@ -181,7 +191,7 @@ def known_span(model: KernelModel, dim: str) -> int | None:
     """The number of values `dim` takes over the whole kernel (max - min + 1 over every
     statement's domain, a triangular loop's range included) when the launch's parameter
     values fix it, else None."""
-    names = thread_names(model) + [f"c{k}" for k in range(model.depth)]
+    names = all_dims(model)
     if dim not in names:
         return None
     position = names.index(dim)

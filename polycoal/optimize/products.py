@@ -96,9 +96,10 @@ def product_plan(model: KernelModel, analysis, mapping,
     found = accumulation(update.node)
     if found is None or update.update != "+" or found.inverse:
         return Obstacle("product-shape", "the loop's statement is not a sum")
-    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
+    names = isl_helpers.all_dims(model)
     dom = isl_helpers.domain(model, update)
-    varying = [n for n in names if n != k and not _single(isl_helpers.projected(dom, names, [n]))]
+    varying = [n for n in names if n != k and not isl_helpers.single_valued(
+        isl_helpers.projected(dom, names, [n]))]
     if len(varying) != 2 or any(v not in mapping.parallel for v in varying):
         return Obstacle("product-shape", "the outputs are not two dims free of dependences")
     if any(d.kind != "global" or d.strided for d in model.thread_dims):
@@ -199,24 +200,23 @@ def product_plan(model: KernelModel, analysis, mapping,
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     """The (i, j) each output's statements run for (those outside the loop: the update's
     too when the k range is not empty), as a parameter set with i and j as parameters."""
-    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
     first = (plan.before + plan.after + (plan.update,))[0]    # (they agree where k runs)
-    s = next(st for st in model.statements if st.name == first)
-    ij = isl_helpers.projected(isl_helpers.domain(model, s), names, [plan.i, plan.j])
-    ij = ij.set_dim_name(isl.dim_type.set, 0, "pc_i").set_dim_name(isl.dim_type.set, 1, "pc_j")
-    n = ij.dim(isl.dim_type.param)
-    return ij.move_dims(isl.dim_type.param, n, isl.dim_type.set, 0, 2)
+    return _as_parameters(model, first, [plan.i, plan.j], ["pc_i", "pc_j"])
 
 
 def row_set(model: KernelModel, statement: str, i: str) -> isl.Set:
     """The i a statement over i alone runs for, as a parameter set (pc_i a parameter)."""
-    names = isl_helpers.thread_names(model) + [f"c{d}" for d in range(model.depth)]
+    return _as_parameters(model, statement, [i], ["pc_i"])
+
+
+def _as_parameters(model: KernelModel, statement: str, dims: list[str],
+                   names: list[str]) -> isl.Set:
+    """A statement's domain projected onto `dims`, those made parameters named `names`
+    (for a condition on the generated code's variables: isl_c.condition_to_c)."""
     s = next(st for st in model.statements if st.name == statement)
-    rows = isl_helpers.projected(isl_helpers.domain(model, s), names, [i])
-    rows = rows.set_dim_name(isl.dim_type.set, 0, "pc_i")
-    return rows.move_dims(isl.dim_type.param, rows.dim(isl.dim_type.param),
-                          isl.dim_type.set, 0, 1)
-
-
-def _single(values: isl.Set) -> bool:
-    return values.is_empty() or values.lexmin().is_equal(values.lexmax())
+    values = isl_helpers.projected(isl_helpers.domain(model, s), isl_helpers.all_dims(model),
+                                   dims)
+    for k, name in enumerate(names):
+        values = values.set_dim_name(isl.dim_type.set, k, name)
+    return values.move_dims(isl.dim_type.param, values.dim(isl.dim_type.param),
+                            isl.dim_type.set, 0, len(dims))

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import islpy as isl
-
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import Access, KernelModel
 from polycoal.optimize.reduction import Obstacle
@@ -79,10 +77,10 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
         return Obstacle("staging-shape", "a data-dependent condition guards it")
     if any(d.kind != "global" or d.strided for d in model.thread_dims):
         return Obstacle("staging-shape", "its thread indices are not whole-grid indices")
-    names = isl_helpers.thread_names(model) + [f"c{k}" for k in range(model.depth)]
+    names = isl_helpers.all_dims(model)
     dom = isl_helpers.domain(model, s)
     ranges = {name: isl_helpers.projected(dom, names, [name]) for name in names}
-    dims = [n for n in names if not ranges[n].is_empty() and not _single_value(ranges[n])]
+    dims = [n for n in names if not isl_helpers.single_valued(ranges[n])]
     if len(dims) != 2:
         return Obstacle("staging-shape", "it does not run over two dims")
     # the box: the domain is the product of the two ranges, each a single interval
@@ -127,12 +125,6 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
     if len(staged) > MAX_TILES:
         return Obstacle("staging-shape", f"more than {MAX_TILES} reads to stage")
     return StagingPlan(s.name, x, y, staged)
-
-
-def _single_value(values: isl.Set) -> bool:
-    """Whether a 1-D parameterised set holds one value for each parameter value."""
-    lo, hi = values.lexmin(), values.lexmax()
-    return lo.is_equal(hi)
 
 
 def _moves(access: Access, dims: list[str]) -> bool:
