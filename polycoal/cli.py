@@ -48,9 +48,15 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
+    p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
+                   help="the shape of tiled products: tile=T (outputs per block along "
+                   "each dim), threads=B (B x B threads per block, default 16), chunk=C "
+                   "(reduction steps staged at a time, default 16); for KERNEL only, or "
+                   "for every kernel; repeat for several kernels (--dump-sizes prints "
+                   "polycoal's choice in this form)")
     p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
-                   help="accumulators per thread along each dim of a tiled product (4: "
-                   "64x64 outputs per block, 8: 128x128; default by the sizes)")
+                   help="accumulators per thread along each dim of a tiled product: "
+                   "4 is --sizes tile=64,chunk=16, 8 is --sizes tile=128,chunk=8")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
                    "permutation by tracing each candidate on the CPU (compiles and runs "
@@ -75,6 +81,30 @@ def _environment_shape(name: str, environ) -> tuple[int, ...] | None:
     return shape
 
 
+def parse_sizes(text: str) -> tuple[str, int, int, int]:
+    """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C]`, as (kernel or "",
+    tile, threads, chunk); InputError when it is not that or cannot run."""
+    from polycoal.optimize.products import DEFAULT, TileSizes
+    kernel, _, fields = text.rpartition(":")
+    values = {"tile": DEFAULT.tile, "threads": DEFAULT.threads, "chunk": DEFAULT.chunk}
+    for field in fields.split(","):
+        name, _, value = field.partition("=")
+        if name.strip() not in values or not value.strip().isdigit():
+            raise InputError(f"--sizes {text}: expected [KERNEL:]tile=T[,threads=B]"
+                             "[,chunk=C] with positive integers")
+        values[name.strip()] = int(value)
+    sizes = TileSizes(values["tile"], values["threads"], values["chunk"])
+    if sizes.problem():
+        raise InputError(f"--sizes {text}: {sizes.problem()}")
+    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk
+
+
+def _sizes(args) -> tuple[tuple[str, int, int, int], ...]:
+    micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"]}.get(
+        getattr(args, "product_micro", 0), [])
+    return tuple(parse_sizes(t) for t in micro + list(getattr(args, "sizes", [])))
+
+
 def _transform_options(args, environ=None):
     """The one options object of a transform, from the command line and the environment
     (the column forms' tuning shapes, POLYCOAL_SPLIT=rows,groups[,columns] and
@@ -94,7 +124,7 @@ def _transform_options(args, environ=None):
                             collapse_redundant=args.collapse_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
-                            staging=not args.no_staging, product_micro=args.product_micro,
+                            staging=not args.no_staging, sizes=_sizes(args),
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
@@ -156,6 +186,9 @@ def _parser() -> argparse.ArgumentParser:
     for what in ("model", "deps", "ilp", "schedule"):
         transform.add_argument(f"--dump-{what}", action="store_true",
                                help=f"print the {what} of each kernel on standard error")
+    transform.add_argument("--dump-sizes", action="store_true",
+                           help="print the shape of each tiled kernel on standard error, "
+                           "as --sizes reads it")
     validate = sub.add_parser("validate", help="transform, then run original and "
                               "transformed kernels on the same random inputs and compare")
     validate.add_argument("input", help="a .cu file")
@@ -327,7 +360,8 @@ def cmd_transform(args) -> int:
     result = transform_program(program, options)
     for d in result.decisions:
         for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
-                         ("dump_ilp", dumps.dump_ilp), ("dump_schedule", dumps.dump_schedule)):
+                         ("dump_ilp", dumps.dump_ilp), ("dump_schedule", dumps.dump_schedule),
+                         ("dump_sizes", dumps.dump_sizes)):
             if getattr(args, flag):
                 sys.stderr.write(fn(d))
     diagnostics = [x for x in program.diagnostics if x.kernel not in result.superseded] + \

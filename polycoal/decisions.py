@@ -50,7 +50,9 @@ class TransformOptions:
     preprocessor: PreprocessorOptions = PreprocessorOptions()
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
-    product_micro: int = 0          # accumulators per thread of a tiled product (0: auto)
+    # the shapes of tiled products (--sizes): (kernel or "" for every kernel, tile,
+    # threads, chunk), the last that names a kernel wins; none: chosen by the sizes
+    sizes: tuple[tuple[str, int, int, int], ...] = ()
     # price a permutation on the whole block (shared memory, divergence) before making
     # it; off only to measure what the price prevents (tools/bench_never_slower.py)
     price_on_chip: bool = True

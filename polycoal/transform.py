@@ -46,7 +46,7 @@ from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.optimize.staging import StagingPlan, staging_plan
 from polycoal.codegen.staged import generate_staged
 from polycoal.codegen.product import generate_product
-from polycoal.optimize.products import ProductPlan, product_plan
+from polycoal.optimize.products import ProductPlan, TileSizes, product_plan
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
@@ -117,7 +117,7 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
             "coalesced", generated=generate_staged(program.text, kernel, model, staging),
             mapping=_mapping(d, (staging.x, staging.y), ()))
     if reductions and options.staging:
-        product = product_plan(model, d.analysis, mapping, options.product_micro)
+        product = product_plan(model, d.analysis, mapping, forced_sizes(options, kernel.name))
         if isinstance(product, ProductPlan):
             try:
                 generated = generate_product(program.text, kernel, model, product)
@@ -366,6 +366,14 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         return d.keep("row-reduction", f"a row reduction, which --reduction "
                       f"{options.reduction} does not restructure")
     return d.keep(row.code, row.text)
+
+
+def forced_sizes(options: TransformOptions, kernel: str) -> TileSizes | None:
+    """The tile shape --sizes gives this kernel (the last value naming it, else the last
+    naming no kernel), or None."""
+    named = [s for s in options.sizes if s[0] == kernel] or \
+        [s for s in options.sizes if not s[0]]
+    return TileSizes(*named[-1][1:]) if named else None
 
 
 def _mapping(d: KernelDecision, axes: tuple[str, ...], sequential: tuple[str, ...]) -> Mapping:
@@ -685,7 +693,7 @@ def _product(program: Program, new_program: Program | None, d: KernelDecision) -
     """A product in tiles: the plan, made again from the original's model, must be the
     one the generated kernel carries out (optimize/products.py's conditions)."""
     made = d.generated.tiles
-    plan = product_plan(d.analysis.model, d.analysis, d.mapping, getattr(made, "micro", 0))
+    plan = product_plan(d.analysis.model, d.analysis, d.mapping, getattr(made, "sizes", None))
     if isinstance(plan, Obstacle):
         return [plan.text]
     return [] if plan == made else ["the generated tiles differ from the plan"]

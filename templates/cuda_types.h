@@ -14,7 +14,7 @@
 #define __managed__
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))   // anywhere among the specifiers, as nvcc
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 {

@@ -29,27 +29,34 @@ CASES = [
     ("correlation", ("M=100", "N=90"), {"m": 100, "n": 0}, {"corr_kernel"}),
     # 8 x 8 accumulators, 128 x 128 tiles (chosen from 2048 x 2048 outputs; forced)
     ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
-     {"gemm_kernel"}, 8),
-    ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"}, 8),
+     {"gemm_kernel"}, (("", 128, 16, 8),)),
+    ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"},
+     (("", 128, 16, 8),)),
+    # 2 x 2 accumulators; 8 x 8 threads of 8 x 8 accumulators, chunks of 5 (not a
+    # divisor of anything)
+    ("covariance", ("M=100", "N=90"), {"m": 100, "n": 90}, {"covar_kernel"},
+     (("", 32, 16, 16),)),
+    ("syr2k", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syr2k_kernel"},
+     (("syr2k_kernel", 64, 8, 5),)),
     ("covariance", ("M=100", "N=90", "POLYBENCH_USE_SCALAR_LB"), {"m": 100, "n": 90},
      {"covar_kernel"}),
 ]
 
 
-def _transformed(name, defines, micro=0):
+def _transformed(name, defines, sizes=()):
     options = TransformOptions(preprocessor=PreprocessorOptions(defines=defines),
-                               product_micro=micro)
+                               sizes=sizes)
     program = read_program(str(POLYBENCH / name / f"{name}.cu"), options.preprocessor)
     return program, transform_program(program, options), options
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{len(c[1])}-{(c + (0,))[4]}"
-                                             for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{len(c[1])}-{n}"
+                                             for n, c in enumerate(CASES)])
 def test_products_are_tiled_and_compute_exactly_what_the_original_does(case):
     """Ragged sizes (not multiples of the tiles or the chunks); the sums are the same
     sums in the same order: bit-identical on the CPU."""
     name, defines, values, products = case[:4]
-    program, result, options = _transformed(name, defines, (case + (0,))[4])
+    program, result, options = _transformed(name, defines, (case + ((),))[4])
     actions = {d.kernel: d.action for d in result.decisions}
     assert {k for k, a in actions.items() if a == "product"} == products, actions
     verdicts = validate_cpu(program, result, options, values, seed=11)
@@ -60,11 +67,19 @@ def test_products_are_tiled_and_compute_exactly_what_the_original_does(case):
 
 
 def test_the_tile_follows_the_sizes():
-    small = _transformed("gemm", ("NI=100", "NJ=90", "NK=70"))[1].decisions[0]
-    large = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=37"))[1].decisions[0]
-    assert (small.generated.tiles.micro, small.generated.tiles.bk) == (4, 16)
-    assert (large.generated.tiles.micro, large.generated.tiles.bk) == (8, 8)
-    assert large.generated.per_block == (128, 128, 1)
+    """The largest tile that leaves a tile for each of the 132 multiprocessors; the
+    sizes from --sizes where given, for one kernel or for all."""
+    def sizes(n, forced=()):
+        d = _transformed("gemm", (f"NI={n}", f"NJ={n}", "NK=37"), forced)[1].decisions[0]
+        return d.generated.tiles.sizes.text, d.generated.per_block
+    assert sizes(100) == ("tile=32,threads=16,chunk=16", (32, 32, 1))
+    assert sizes(512) == ("tile=32,threads=16,chunk=16", (32, 32, 1))
+    assert sizes(1024) == ("tile=64,threads=16,chunk=16", (64, 64, 1))
+    assert sizes(2048) == ("tile=128,threads=16,chunk=8", (128, 128, 1))
+    assert sizes(2048, (("", 64, 8, 4), ("other", 32, 16, 16)))[0] == \
+        "tile=64,threads=8,chunk=4"
+    assert sizes(100, (("gemm_kernel", 128, 16, 8), ("", 32, 16, 16)))[0] == \
+        "tile=128,threads=16,chunk=8"
 
 
 def test_covariance_is_tiled_with_its_mirror_store():

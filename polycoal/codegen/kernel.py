@@ -153,26 +153,36 @@ def default_block(n_axes: int) -> tuple[int, int, int]:
     return {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}[n_axes]
 
 
-def _signature(original: str, kernel: Kernel, block: tuple[int, int, int] | None = None) -> str:
+def _signature(original: str, kernel: Kernel, block: tuple[int, int, int] | None = None,
+               min_blocks: int = 0) -> str:
     """The kernel's definition text up to (not including) its body's `{`, for a kernel
     launched with `block`: its `__launch_bounds__` promise the new block's thread count
-    (the original's may be smaller: a launch past it fails)."""
+    (the original's may be smaller: a launch past it fails); with `min_blocks`, bounds
+    that ask for that many blocks per multiprocessor (registers capped to fit), written
+    before the name where the original has none."""
     text = original[kernel.span.start:kernel.span.end]
     tokens = tokenize(text)
     for k, t in enumerate(tokens):
         if t.text == "(" and k and tokens[k - 1].text == kernel.name:
             close = matching(tokens, k)
             body = next(j for j in range(close, len(tokens)) if tokens[j].text == "{")
-            return _launch_bounds(text[:tokens[body].start].rstrip(), block)
+            head = text[:tokens[body].start].rstrip()
+            if min_blocks and block and "__launch_bounds__" not in (x.text for x in tokens[:k]):
+                threads = block[0] * block[1] * block[2]
+                return head[:tokens[k - 1].start] + \
+                    f"__launch_bounds__({threads}, {min_blocks}) " + head[tokens[k - 1].start:]
+            return _launch_bounds(head, block, min_blocks)
     raise ValueError(f"cannot find the body of kernel {kernel.name}")
 
 
-def _launch_bounds(signature: str, block: tuple[int, int, int] | None) -> str:
+def _launch_bounds(signature: str, block: tuple[int, int, int] | None,
+                   min_blocks: int = 0) -> str:
     tokens = tokenize(signature)
     for k, t in enumerate(tokens):
         if t.text == "__launch_bounds__" and k + 1 < len(tokens) and tokens[k + 1].text == "(":
             close = matching(tokens, k + 1)
-            new = f"__launch_bounds__({block[0] * block[1] * block[2]})" if block else ""
+            extra = f", {min_blocks}" if min_blocks else ""
+            new = f"__launch_bounds__({block[0] * block[1] * block[2]}{extra})" if block else ""
             return signature[:t.start] + new + signature[tokens[close].end:]
     return signature
 

@@ -15,8 +15,26 @@ from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.products import BLOCK, ProductPlan, output_set, row_set
+from polycoal.optimize.products import ProductPlan, output_set, row_set, tile_set
 from polycoal.templates import render_template
+
+
+# vector types of 2 or 4 elements read from shared memory in one instruction
+_VECTOR_TYPES = {("float", 4): "float4", ("float", 2): "float2", ("double", 2): "double2"}
+
+
+def _vector_width(types: set[str], micro: int) -> int:
+    """Adjacent accumulators of a thread along a dim: 4 floats or 2 doubles (one 16-byte
+    shared-memory read), fewer where the micro tile is smaller; 1 for other types."""
+    if len(types) != 1:
+        return 1
+    widest = {"float": 4, "double": 2}.get(next(iter(types)), 1)
+    return max(w for w in (1, 2, 4) if w <= widest and micro % w == 0)
+
+
+def _min_blocks(plan: ProductPlan) -> int:
+    import os      # experiment: POLYCOAL_MIN_BLOCKS (to be decided on the device)
+    return int(os.environ.get("POLYCOAL_MIN_BLOCKS", "0")) if plan.micro == 8 else 0
 
 
 def _check(used: set[str], others: set[str], what: str) -> None:
@@ -43,11 +61,18 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # the model's other dims (a padding loop, a single-valued thread index) have no
     # variable in the tiles
     others = set(isl_helpers.all_dims(model)) - {plan.i, plan.j, plan.k}
-    tile, bk = plan.tile, plan.bk
+    tile, bk, threads = plan.tile, plan.bk, plan.threads
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
     rk = thread_range(only_update, plan.k, "x")
     reads = references(update.node, {text for text, _, _ in plan.operands})
+    element = next(a for a in update.accesses if a.kind == "write").element_type
+    types = {next(a for a in update.accesses if a.text == text and a.kind == "read")
+             .element_type for text, _, _ in plan.operands}
+    # a thread's accumulators along a dim: `vector` adjacent outputs, then the next
+    # `vector` `vector * threads` further (a warp's stores stay whole segments), so that
+    # each step reads its operands' values from shared memory `vector` at a time
+    vector = _vector_width(types, plan.micro)
     operands, replace_with = [], {}
     for n, (text, side, unit) in enumerate(plan.operands):
         access = next(a for a in update.accesses if a.text == text and a.kind == "read")
@@ -57,14 +82,15 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         unit_k = unit == plan.k
         operands.append({
             "type": access.element_type, "side": side, "read": read,
-            # copied along k, a padded row keeps the 16 lanes of one row apart in banks
-            "pad": 1 if unit_k else 0,
+            # copied along k, a padded row keeps the lanes of one row apart in banks
+            # (a whole vector longer: the rows stay aligned for vector reads)
+            "pad": vector if unit_k else 0,
             "hi": (ri if side == "i" else rj).hi,
             "kk": f"pc_e % {bk}" if unit_k else f"pc_e / {tile}",
-            "r": f"pc_e / {bk}" if unit_k else f"pc_e % {tile}"})
-        lane = "threadIdx.y" if side == "i" else "threadIdx.x"
-        micro = "pc_a" if side == "i" else "pc_b"
-        replace_with[text] = f"pc_op{n}[pc_kk][{lane} + {BLOCK} * {micro}]"
+            "r": f"pc_e / {bk}" if unit_k else f"pc_e % {tile}",
+            "lane": "threadIdx.y" if side == "i" else "threadIdx.x",
+            "vector_type": _VECTOR_TYPES.get((access.element_type, vector), "")})
+        replace_with[text] = f"pc_f{n}[{'pc_a' if side == 'i' else 'pc_b'}]"
     # a private accumulator is the register itself: no load, no store
     register = {plan.private: "pc_acc[pc_a][pc_b]"} if plan.private else {}
     replace_with.update(register)
@@ -81,22 +107,26 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     after = [_rendered(model, kernel, by_name[n], names, others, register)
              for n in plan.after]
     inside = condition_to_c(output_set(model, plan))
-    element = next(a for a in update.accesses if a.kind == "write").element_type
+    tiles = tile_set(model, plan)
+    tile_inside = "" if tiles.complement().is_empty() else condition_to_c(tiles)
     texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, target] + \
         before + after + [o["read"] for o in operands] + \
-        [r["inside"] + r["text"] for r in rows]
+        [r["inside"] + r["text"] for r in rows] + [tile_inside]
     hidden = geometry_read(texts, model)
     for rr in (ri, rj, rk):
         rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
     for o in operands:
         o["read"], o["hi"] = passed_geometry(o["read"], hidden), passed_geometry(o["hi"], hidden)
-    block = (BLOCK, BLOCK, 1)
+    block = (threads, threads, 1)
     body = render_template(
         "product_tiles.cu.j2",
-        signature=with_geometry(_signature(original, kernel, block), hidden),
+        signature=with_geometry(_signature(original, kernel, block, _min_blocks(plan)),
+                                hidden),
         i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
-        k_dim=_describe_dim(model, plan.k), tile=tile, block=BLOCK, micro=plan.micro, bk=bk,
+        k_dim=_describe_dim(model, plan.k), tile=tile, block=threads, micro=plan.micro,
+        bk=bk, vector=vector, per_thread=tile * bk // (threads * threads),
         operands=operands, acc_type=element,
+        tile_inside=passed_geometry(tile_inside, hidden),
         inside=passed_geometry(inside, hidden), target=passed_geometry(target, hidden),
         value=passed_geometry(value, hidden),
         before=[passed_geometry(t, hidden) for t in before],

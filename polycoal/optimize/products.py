@@ -37,18 +37,85 @@ from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.reduction import Obstacle
 
-BLOCK = 16          # threads along x and y
-MICRO = 4           # accumulators per thread along each dim (rows and columns 16 apart)
-BK = 16             # the k chunk staged per step
 MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
-# 2048 x 2048 outputs or more, known when compiling: 8 x 8 accumulators per thread,
-# 128 x 128 per block, chunks of 8 (every value taken from shared memory serves 8
-# multiply-adds instead of 4). Measured on the H200: GEMM at 2048 1.51 -> 1.04 ms, but
-# at 1024 or less too few blocks (64 for 132 multiprocessors): SYRK at 1024 0.16 ->
-# 0.34 ms, GEMM at 512 0.10 -> 0.20 ms (slower than the original)
-LARGE_OUTPUTS = 2048 * 2048
-LARGE_MICRO, LARGE_BK = 8, 8
-SHAPES = {MICRO: BK, LARGE_MICRO: LARGE_BK}      # accumulators per dim -> chunk
+MULTIPROCESSORS = 132   # H100 and H200 (sm_90): a launch of fewer tiles leaves some idle
+SHARED_BYTES = 48 * 1024    # static shared memory of one block
+
+
+@dataclass(frozen=True)
+class TileSizes:
+    """The shape of a tiled product: a block of `threads` x `threads` threads, each
+    `micro` x `micro` accumulators in registers, so tiles of `tile` x `tile` outputs; the
+    reduction in chunks of `chunk` steps, each chunk of each operand staged in shared
+    memory (two buffers: the next chunk is loaded while this one is used)."""
+    tile: int = 64
+    threads: int = 16
+    chunk: int = 16
+
+    @property
+    def micro(self) -> int:
+        return self.tile // self.threads
+
+    @property
+    def text(self) -> str:
+        """The `--sizes` spelling (cli.parse_sizes reads it back)."""
+        return f"tile={self.tile},threads={self.threads},chunk={self.chunk}"
+
+    def problem(self) -> str:
+        """Why these sizes cannot be run, or ''."""
+        if self.threads not in (8, 16, 32) or self.tile % self.threads or \
+                self.micro not in (1, 2, 4, 8):
+            return (f"tile={self.tile},threads={self.threads}: tiles of 1, 2, 4 or 8 "
+                    "outputs per thread along each dim, 8, 16 or 32 threads")
+        if self.chunk < 1 or (self.tile * self.chunk) % (self.threads * self.threads):
+            return (f"chunk={self.chunk}: a chunk of each operand ({self.tile} x chunk "
+                    f"values) must split evenly over the {self.threads * self.threads} "
+                    "threads")
+        return ""
+
+
+# The sizes by the number of outputs, largest tile first: a tile serves each value
+# staged in shared memory to `micro` multiply-adds per thread (more reuse with larger
+# tiles), but a launch needs a tile per multiprocessor at least. Measured on the H200:
+# 128 x 128 tiles at 2048 x 2048 GEMM outputs (256 tiles) 1.51 -> 1.04 ms, at 1024 and
+# below (64 tiles for 132 multiprocessors) slower than 64 x 64 (SYRK at 1024 0.16 ->
+# 0.34 ms, GEMM at 512 0.10 -> 0.20 ms).
+CANDIDATES = (TileSizes(128, 16, 8), TileSizes(64, 16, 16), TileSizes(32, 16, 16))
+DEFAULT = CANDIDATES[1]          # outputs whose number is known only at run time
+
+
+def element_bytes(type_name: str) -> int:
+    """Bytes of a staged element (8 where the type is not a known scalar: a bound)."""
+    return {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "short": 2,
+            "char": 1, "half": 2, "__half": 2}.get(type_name, 8)
+
+
+def shared_bytes(sizes: TileSizes, operands: int, element: int, padded: int) -> int:
+    """Shared memory of the two buffers of every operand's chunk (`padded` operands'
+    rows one vector longer, codegen/product.py)."""
+    return 2 * sizes.chunk * element * (operands * sizes.tile + padded * 4)
+
+
+def choose_sizes(spans: list[int | None], operands: int, element: int, padded: int,
+                 forced: TileSizes | None = None) -> TileSizes | str:
+    """The tile shape (module comment on CANDIDATES), `forced` if given; or why none
+    fits the block's shared memory."""
+    if forced is not None:
+        choice = forced
+    elif None in spans:
+        choice = DEFAULT
+    else:
+        def tiles(s: TileSizes) -> int:
+            return -(-spans[0] // s.tile) * -(-spans[1] // s.tile)
+        choice = next((s for s in CANDIDATES if tiles(s) >= MULTIPROCESSORS),
+                      CANDIDATES[-1])
+    while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
+            not forced and choice.chunk > 4:
+        choice = replace(choice, chunk=choice.chunk // 2)
+    if shared_bytes(choice, operands, element, padded) > SHARED_BYTES:
+        return (f"{operands} operands in tiles of {choice.tile} x {choice.chunk} need "
+                f"{shared_bytes(choice, operands, element, padded)} bytes of shared memory")
+    return choice
 
 
 @dataclass(frozen=True)
@@ -60,26 +127,39 @@ class ProductPlan:
     before: tuple[str, ...]       # statements before the k loop, in order
     after: tuple[str, ...]        # statements after it
     operands: tuple[tuple[str, str, str], ...]   # (read text, side "i"|"j", unit dim)
-    micro: int = MICRO            # accumulators per thread along each dim
-    bk: int = BK                  # the k chunk
+    sizes: TileSizes = DEFAULT
     rows: tuple[str, ...] = ()    # statements over i alone (outside the loop over j)
     private: str = ""             # the accumulator, when it is a private scalar
 
     @property
     def tile(self) -> int:
-        return BLOCK * self.micro
+        return self.sizes.tile
+
+    @property
+    def micro(self) -> int:
+        return self.sizes.micro
+
+    @property
+    def bk(self) -> int:
+        return self.sizes.chunk
+
+    @property
+    def threads(self) -> int:
+        return self.sizes.threads
 
     @property
     def describe(self) -> str:
-        return (f"{self.tile}x{self.tile} tiles of outputs per block of {BLOCK}x{BLOCK} "
+        t = self.threads
+        return (f"{self.tile}x{self.tile} tiles of outputs per block of {t}x{t} "
                 f"threads, {self.micro}x{self.micro} accumulators per thread in registers, "
-                f"{self.bk}-step chunks of {len(self.operands)} operands in shared memory")
+                f"{self.bk}-step chunks of {len(self.operands)} operands in shared memory "
+                f"(double-buffered; sizes {self.sizes.text})")
 
 
 def product_plan(model: KernelModel, analysis, mapping,
-                 micro: int = 0) -> ProductPlan | Obstacle:
-    """The tiled form of the kernel, or why it does not apply; `micro` (4 or 8) forces
-    the accumulators per thread (0: by the sizes)."""
+                 sizes: TileSizes | None = None) -> ProductPlan | Obstacle:
+    """The tiled form of the kernel, or why it does not apply; `sizes` forces the tile
+    shape (None: by the sizes of the outputs, choose_sizes)."""
     if not model.is_affine:
         return Obstacle("product-shape", "outside the affine model")
     reductions = [l for l in analysis.loops if l.reduction]
@@ -189,12 +269,14 @@ def product_plan(model: KernelModel, analysis, mapping,
     for name, span in zip(varying, spans):
         if span is not None and span < MIN_OUTPUTS:
             return Obstacle("product-shape", f"{name} has {span} values, fewer than a tile")
-    if not micro:
-        large = None not in spans and spans[0] * spans[1] >= LARGE_OUTPUTS
-        micro = LARGE_MICRO if large else MICRO
-    return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, micro,
-                       SHAPES[micro], tuple(s.name for s in row_only),
-                       target.array if private else "")
+    element = max(element_bytes(a.element_type) for a in update.accesses
+                  if a.text in {o[0] for o in operands})
+    chosen = choose_sizes(spans, len(operands), element,
+                          sum(1 for o in operands if o[2] == k), sizes)
+    if isinstance(chosen, str):
+        return Obstacle("product-shape", chosen)
+    return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, chosen,
+                       tuple(s.name for s in row_only), target.array if private else "")
 
 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
@@ -220,3 +302,25 @@ def _as_parameters(model: KernelModel, statement: str, dims: list[str],
         values = values.set_dim_name(isl.dim_type.set, k, name)
     return values.move_dims(isl.dim_type.param, values.dim(isl.dim_type.param),
                             isl.dim_type.set, 0, len(dims))
+
+
+def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
+    """The tile origins (pc_i0, pc_j0, as parameters) whose tile holds an output, where
+    the tile loops can reach them (each origin within the outputs' range along its dim):
+    the universe for a rectangle of outputs; for covariance's triangle j2 >= j1, the
+    tiles on or above the diagonal (pc_i0 <= pc_j0 + tile - 1). A block skips the others
+    whole: half the work of a triangle."""
+    first = (plan.before + plan.after + (plan.update,))[0]
+    s = next(st for st in model.statements if st.name == first)
+    names = isl_helpers.all_dims(model)
+    outputs = isl_helpers.projected(isl_helpers.domain(model, s), names, [plan.i, plan.j])
+    hull = isl_helpers.projected(outputs, ["i", "j"], ["i"]).flat_product(
+        isl_helpers.projected(outputs, ["i", "j"], ["j"]))
+    last = plan.tile - 1
+    cover = isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {last} and "
+                    f"pc_j0 <= j <= pc_j0 + {last} }}").align_params(outputs.get_space())
+    origins = outputs.apply(cover).gist(hull.apply(cover))
+    origins = origins.set_dim_name(isl.dim_type.set, 0, "pc_i0") \
+        .set_dim_name(isl.dim_type.set, 1, "pc_j0")
+    return origins.move_dims(isl.dim_type.param, origins.dim(isl.dim_type.param),
+                             isl.dim_type.set, 0, 2)

@@ -63,3 +63,11 @@ def dump_schedule(d: KernelDecision) -> str:
     for name, sched in g.schedules.items():
         lines.append(f"  {name} -> [{', '.join(sched)}]")
     return "\n".join(lines) + "\n"
+
+
+def dump_sizes(d: KernelDecision) -> str:
+    """The tile shape of a tiled product, in --sizes form; other kernels: what they are."""
+    sizes = getattr(d.generated.tiles, "sizes", None) if d.generated else None
+    if sizes is None:
+        return f"kernel {d.kernel}: not tiled ({d.action})\n"
+    return f"kernel {d.kernel}: --sizes {d.kernel}:{sizes.text}\n"

@@ -116,7 +116,7 @@ def compile_on_device(driver, SourceModule, source: str, options=()):
 
 def validate_kernel_device(program: Program, new_program: Program, d: KernelDecision,
                            arguments: dict[str, int], repeats: int = 10,
-                           tolerance: float = 1e-5) -> DeviceVerdict:
+                           tolerance: float = 1e-5, time_original: bool = True) -> DeviceVerdict:
     import numpy as np
     driver, SourceModule = load_pycuda()
     try:
@@ -208,7 +208,7 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
             for bufs in pool:
                 free(bufs)
             return statistics.median(times)
-        t_original = timed(original, e.grid, e.block)
+        t_original = timed(original, e.grid, e.block) if time_original else None
         t_transformed = timed(transformed, None, None, e.hidden)
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
         r["array"] for r in results if not r["ok"])
@@ -220,7 +220,8 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
 
 
 def validate_device(program: Program, result: TransformResult, options: TransformOptions,
-                    arguments: dict[str, int], repeats: int = 10) -> list[DeviceVerdict]:
+                    arguments: dict[str, int], repeats: int = 10,
+                    time_original: bool = True) -> list[DeviceVerdict]:
     if any(d.action != "unchanged" for d in result.decisions):
         load_pycuda()
 
@@ -229,7 +230,8 @@ def validate_device(program: Program, result: TransformResult, options: Transfor
         kernel's failure, reported, not the command's."""
         driver, _ = load_pycuda()
         try:
-            return validate_kernel_device(p, new, d, arguments, repeats)
+            return validate_kernel_device(p, new, d, arguments, repeats,
+                                          time_original=time_original)
         except driver.Error as error:
             return DeviceVerdict(d.kernel, False, f"the GPU refused it: {error}")
     return run_changed(
