@@ -51,7 +51,9 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
                    help="the shape of tiled products: tile=T (outputs per block along "
                    "each dim), threads=B (B x B threads per block, default 16), chunk=C "
-                   "(reduction steps staged at a time, default 16); for KERNEL only, or "
+                   "(reduction steps staged at a time, default 16), blocks=N (blocks per "
+                   "multiprocessor the registers must allow, default 0: the compiler's "
+                   "choice); for KERNEL only, or "
                    "for every kernel; repeat for several kernels (--dump-sizes prints "
                    "polycoal's choice in this form)")
     p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
@@ -81,25 +83,27 @@ def _environment_shape(name: str, environ) -> tuple[int, ...] | None:
     return shape
 
 
-def parse_sizes(text: str) -> tuple[str, int, int, int]:
-    """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C]`, as (kernel or "",
-    tile, threads, chunk); InputError when it is not that or cannot run."""
+def parse_sizes(text: str) -> tuple[str, int, int, int, int]:
+    """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C][,blocks=N]`, as
+    (kernel or "", tile, threads, chunk, blocks); InputError when it is not that or
+    cannot run."""
     from polycoal.optimize.products import DEFAULT, TileSizes
     kernel, _, fields = text.rpartition(":")
-    values = {"tile": DEFAULT.tile, "threads": DEFAULT.threads, "chunk": DEFAULT.chunk}
+    values = {"tile": DEFAULT.tile, "threads": DEFAULT.threads, "chunk": DEFAULT.chunk,
+              "blocks": DEFAULT.blocks}
     for field in fields.split(","):
         name, _, value = field.partition("=")
         if name.strip() not in values or not value.strip().isdigit():
             raise InputError(f"--sizes {text}: expected [KERNEL:]tile=T[,threads=B]"
-                             "[,chunk=C] with positive integers")
+                             "[,chunk=C][,blocks=N] with integers")
         values[name.strip()] = int(value)
-    sizes = TileSizes(values["tile"], values["threads"], values["chunk"])
+    sizes = TileSizes(values["tile"], values["threads"], values["chunk"], values["blocks"])
     if sizes.problem():
         raise InputError(f"--sizes {text}: {sizes.problem()}")
-    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk
+    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk, sizes.blocks
 
 
-def _sizes(args) -> tuple[tuple[str, int, int, int], ...]:
+def _sizes(args) -> tuple[tuple[str, int, int, int, int], ...]:
     micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"]}.get(
         getattr(args, "product_micro", 0), [])
     return tuple(parse_sizes(t) for t in micro + list(getattr(args, "sizes", [])))

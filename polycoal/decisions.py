@@ -51,8 +51,8 @@ class TransformOptions:
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
     # the shapes of tiled products (--sizes): (kernel or "" for every kernel, tile,
-    # threads, chunk), the last that names a kernel wins; none: chosen by the sizes
-    sizes: tuple[tuple[str, int, int, int], ...] = ()
+    # threads, chunk, blocks), the last that names a kernel wins; none: chosen by the sizes
+    sizes: tuple[tuple[str, int, int, int, int], ...] = ()
     # price a permutation on the whole block (shared memory, divergence) before making
     # it; off only to measure what the price prevents (tools/bench_never_slower.py)
     price_on_chip: bool = True

@@ -29,15 +29,15 @@ CASES = [
     ("correlation", ("M=100", "N=90"), {"m": 100, "n": 0}, {"corr_kernel"}),
     # 8 x 8 accumulators, 128 x 128 tiles (chosen from 2048 x 2048 outputs; forced)
     ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
-     {"gemm_kernel"}, (("", 128, 16, 8),)),
+     {"gemm_kernel"}, (("", 128, 16, 8, 0),)),
     ("syrk", ("NI=260", "NJ=45"), {"ni": 260, "nj": 45}, {"syrk_kernel"},
-     (("", 128, 16, 8),)),
+     (("", 128, 16, 8, 0),)),
     # 2 x 2 accumulators; 8 x 8 threads of 8 x 8 accumulators, chunks of 5 (not a
     # divisor of anything)
     ("covariance", ("M=100", "N=90"), {"m": 100, "n": 90}, {"covar_kernel"},
-     (("", 32, 16, 16),)),
+     (("", 32, 16, 16, 0),)),
     ("syr2k", ("NI=100", "NJ=70"), {"ni": 100, "nj": 70}, {"syr2k_kernel"},
-     (("syr2k_kernel", 64, 8, 5),)),
+     (("syr2k_kernel", 64, 8, 5, 0),)),
     ("covariance", ("M=100", "N=90", "POLYBENCH_USE_SCALAR_LB"), {"m": 100, "n": 90},
      {"covar_kernel"}),
 ]
@@ -67,19 +67,19 @@ def test_products_are_tiled_and_compute_exactly_what_the_original_does(case):
 
 
 def test_the_tile_follows_the_sizes():
-    """The largest tile that leaves a tile for each of the 132 multiprocessors; the
+    """The largest tile that leaves 1.5 tiles for each of the 132 multiprocessors; the
     sizes from --sizes where given, for one kernel or for all."""
     def sizes(n, forced=()):
         d = _transformed("gemm", (f"NI={n}", f"NJ={n}", "NK=37"), forced)[1].decisions[0]
         return d.generated.tiles.sizes.text, d.generated.per_block
-    assert sizes(100) == ("tile=32,threads=16,chunk=16", (32, 32, 1))
-    assert sizes(512) == ("tile=32,threads=16,chunk=16", (32, 32, 1))
-    assert sizes(1024) == ("tile=64,threads=16,chunk=16", (64, 64, 1))
-    assert sizes(2048) == ("tile=128,threads=16,chunk=8", (128, 128, 1))
-    assert sizes(2048, (("", 64, 8, 4), ("other", 32, 16, 16)))[0] == \
+    assert sizes(100) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
+    assert sizes(512) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
+    assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
+    assert sizes(2048) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
+    assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \
         "tile=64,threads=8,chunk=4"
-    assert sizes(100, (("gemm_kernel", 128, 16, 8), ("", 32, 16, 16)))[0] == \
-        "tile=128,threads=16,chunk=8"
+    assert sizes(100, (("gemm_kernel", 128, 16, 8, 2), ("", 32, 16, 16, 0)))[0] == \
+        "tile=128,threads=16,chunk=8,blocks=2"
 
 
 def test_covariance_is_tiled_with_its_mirror_store():
@@ -147,3 +147,33 @@ def test_the_validator_rejects_tiles_that_are_not_the_plan():
     wrong = replace(d, generated=replace(d.generated, tiles=replace(
         d.generated.tiles, i=d.generated.tiles.j, j=d.generated.tiles.i)))
     assert _product(program, None, wrong) == ["the generated tiles differ from the plan"]
+
+
+def test_a_triangle_counts_the_tiles_that_hold_outputs():
+    """Covariance's j2 >= j1 at 2048: 136 tiles of 128 hold outputs (too few for 132
+    multiprocessors at 1.5 each), 528 of 64; the blocks of tiles below the diagonal skip
+    them whole. A rectangle (GEMM) has no such test."""
+    _, result, _ = _transformed("covariance", ("M=2048", "N=2048"))
+    d = next(x for x in result.decisions if x.kernel == "covar_kernel")
+    assert d.generated.tiles.sizes.text == "tile=64,threads=16,chunk=8"
+    assert "if (!(((pc_j0 + 63) >= pc_i0)))" in d.generated.text
+    gemm = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048"))[1].decisions[0]
+    assert "no output in this tile" not in gemm.generated.text
+
+
+def test_sizes_on_the_command_line(tmp_path, capsys):
+    from polycoal.cli import main
+    out = tmp_path / "gemm.cu"
+    source = POLYBENCH / "gemm" / "gemm.cu"
+    assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
+                 "--sizes", "gemm_kernel:tile=128,chunk=4,blocks=2"]) == 0
+    err = capsys.readouterr().err
+    assert "kernel gemm_kernel: --sizes gemm_kernel:tile=128,threads=16,chunk=4,blocks=2" \
+        in err
+    assert "__launch_bounds__(256, 2) gemm_kernel(" in out.read_text()
+    for bad, why in (("tile=48", "outputs per thread"), ("tile=64,chunk=3", "split evenly"),
+                     ("tile=64,size=2", "expected"), ("tile=64,blocks=99", "0 to 32")):
+        assert main(["transform", str(source), "-o", str(tmp_path / "x.cu"),
+                     "--sizes", bad]) == 2
+        assert why in capsys.readouterr().err
+        assert not (tmp_path / "x.cu").exists()

@@ -19,6 +19,9 @@ from polycoal.optimize.products import ProductPlan, output_set, row_set, tile_se
 from polycoal.templates import render_template
 
 
+# the scalar types CUDA's __ldg takes
+_LDG = {"float", "double", "int", "unsigned", "unsigned int", "long long",
+        "unsigned long long", "short", "char", "signed char", "unsigned char"}
 # vector types of 2 or 4 elements read from shared memory in one instruction
 _VECTOR_TYPES = {("float", 4): "float4", ("float", 2): "float2", ("double", 2): "double2"}
 
@@ -32,9 +35,19 @@ def _vector_width(types: set[str], micro: int) -> int:
     return max(w for w in (1, 2, 4) if w <= widest and micro % w == 0)
 
 
-def _min_blocks(plan: ProductPlan) -> int:
-    import os      # experiment: POLYCOAL_MIN_BLOCKS (to be decided on the device)
-    return int(os.environ.get("POLYCOAL_MIN_BLOCKS", "0")) if plan.micro == 8 else 0
+def _share(unit_k: bool, tile: int, bk: int, block: int) -> dict[str, str]:
+    """Where element pc_t + pc_p * block of a chunk goes (its step `kk` of the chunk and
+    its row `r` of the tile) for the thread pc_t (unsigned): consecutive threads take
+    consecutive elements along the operand's unit dim, k (rows of `bk`) or the tile's
+    dim (rows of `tile`). Where the rows divide the block, the part of the thread stays
+    the same for every pc_p (computed once, not per element)."""
+    inner = bk if unit_k else tile
+    if block % inner == 0:
+        along, across = f"pc_t % {inner}", f"pc_t / {inner} + pc_p * {block // inner}"
+    else:
+        e = f"(pc_t + pc_p * {block})"
+        along, across = f"{e} % {inner}", f"{e} / {inner}"
+    return {"kk": along, "r": across} if unit_k else {"kk": across, "r": along}
 
 
 def _check(used: set[str], others: set[str], what: str) -> None:
@@ -73,12 +86,13 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # `vector` `vector * threads` further (a warp's stores stay whole segments), so that
     # each step reads its operands' values from shared memory `vector` at a time
     vector = _vector_width(types, plan.micro)
+    value_node = accumulation(update.node).value
     operands, replace_with = [], {}
-    for n, (text, side, unit) in enumerate(plan.operands):
-        access = next(a for a in update.accesses if a.text == text and a.kind == "read")
+    for n, (reference, side, unit) in enumerate(plan.operands):
+        access = next(a for a in update.accesses if a.text == reference and a.kind == "read")
         r = renderer(model, kernel, update, names)
-        read = r.visit(reads[text])
-        _check(r.used, others, text)
+        read = r.visit(reads[reference])
+        _check(r.used, others, reference)
         unit_k = unit == plan.k
         operands.append({
             "type": access.element_type, "side": side, "read": read,
@@ -86,18 +100,21 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
             # (a whole vector longer: the rows stay aligned for vector reads)
             "pad": vector if unit_k else 0,
             "hi": (ri if side == "i" else rj).hi,
-            "kk": f"pc_e % {bk}" if unit_k else f"pc_e / {tile}",
-            "r": f"pc_e / {bk}" if unit_k else f"pc_e % {tile}",
+            **_share(unit_k, tile, bk, threads * threads),
             "lane": "threadIdx.y" if side == "i" else "threadIdx.x",
-            "vector_type": _VECTOR_TYPES.get((access.element_type, vector), "")})
-        replace_with[text] = f"pc_f{n}[{'pc_a' if side == 'i' else 'pc_b'}]"
+            "vector_type": _VECTOR_TYPES.get((access.element_type, vector), ""),
+            # the operands are arrays the kernel does not write (optimize/products.py)
+            # and no written pointer aliases (the transform's pointer analysis): the
+            # read-only path, where CUDA overloads __ldg for the type
+            "load": f"__ldg(&({read}))" if access.element_type in _LDG else read})
+        replace_with[reference] = f"pc_f{n}[{'pc_a' if side == 'i' else 'pc_b'}]"
     # a private accumulator is the register itself: no load, no store
     register = {plan.private: "pc_acc[pc_a][pc_b]"} if plan.private else {}
     replace_with.update(register)
     target = "" if plan.private else render_accumulation(model, kernel, update, names).target
     r = renderer(model, kernel, update, names)
     r.replace = replace_with
-    value = r.visit(accumulation(update.node).value)
+    value = r.visit(value_node)
     _check(r.used, others, update.text)
     rows = [{"inside": condition_to_c(row_set(model, n, plan.i)),
              "text": _rendered(model, kernel, by_name[n], names, others, {})}
@@ -116,11 +133,11 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     for rr in (ri, rj, rk):
         rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
     for o in operands:
-        o["read"], o["hi"] = passed_geometry(o["read"], hidden), passed_geometry(o["hi"], hidden)
+        o["load"], o["hi"] = passed_geometry(o["load"], hidden), passed_geometry(o["hi"], hidden)
     block = (threads, threads, 1)
     body = render_template(
         "product_tiles.cu.j2",
-        signature=with_geometry(_signature(original, kernel, block, _min_blocks(plan)),
+        signature=with_geometry(_signature(original, kernel, block, plan.sizes.blocks),
                                 hidden),
         i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
         k_dim=_describe_dim(model, plan.k), tile=tile, block=threads, micro=plan.micro,

@@ -47,10 +47,13 @@ class TileSizes:
     """The shape of a tiled product: a block of `threads` x `threads` threads, each
     `micro` x `micro` accumulators in registers, so tiles of `tile` x `tile` outputs; the
     reduction in chunks of `chunk` steps, each chunk of each operand staged in shared
-    memory (two buffers: the next chunk is loaded while this one is used)."""
+    memory (two buffers: the next chunk is loaded while this one is used); `blocks`
+    blocks asked to fit on a multiprocessor at once (registers capped to allow it; 0:
+    the compiler's choice)."""
     tile: int = 64
     threads: int = 16
     chunk: int = 16
+    blocks: int = 0
 
     @property
     def micro(self) -> int:
@@ -59,7 +62,8 @@ class TileSizes:
     @property
     def text(self) -> str:
         """The `--sizes` spelling (cli.parse_sizes reads it back)."""
-        return f"tile={self.tile},threads={self.threads},chunk={self.chunk}"
+        return f"tile={self.tile},threads={self.threads},chunk={self.chunk}" + \
+            (f",blocks={self.blocks}" if self.blocks else "")
 
     def problem(self) -> str:
         """Why these sizes cannot be run, or ''."""
@@ -71,17 +75,24 @@ class TileSizes:
             return (f"chunk={self.chunk}: a chunk of each operand ({self.tile} x chunk "
                     f"values) must split evenly over the {self.threads * self.threads} "
                     "threads")
+        if not 0 <= self.blocks <= 32:
+            return f"blocks={self.blocks}: 0 to 32 blocks per multiprocessor"
         return ""
 
 
 # The sizes by the number of outputs, largest tile first: a tile serves each value
 # staged in shared memory to `micro` multiply-adds per thread (more reuse with larger
-# tiles), but a launch needs a tile per multiprocessor at least. Measured on the H200:
-# 128 x 128 tiles at 2048 x 2048 GEMM outputs (256 tiles) 1.51 -> 1.04 ms, at 1024 and
-# below (64 tiles for 132 multiprocessors) slower than 64 x 64 (SYRK at 1024 0.16 ->
-# 0.34 ms, GEMM at 512 0.10 -> 0.20 ms).
-CANDIDATES = (TileSizes(128, 16, 8), TileSizes(64, 16, 16), TileSizes(32, 16, 16))
+# tiles), but a launch needs tiles for every multiprocessor: the largest tile of which
+# there are at least 1.5 per multiprocessor (tiles that hold an output: about half of
+# them for a triangle). Measured on the H200 (BENCHMARKS.md, tools/bench_tiles.py):
+# GEMM at 2048 (256 tiles of 128) 0.51 ms, 0.64 with tiles of 64; covariance's
+# triangle at 2048 (136 tiles of 128 with outputs) 0.49 ms, 0.36 with tiles of 64 (528);
+# GEMM at 512 0.031 ms with tiles of 32 (256), 0.040 with 64 (64). Registers capped so
+# that 2 blocks of 128 x 128 (3 of 64 x 64) share a multiprocessor: GEMM at 2048 0.67
+# -> 0.55 ms, SYRK at 1024 0.106 -> 0.099 ms.
+CANDIDATES = (TileSizes(128, 16, 8, 2), TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
 DEFAULT = CANDIDATES[1]          # outputs whose number is known only at run time
+MIN_TILES = 1.5 * MULTIPROCESSORS
 
 
 def element_bytes(type_name: str) -> int:
@@ -96,19 +107,30 @@ def shared_bytes(sizes: TileSizes, operands: int, element: int, padded: int) -> 
     return 2 * sizes.chunk * element * (operands * sizes.tile + padded * 4)
 
 
+def tile_count(spans: tuple[int, int], tile: int, rectangle: bool) -> int:
+    """Tiles holding an output: all of the box's, or about half for a triangle (those
+    on the diagonal and above it)."""
+    rows, cols = -(-spans[0] // tile), -(-spans[1] // tile)
+    return rows * cols if rectangle else (rows * cols + min(rows, cols) + 1) // 2
+
+
 def choose_sizes(spans: list[int | None], operands: int, element: int, padded: int,
-                 forced: TileSizes | None = None) -> TileSizes | str:
+                 rectangle: bool = True, forced: TileSizes | None = None) -> TileSizes | str:
     """The tile shape (module comment on CANDIDATES), `forced` if given; or why none
-    fits the block's shared memory."""
+    fits the block's shared memory. Operands copied along the tile's dim (none along
+    the reduction: covariance) take chunks of half the length (measured: covariance
+    0.36 ms in chunks of 8, 0.41 in chunks of 16)."""
     if forced is not None:
         choice = forced
-    elif None in spans:
-        choice = DEFAULT
     else:
-        def tiles(s: TileSizes) -> int:
-            return -(-spans[0] // s.tile) * -(-spans[1] // s.tile)
-        choice = next((s for s in CANDIDATES if tiles(s) >= MULTIPROCESSORS),
-                      CANDIDATES[-1])
+        if None in spans:
+            choice = DEFAULT
+        else:
+            choice = next((s for s in CANDIDATES
+                           if tile_count(spans, s.tile, rectangle) >= MIN_TILES),
+                          CANDIDATES[-1])
+        if not padded and choice.tile == 64:
+            choice = replace(choice, chunk=8, blocks=0)
     while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
             not forced and choice.chunk > 4:
         choice = replace(choice, chunk=choice.chunk // 2)
@@ -272,7 +294,7 @@ def product_plan(model: KernelModel, analysis, mapping,
     element = max(element_bytes(a.element_type) for a in update.accesses
                   if a.text in {o[0] for o in operands})
     chosen = choose_sizes(spans, len(operands), element,
-                          sum(1 for o in operands if o[2] == k), sizes)
+                          sum(1 for o in operands if o[2] == k), _is_box(ij), sizes)
     if isinstance(chosen, str):
         return Obstacle("product-shape", chosen)
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, chosen,
@@ -302,6 +324,13 @@ def _as_parameters(model: KernelModel, statement: str, dims: list[str],
         values = values.set_dim_name(isl.dim_type.set, k, name)
     return values.move_dims(isl.dim_type.param, values.dim(isl.dim_type.param),
                             isl.dim_type.set, 0, len(dims))
+
+
+def _is_box(values: isl.Set) -> bool:
+    """Whether a 2-D set is the product of its projections (a rectangle)."""
+    first = values.project_out(isl.dim_type.set, 1, 1)
+    second = values.project_out(isl.dim_type.set, 0, 1)
+    return values.is_equal(first.flat_product(second))
 
 
 def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
