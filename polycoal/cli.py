@@ -87,10 +87,11 @@ def parse_sizes(text: str) -> tuple[str, int, int, int, int]:
     """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C][,blocks=N]`, as
     (kernel or "", tile, threads, chunk, blocks); InputError when it is not that or
     cannot run."""
-    from polycoal.optimize.products import DEFAULT, TileSizes
+    from polycoal.optimize.products import TileSizes
     kernel, _, fields = text.rpartition(":")
-    values = {"tile": DEFAULT.tile, "threads": DEFAULT.threads, "chunk": DEFAULT.chunk,
-              "blocks": DEFAULT.blocks}
+    given = TileSizes()
+    values = {"tile": given.tile, "threads": given.threads, "chunk": given.chunk,
+              "blocks": given.blocks}
     for field in fields.split(","):
         name, _, value = field.partition("=")
         if name.strip() not in values or not value.strip().isdigit():

@@ -76,6 +76,8 @@ def test_the_tile_follows_the_sizes():
     assert sizes(512) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
     assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
     assert sizes(2048) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
+    syr2k = _transformed("syr2k", ("NI=2048", "NJ=2048"))[1].decisions[0]
+    assert syr2k.generated.tiles.sizes.text == "tile=128,threads=16,chunk=8"  # registers
     assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \
         "tile=64,threads=8,chunk=4"
     assert sizes(100, (("gemm_kernel", 128, 16, 8, 2), ("", 32, 16, 16, 0)))[0] == \
@@ -171,6 +173,10 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
     assert "kernel gemm_kernel: --sizes gemm_kernel:tile=128,threads=16,chunk=4,blocks=2" \
         in err
     assert "__launch_bounds__(256, 2) gemm_kernel(" in out.read_text()
+    # fields not given are the plain defaults (no cap on the registers), not the choice
+    assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
+                 "--sizes", "tile=128,chunk=8"]) == 0
+    assert "--sizes gemm_kernel:tile=128,threads=16,chunk=8\n" in capsys.readouterr().err
     for bad, why in (("tile=48", "outputs per thread"), ("tile=64,chunk=3", "split evenly"),
                      ("tile=64,size=2", "expected"), ("tile=64,blocks=99", "0 to 32")):
         assert main(["transform", str(source), "-o", str(tmp_path / "x.cu"),

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-            "hostloop", "racy", "nearmiss", "styles", "transpose")
+            "hostloop", "racy", "nearmiss", "styles", "transpose", "product")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -865,6 +865,90 @@ def matmul_kernel(b: Builder, loop_kind: str | None = None) -> Kernel:
     return k
 
 
+def product_kernel(b: Builder) -> Kernel:
+    """The tiled products' class (optimize/products.py) in the spellings real code uses:
+    outputs (i, j) of at least 64 values each, on two thread axes (GEMM, SYRK) or one
+    thread axis and a loop, full or triangular (covariance's j2 >= j1 with its mirror
+    store); each a sum over q of a term reading one operand along (i, q) and one along
+    (j, q), each stored either way round (A[i][q] or A[q][i]), the same array on both
+    sides or two, scaled by a kernel scalar or a literal; the accumulator the output in
+    global memory (cleared, scaled by beta, or accumulated into) or a private scalar;
+    sizes by macro or at run time, not multiples of the tiles."""
+    rng = b.rng
+    ctype = choose_type(rng, (6, 2, 1))
+    runtime = rng.random() < 0.3
+    NI = b.size("NI", rng.choice((64, 65, 77, 96, 130)), runtime and rng.random() < 0.5)
+    same = rng.random() < 0.35                 # SYRK / covariance: one operand array
+    NJ = NI if same or rng.random() < 0.3 else \
+        b.size("NJ", rng.choice((64, 70, 100, 129)), runtime and rng.random() < 0.5)
+    NK = b.size("NK", rng.choice((1, 5, 16, 17, 40, 67)), runtime and rng.random() < 0.5)
+    loop_j = rng.random() < 0.35               # j a loop inside the thread of i
+    triangle = loop_j and NI is NJ and rng.random() < 0.6
+    at = rng.random() < 0.5                    # A stored [q][i] (covariance's data)
+    bt = rng.random() < 0.5                    # B stored [j][q]
+    A = b.array("A", ctype, [NK, NI] if at else [NI, NK],
+                "int" if ctype == "int" else "dyadic")
+    B = A if same and at == (not bt) else b.array(
+        "B", ctype, [NJ, NK] if bt else [NK, NJ], "int" if ctype == "int" else "dyadic")
+    C = b.array("C", ctype, [NI, NJ], "int" if ctype == "int" else "dyadic")
+    k = b.kernel(rng.choice(("gemm", "syrk", "covar", "product", "mm")))
+    ni, nj, nk = k.size(NI), k.size(NJ), k.size(NK)
+    an = k.array(A, const=rng.random() < 0.5)
+    bn = an if B is A else k.array(B, const=rng.random() < 0.5)
+    cn = k.array(C)
+    scale = ""
+    if ctype != "int" and rng.random() < 0.5:
+        if rng.random() < 0.5:
+            k.scalar(f"{ctype} alpha", literal(ctype, 0.5))
+            scale = "alpha * "
+        else:
+            scale = f"{literal(ctype, 2.0)} * "
+    swap = rng.random() < 0.5
+    if loop_j:
+        k.lines.append(thread_index(rng, "i", "x"))
+    else:
+        k.lines.append(thread_index(rng, "i", "y" if swap else "x"))
+        k.lines.append(thread_index(rng, "j", "x" if swap else "y"))
+    a_ref = f"{an}[q * {ni} + i]" if at else f"{an}[i * {nk} + q]"
+    b_ref = f"{bn}[j * {nk} + q]" if bt else f"{bn}[q * {nj} + j]"
+    term = f"{scale}{a_ref} * {b_ref}"
+    out = f"{cn}[i * {nj} + j]"
+    init = rng.choice(("zero", "beta", "keep", "private"))
+    body = []
+    if init == "private":
+        body += [f"{ctype} acc = 0;", f"for (int q = 0; q < {nk}; q++)",
+                 f"  acc += {term};", f"{out} = acc;"]
+    else:
+        if init == "zero":
+            body.append(f"{out} = 0;")
+        elif init == "beta":
+            body.append(f"{out} *= {literal(ctype, 2.0) if ctype != 'int' else '2'};")
+        body += [f"for (int q = 0; q < {nk}; q++)", f"  {out} += {term};"]
+    if triangle:
+        body.append(f"{cn}[j * {nj} + i] = {out};")
+    if loop_j:
+        k.lines.append(f"if (i < {ni}) {{")
+        k.lines.append(f"  for (int j = {'i' if triangle else '0'}; j < {nj}; j++) {{")
+        k.lines += ["    " + line for line in body]
+        k.lines += ["  }", "}"]
+        b.launch(k, [(NI, rng.choice((32, 64, 128, 256)))])
+    else:
+        k.lines.append(f"if (i < {ni} && j < {nj}) {{")
+        k.lines += ["  " + line for line in body]
+        k.lines.append("}")
+        blocks = geometry_blocks(rng, 2)
+        ext = {"y" if swap else "x": NI, "x" if swap else "y": NJ}
+        b.launch(k, [(ext["x"], blocks[0]), (ext["y"], blocks[1])])
+    b.note_reduction(NK.value, ctype)
+    b.variant = b.variant or (f"product:{'loop' if loop_j else '2d'}"
+                              f"{':triangle' if triangle else ''}:{init}")
+    b.shape.append(f"{k.name}: {out} ({init}) += {term} over q < {NK.value}, "
+                   f"{'j a loop' if loop_j else 'i, j threads'}"
+                   f"{', triangle with mirror' if triangle else ''}, "
+                   f"{NI.value}x{NJ.value}")
+    return k
+
+
 def axis_index(axis: str) -> int:
     return "xyz".index(axis)
 
@@ -887,6 +971,10 @@ def fam_transpose(b: Builder) -> None:
     affine_kernel(b, nd=nd, nloops=2 - nd, statements=1, runtime=rng.random() < 0.3,
                   loop_kinds=("plain",), guard_kinds=("full",))
     b.variant = f"transpose:{nd}d"
+
+
+def fam_product(b: Builder) -> None:
+    product_kernel(b)
 
 
 def fam_rowred(b: Builder) -> None:
@@ -1379,7 +1467,7 @@ def fam_nearmiss(b: Builder) -> None:
 
 
 STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-               "hostloop", "racy", "nearmiss")
+               "hostloop", "racy", "nearmiss", "product")
 STYLES = ("template", "namespace", "struct", "pointer", "macro", "assert")
 
 
@@ -1560,7 +1648,7 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "bounds": fam_bounds, "guards": fam_guards, "multi": fam_multi,
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
-                    "transpose": fam_transpose}
+                    "transpose": fam_transpose, "product": fam_product}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:

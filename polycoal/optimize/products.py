@@ -40,6 +40,7 @@ from polycoal.optimize.reduction import Obstacle
 MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
 MULTIPROCESSORS = 132   # H100 and H200 (sm_90): a launch of fewer tiles leaves some idle
 SHARED_BYTES = 48 * 1024    # static shared memory of one block
+REGISTERS = 64 * 1024       # 32-bit registers of a multiprocessor
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,26 @@ def shared_bytes(sizes: TileSizes, operands: int, element: int, padded: int) -> 
     return 2 * sizes.chunk * element * (operands * sizes.tile + padded * 4)
 
 
+def registers(sizes: TileSizes, operands: int) -> int:
+    """About the registers a thread of the tiled form takes: its accumulators, each
+    operand's values for two steps (the compiler reads the next step's while this one's
+    are used), each operand's share of a chunk in flight, and 24 for indices and
+    addresses (ptxas for sm_90: GEMM in tiles of 128, 2 operands, 138; this estimate
+    128, and capped there it spills 20 bytes)."""
+    share = sizes.tile * sizes.chunk // (sizes.threads * sizes.threads)
+    return sizes.micro * sizes.micro + operands * (2 * sizes.micro + share) + 24
+
+
+def with_blocks(sizes: TileSizes, operands: int) -> TileSizes:
+    """The sizes with as many blocks per multiprocessor as they ask for and the
+    registers allow (none asked where fewer than 2 fit: SYR2K's 4 operands in tiles of
+    128 need about 168 registers, and capped at 128 ran 1.43 ms at 2048 where uncapped
+    it ran 1.37)."""
+    fit = REGISTERS // (registers(sizes, operands) * sizes.threads * sizes.threads)
+    blocks = min(sizes.blocks, fit)
+    return replace(sizes, blocks=blocks if blocks >= 2 else 0)
+
+
 def tile_count(spans: tuple[int, int], tile: int, rectangle: bool) -> int:
     """Tiles holding an output: all of the box's, or about half for a triangle (those
     on the diagonal and above it)."""
@@ -131,6 +152,7 @@ def choose_sizes(spans: list[int | None], operands: int, element: int, padded: i
                           CANDIDATES[-1])
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
+        choice = with_blocks(choice, operands)
     while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
             not forced and choice.chunk > 4:
         choice = replace(choice, chunk=choice.chunk // 2)
@@ -172,10 +194,12 @@ class ProductPlan:
     @property
     def describe(self) -> str:
         t = self.threads
+        staged = ", ".join(text for text, _, _ in self.operands)
         return (f"{self.tile}x{self.tile} tiles of outputs per block of {t}x{t} "
                 f"threads, {self.micro}x{self.micro} accumulators per thread in registers, "
-                f"{self.bk}-step chunks of {len(self.operands)} operands in shared memory "
-                f"(double-buffered; sizes {self.sizes.text})")
+                f"{self.bk}-step chunks of {staged} in shared memory (double-buffered; "
+                f"each element read from global memory once per tile, not once per "
+                f"output: {self.tile}-fold reuse; sizes {self.sizes.text})")
 
 
 def product_plan(model: KernelModel, analysis, mapping,
