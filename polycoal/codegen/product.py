@@ -74,7 +74,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # the model's other dims (a padding loop, a single-valued thread index) have no
     # variable in the tiles
     others = set(isl_helpers.all_dims(model)) - {plan.i, plan.j, plan.k}
-    tile, bk, threads = plan.tile, plan.bk, plan.threads
+    tile, bk, threads = plan.tile, plan.sizes.chunk, plan.sizes.threads
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
     rk = thread_range(only_update, plan.k, "x")

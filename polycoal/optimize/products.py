@@ -10,11 +10,13 @@
 Each output element is a sum over k of terms that read one operand along (i, k) and
 the other along (j, k): a block computing a BM x BN tile of outputs needs only BM + BN
 rows of operands per step of k, where one thread per output reads 2 elements per term
-from memory. The tiled form (templates/product_tiles.cu.j2) runs a BM x BN tile per
-block of 16 x 16 threads, each thread a 4 x 4 register tile of accumulators (rows and
-columns 16 apart); the k loop in chunks of BK, each chunk of each operand copied into
-shared memory first (consecutive threads reading consecutive elements), after a barrier
-every thread's 16 accumulators updated from it.
+from memory. The tiled form (templates/product_tiles.cu.j2) runs a T x T tile per
+block of B x B threads, each thread a (T/B) x (T/B) register tile of accumulators; the
+k loop in chunks, each chunk of each operand read from global memory into registers
+(consecutive threads reading consecutive elements) while the previous chunk is used,
+then stored in the other of two shared-memory buffers, from which after a barrier every
+thread's accumulators are updated. The shape (TileSizes) follows the number of outputs
+and the registers (choose_sizes), or --sizes.
 
 Each output element still runs init, then the terms for k in increasing order, then
 post, in the original's order: the sum is the same sum, not reassociated (a register
@@ -138,9 +140,12 @@ def tile_count(spans: tuple[int, int], tile: int, rectangle: bool) -> int:
 def choose_sizes(spans: list[int | None], operands: int, element: int, padded: int,
                  rectangle: bool = True, forced: TileSizes | None = None) -> TileSizes | str:
     """The tile shape (module comment on CANDIDATES), `forced` if given; or why none
-    fits the block's shared memory. Operands copied along the tile's dim (none along
-    the reduction: covariance) take chunks of half the length (measured: covariance
-    0.36 ms in chunks of 8, 0.41 in chunks of 16)."""
+    fits the block's shared memory. The chunk follows how the operands are read: along
+    the tile's dim (covariance's data[k][j1], data[k][j2]), each chunk row is a whole
+    tile row in memory, and tiles of 64 take chunks of 8 (covariance 0.36 ms, 0.41 in
+    chunks of 16); along k (SYRK's a[i][k], a[j][k]), each chunk row is `chunk`
+    elements, and tiles of 128 take chunks of 16 (64 bytes a row: SYRK at 2048 0.54 ->
+    0.50 ms, its registers then too many for 2 blocks)."""
     if forced is not None:
         choice = forced
     else:
@@ -152,6 +157,8 @@ def choose_sizes(spans: list[int | None], operands: int, element: int, padded: i
                           CANDIDATES[-1])
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
+        elif padded == operands and choice.tile == 128:
+            choice = replace(choice, chunk=16)
         choice = with_blocks(choice, operands)
     while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
             not forced and choice.chunk > 4:
@@ -184,20 +191,12 @@ class ProductPlan:
         return self.sizes.micro
 
     @property
-    def bk(self) -> int:
-        return self.sizes.chunk
-
-    @property
-    def threads(self) -> int:
-        return self.sizes.threads
-
-    @property
     def describe(self) -> str:
-        t = self.threads
+        t = self.sizes.threads
         staged = ", ".join(text for text, _, _ in self.operands)
         return (f"{self.tile}x{self.tile} tiles of outputs per block of {t}x{t} "
                 f"threads, {self.micro}x{self.micro} accumulators per thread in registers, "
-                f"{self.bk}-step chunks of {staged} in shared memory (double-buffered; "
+                f"{self.sizes.chunk}-step chunks of {staged} in shared memory (double-buffered; "
                 f"each element read from global memory once per tile, not once per "
                 f"output: {self.tile}-fold reuse; sizes {self.sizes.text})")
 
