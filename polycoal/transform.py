@@ -45,9 +45,10 @@ from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, on
 from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
 from polycoal.optimize.staging import StagingPlan, staging_plan
 from polycoal.codegen.staged import generate_staged
-from polycoal.codegen.product import generate_product
-from polycoal.optimize.products import ProductPlan, TileSizes, product_plan
+from polycoal.codegen.product import generate_product, vector_width
+from polycoal.optimize.products import ProductPlan, TileSizes, product_plan, tile_set
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
+from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
@@ -693,10 +694,16 @@ def _product(program: Program, new_program: Program | None, d: KernelDecision) -
     """A product in tiles: the plan, made again from the original's model, must be the
     one the generated kernel carries out (optimize/products.py's conditions)."""
     made = d.generated.tiles
-    plan = product_plan(d.analysis.model, d.analysis, d.mapping, getattr(made, "sizes", None))
+    model = d.analysis.model
+    plan = product_plan(model, d.analysis, d.mapping, getattr(made, "sizes", None))
     if isinstance(plan, Obstacle):
         return [plan.text]
-    return [] if plan == made else ["the generated tiles differ from the plan"]
+    if plan != made:
+        return ["the generated tiles differ from the plan"]
+    # the threads' accumulators cover each tile once; no skipped tile holds an output
+    return offsets_problems(plan.sizes.threads, plan.micro, vector_width(model, plan)) + \
+        skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile,
+                      tile_set(model, plan))
 
 
 def _staging(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

@@ -185,3 +185,29 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
                      "--sizes", bad]) == 2
         assert why in capsys.readouterr().err
         assert not (tmp_path / "x.cu").exists()
+
+
+def test_the_tile_layout_is_checked_with_isl():
+    """Each thread's accumulators cover its tile once, in every layout the template
+    writes (groups of 4, 2 or 1 adjacent outputs); a wrong group size does not."""
+    from polycoal.validate.tiles import offsets_problems
+    for threads, micro, vector in ((16, 8, 4), (16, 4, 4), (16, 2, 2), (8, 8, 2),
+                                   (16, 8, 1), (32, 1, 1)):
+        assert offsets_problems(threads, micro, vector) == []
+    assert offsets_problems(16, 4, 3)             # o = 48 floor(a/3) + 3t + a mod 3
+
+
+def test_the_validator_rejects_a_skip_of_tiles_with_outputs():
+    """covariance's skip test is checked against its outputs; a test that skips the
+    diagonal's tiles too (pc_i0 < pc_j0, strictly) is refused."""
+    import islpy as isl
+    from polycoal.optimize.products import tile_set
+    from polycoal.validate.tiles import skip_problems
+    _, result, _ = _transformed("covariance", ("M=100", "N=90"))
+    d = next(x for x in result.decisions if x.kernel == "covar_kernel")
+    plan, model = d.generated.tiles, d.analysis.model
+    right = tile_set(model, plan)
+    assert skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile, right) == []
+    wrong = right.intersect_params(isl.Set("[pc_i0, pc_j0] -> { : pc_i0 < pc_j0 }"))
+    assert skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile,
+                         wrong) == ["a tile the blocks skip holds an output"]

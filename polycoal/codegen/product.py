@@ -26,13 +26,19 @@ _LDG = {"float", "double", "int", "unsigned", "unsigned int", "long long",
 _VECTOR_TYPES = {("float", 4): "float4", ("float", 2): "float2", ("double", 2): "double2"}
 
 
-def _vector_width(types: set[str], micro: int) -> int:
-    """Adjacent accumulators of a thread along a dim: 4 floats or 2 doubles (one 16-byte
-    shared-memory read), fewer where the micro tile is smaller; 1 for other types."""
+def vector_width(model: KernelModel, plan: ProductPlan) -> int:
+    """A thread's accumulators along a dim: `vector` adjacent outputs, then the next
+    `vector` `vector * threads` further (a warp's stores stay whole segments), so that
+    each step reads its operands' values from shared memory `vector` at a time: 4 floats
+    or 2 doubles (one 16-byte read), fewer where the micro tile is smaller, 1 for other
+    types or operands of several types (validate/tiles.py checks the layout)."""
+    update = next(s for s in model.statements if s.name == plan.update)
+    types = {next(a for a in update.accesses if a.text == text and a.kind == "read")
+             .element_type for text, _, _ in plan.operands}
     if len(types) != 1:
         return 1
     widest = {"float": 4, "double": 2}.get(next(iter(types)), 1)
-    return max(w for w in (1, 2, 4) if w <= widest and micro % w == 0)
+    return max(w for w in (1, 2, 4) if w <= widest and plan.micro % w == 0)
 
 
 def _share(unit_k: bool, tile: int, bk: int, block: int) -> dict[str, str]:
@@ -80,12 +86,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     rk = thread_range(only_update, plan.k, "x")
     reads = references(update.node, {text for text, _, _ in plan.operands})
     element = next(a for a in update.accesses if a.kind == "write").element_type
-    types = {next(a for a in update.accesses if a.text == text and a.kind == "read")
-             .element_type for text, _, _ in plan.operands}
-    # a thread's accumulators along a dim: `vector` adjacent outputs, then the next
-    # `vector` `vector * threads` further (a warp's stores stay whole segments), so that
-    # each step reads its operands' values from shared memory `vector` at a time
-    vector = _vector_width(types, plan.micro)
+    vector = vector_width(model, plan)
     value_node = accumulation(update.node).value
     operands, replace_with = [], {}
     for n, (reference, side, unit) in enumerate(plan.operands):

@@ -191,6 +191,12 @@ class ProductPlan:
         return self.sizes.micro
 
     @property
+    def output_statement(self) -> str:
+        """The statement whose (i, j) are the outputs: the first outside the loop (the
+        update's are the same where the k range is not empty)."""
+        return (self.before + self.after + (self.update,))[0]
+
+    @property
     def describe(self) -> str:
         t = self.sizes.threads
         staged = ", ".join(text for text, _, _ in self.operands)
@@ -327,8 +333,7 @@ def product_plan(model: KernelModel, analysis, mapping,
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     """The (i, j) each output's statements run for (those outside the loop: the update's
     too when the k range is not empty), as a parameter set with i and j as parameters."""
-    first = (plan.before + plan.after + (plan.update,))[0]    # (they agree where k runs)
-    return _as_parameters(model, first, [plan.i, plan.j], ["pc_i", "pc_j"])
+    return _as_parameters(model, plan.output_statement, [plan.i, plan.j], ["pc_i", "pc_j"])
 
 
 def row_set(model: KernelModel, statement: str, i: str) -> isl.Set:
@@ -362,8 +367,7 @@ def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     the universe for a rectangle of outputs; for covariance's triangle j2 >= j1, the
     tiles on or above the diagonal (pc_i0 <= pc_j0 + tile - 1). A block skips the others
     whole: half the work of a triangle."""
-    first = (plan.before + plan.after + (plan.update,))[0]
-    s = next(st for st in model.statements if st.name == first)
+    s = next(st for st in model.statements if st.name == plan.output_statement)
     names = isl_helpers.all_dims(model)
     outputs = isl_helpers.projected(isl_helpers.domain(model, s), names, [plan.i, plan.j])
     hull = isl_helpers.projected(outputs, ["i", "j"], ["i"]).flat_product(
