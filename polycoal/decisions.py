@@ -95,6 +95,14 @@ class KernelDecision:
         """Whether the change holds only under conditions each launch checks."""
         return self.assumption is not None or bool(self.disjoint)
 
+    @property
+    def reassociates(self) -> bool:
+        """Whether the output adds floating-point values in another order than the
+        original: the reduction forms, and tiled products that add a value's terms to
+        the accumulator one at a time."""
+        return self.action in REASSOCIATING or \
+            bool(getattr(getattr(self.generated, "tiles", None), "split", False))
+
     def runtime_checks(self) -> list[str]:
         """What each launch checks, in words."""
         return ([f"{self.assumption.constraint} (race freedom)"] if self.assumption else []) \

@@ -118,7 +118,8 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
             "coalesced", generated=generate_staged(program.text, kernel, model, staging),
             mapping=_mapping(d, (staging.x, staging.y), ()))
     if reductions and options.staging:
-        product = product_plan(model, d.analysis, mapping, forced_sizes(options, kernel.name))
+        product = product_plan(model, d.analysis, mapping, forced_sizes(options, kernel.name),
+                               reassociate=options.reduction != "none")
         if isinstance(product, ProductPlan):
             try:
                 generated = generate_product(program.text, kernel, model, product)
@@ -128,8 +129,10 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
                 return d.change(
                     "product", f"a product over {_describe_dim(model, product.i)} x "
                     f"{_describe_dim(model, product.j)}, summed along "
-                    f"{_describe_dim(model, product.k)}: {product.describe}; the same "
-                    "sums in the same order", generated=generated,
+                    f"{_describe_dim(model, product.k)}: {product.describe}; " + (
+                        "each term of the sum added to the accumulator on its own: "
+                        "floating-point additions are reassociated" if product.split
+                        else "the same sums in the same order"), generated=generated,
                     mapping=_mapping(d, (product.j, product.i), (product.k,)))
     starved = _starved(model, old, mapping) if old_cost is not None and \
         new_cost <= old_cost and not single else None
@@ -695,7 +698,8 @@ def _product(program: Program, new_program: Program | None, d: KernelDecision) -
     one the generated kernel carries out (optimize/products.py's conditions)."""
     made = d.generated.tiles
     model = d.analysis.model
-    plan = product_plan(model, d.analysis, d.mapping, getattr(made, "sizes", None))
+    plan = product_plan(model, d.analysis, d.mapping, getattr(made, "sizes", None),
+                        getattr(made, "split", False))
     if isinstance(plan, Obstacle):
         return [plan.text]
     if plan != made:

@@ -15,7 +15,8 @@ from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.products import ProductPlan, output_set, row_set, tile_set
+from polycoal.optimize.products import (ProductPlan, additive_terms, output_set, row_set,
+                                        tile_set)
 from polycoal.templates import render_template
 
 
@@ -113,10 +114,13 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     register = {plan.private: "pc_acc[pc_a][pc_b]"} if plan.private else {}
     replace_with.update(register)
     target = "" if plan.private else render_accumulation(model, kernel, update, names).target
-    r = renderer(model, kernel, update, names)
-    r.replace = replace_with
-    value = r.visit(value_node)
-    _check(r.used, others, update.text)
+    # the accumulator's updates of one step: the value, or each of its terms in turn
+    updates = []
+    for sign, term in additive_terms(value_node) if plan.split else [("+", value_node)]:
+        r = renderer(model, kernel, update, names)
+        r.replace = replace_with
+        updates.append({"op": f"{sign}=", "value": r.visit(term)})
+        _check(r.used, others, update.text)
     rows = [{"inside": condition_to_c(row_set(model, n, plan.i)),
              "text": _rendered(model, kernel, by_name[n], names, others, {})}
             for n in plan.rows]
@@ -127,7 +131,8 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     inside = condition_to_c(output_set(model, plan))
     tiles = tile_set(model, plan)
     tile_inside = "" if tiles.complement().is_empty() else condition_to_c(tiles)
-    texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, value, target] + \
+    texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, target] + \
+        [u["value"] for u in updates] + \
         before + after + [o["read"] for o in operands] + \
         [r["inside"] + r["text"] for r in rows] + [tile_inside]
     hidden = geometry_read(texts, model)
@@ -146,7 +151,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         operands=operands, acc_type=element,
         tile_inside=passed_geometry(tile_inside, hidden),
         inside=passed_geometry(inside, hidden), target=passed_geometry(target, hidden),
-        value=passed_geometry(value, hidden),
+        updates=[{**u, "value": passed_geometry(u["value"], hidden)} for u in updates],
         before=[passed_geometry(t, hidden) for t in before],
         rows=[{k: passed_geometry(v, hidden) for k, v in r.items()} for r in rows],
         after=[passed_geometry(t, hidden) for t in after],

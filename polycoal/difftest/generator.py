@@ -871,7 +871,8 @@ def product_kernel(b: Builder) -> Kernel:
     thread axis and a loop, full or triangular (covariance's j2 >= j1 with its mirror
     store); each a sum over q of a term reading one operand along (i, q) and one along
     (j, q), each stored either way round (A[i][q] or A[q][i]), the same array on both
-    sides or two, scaled by a kernel scalar or a literal; the accumulator the output in
+    sides or two, scaled by a kernel scalar or a literal, or a sum of two such products
+    (SYR2K); the accumulator the output in
     global memory (cleared, scaled by beta, or accumulated into) or a private scalar;
     sizes by macro or at run time, not multiples of the tiles."""
     rng = b.rng
@@ -912,6 +913,14 @@ def product_kernel(b: Builder) -> Kernel:
     a_ref = f"{an}[q * {ni} + i]" if at else f"{an}[i * {nk} + q]"
     b_ref = f"{bn}[j * {nk} + q]" if bt else f"{bn}[q * {nj} + j]"
     term = f"{scale}{a_ref} * {b_ref}"
+    if rng.random() < 0.3:
+        # SYR2K's shape: a sum of two products, added one at a time by the tiled form
+        D = b.array("D", ctype, A.dims, "int" if ctype == "int" else "dyadic")
+        E = b.array("E", ctype, B.dims, "int" if ctype == "int" else "dyadic")
+        dn, en = k.array(D, const=True), k.array(E, const=True)
+        d_ref = f"{dn}[q * {ni} + i]" if at else f"{dn}[i * {nk} + q]"
+        e_ref = f"{en}[j * {nk} + q]" if bt else f"{en}[q * {nj} + j]"
+        term += f" {rng.choice(('+', '-'))} {scale}{d_ref} * {e_ref}"
     out = f"{cn}[i * {nj} + j]"
     init = rng.choice(("zero", "beta", "keep", "private"))
     body = []

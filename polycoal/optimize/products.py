@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import islpy as isl
+from pycparser import c_ast
 
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
@@ -181,6 +182,9 @@ class ProductPlan:
     sizes: TileSizes = DEFAULT
     rows: tuple[str, ...] = ()    # statements over i alone (outside the loop over j)
     private: str = ""             # the accumulator, when it is a private scalar
+    # the value a sum of several terms (SYR2K's alpha*a[i][k]*b[j][k] + alpha*b[i][k]*
+    # a[j][k]), each added to the accumulator on its own: reassociated (additive_terms)
+    split: bool = False
 
     @property
     def tile(self) -> int:
@@ -207,10 +211,26 @@ class ProductPlan:
                 f"output: {self.tile}-fold reuse; sizes {self.sizes.text})")
 
 
-def product_plan(model: KernelModel, analysis, mapping,
-                 sizes: TileSizes | None = None) -> ProductPlan | Obstacle:
+def additive_terms(value) -> list[tuple[str, object]]:
+    """The terms of a value that is a sum and difference of terms, with their signs
+    ('+' or '-'): `p + q - r` -> [('+', p), ('+', q), ('-', r)]; one ('+', value) for
+    any other value."""
+    if isinstance(value, c_ast.BinaryOp) and value.op in ("+", "-"):
+        right = additive_terms(value.right)
+        if value.op == "-":
+            right = [("-" if sign == "+" else "+", t) for sign, t in right]
+        return additive_terms(value.left) + right
+    return [("+", value)]
+
+
+def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None = None,
+                 reassociate: bool = True) -> ProductPlan | Obstacle:
     """The tiled form of the kernel, or why it does not apply; `sizes` forces the tile
-    shape (None: by the sizes of the outputs, choose_sizes)."""
+    shape (None: by the sizes of the outputs, choose_sizes). With `reassociate`, a value
+    of several terms is added to the accumulator one term at a time (`acc += p; acc +=
+    q` for `acc += p + q`: two fused multiply-adds where the sum in its order takes a
+    multiply, a fused multiply-add and an add per step); without, in the original's
+    order."""
     if not model.is_affine:
         return Obstacle("product-shape", "outside the affine model")
     reductions = [l for l in analysis.loops if l.reduction]
@@ -327,7 +347,8 @@ def product_plan(model: KernelModel, analysis, mapping,
     if isinstance(chosen, str):
         return Obstacle("product-shape", chosen)
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, chosen,
-                       tuple(s.name for s in row_only), target.array if private else "")
+                       tuple(s.name for s in row_only), target.array if private else "",
+                       reassociate and len(additive_terms(found.value)) > 1)
 
 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:

@@ -23,7 +23,7 @@ from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.model import isl_helpers
 from polycoal.optimize.assumptions import holds
 from polycoal.model.kernel_model import KernelModel
-from polycoal.decisions import REASSOCIATING, SYNCHRONISING, KernelDecision
+from polycoal.decisions import SYNCHRONISING, KernelDecision
 
 SCALAR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long",
                 "short", "char", "unsigned char", "size_t", "int32_t", "uint32_t", "int64_t",
@@ -274,7 +274,7 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
         transformed = [new_program.kernel(st.kernel).expanded if st.kernel != kernel.name
                        else transformed[0] for st in d.generated.stages]
     tolerance = 1e-5
-    if d.action in REASSOCIATING:
+    if d.reassociates:
         tolerance = max(tolerance, reassociation_tolerance(model, values))
     return Experiment(
         kernel, model, launch, values, arrays, grid, block, stages, hidden, declarations,
