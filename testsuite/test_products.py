@@ -83,7 +83,7 @@ def test_the_tile_follows_the_sizes():
     assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
     assert sizes(2048) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
     syr2k = _transformed("syr2k", ("NI=2048", "NJ=2048"))[1].decisions[0]
-    assert syr2k.generated.tiles.sizes.text == "tile=128,threads=16,chunk=8"  # registers
+    assert syr2k.generated.tiles.sizes.text == "tile=128,threads=16,chunk=8,blocks=2"
     syrk = _transformed("syrk", ("NI=2048", "NJ=2048"))[1].decisions[0]
     assert syrk.generated.tiles.sizes.text == "tile=128,threads=16,chunk=16"  # along k
     assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \

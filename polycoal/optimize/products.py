@@ -43,7 +43,6 @@ from polycoal.optimize.reduction import Obstacle
 MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
 MULTIPROCESSORS = 132   # H100 and H200 (sm_90): a launch of fewer tiles leaves some idle
 SHARED_BYTES = 48 * 1024    # static shared memory of one block
-REGISTERS = 64 * 1024       # 32-bit registers of a multiprocessor
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ class TileSizes:
 # triangle at 2048 (136 tiles of 128 with outputs) 0.49 ms, 0.36 with tiles of 64 (528);
 # GEMM at 512 0.031 ms with tiles of 32 (256), 0.040 with 64 (64). Registers capped so
 # that 2 blocks of 128 x 128 (3 of 64 x 64) share a multiprocessor: GEMM at 2048 0.67
-# -> 0.55 ms, SYRK at 1024 0.106 -> 0.099 ms.
+# -> 0.55 ms, SYRK at 1024 0.106 -> 0.099 ms, SYR2K at 2048 1.11 -> 0.97 ms.
 CANDIDATES = (TileSizes(128, 16, 8, 2), TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
 DEFAULT = CANDIDATES[1]          # outputs whose number is known only at run time
 MIN_TILES = 1.5 * MULTIPROCESSORS
@@ -111,26 +110,6 @@ def shared_bytes(sizes: TileSizes, operands: int, element: int, padded: int) -> 
     return 2 * sizes.chunk * element * (operands * sizes.tile + padded * 4)
 
 
-def registers(sizes: TileSizes, operands: int) -> int:
-    """About the registers a thread of the tiled form takes: its accumulators, each
-    operand's values for two steps (the compiler reads the next step's while this one's
-    are used), each operand's share of a chunk in flight, and 24 for indices and
-    addresses (ptxas for sm_90: GEMM in tiles of 128, 2 operands, 138; this estimate
-    128, and capped there it spills 20 bytes)."""
-    share = sizes.tile * sizes.chunk // (sizes.threads * sizes.threads)
-    return sizes.micro * sizes.micro + operands * (2 * sizes.micro + share) + 24
-
-
-def with_blocks(sizes: TileSizes, operands: int) -> TileSizes:
-    """The sizes with as many blocks per multiprocessor as they ask for and the
-    registers allow (none asked where fewer than 2 fit: SYR2K's 4 operands in tiles of
-    128 need about 168 registers, and capped at 128 ran 1.43 ms at 2048 where uncapped
-    it ran 1.37)."""
-    fit = REGISTERS // (registers(sizes, operands) * sizes.threads * sizes.threads)
-    blocks = min(sizes.blocks, fit)
-    return replace(sizes, blocks=blocks if blocks >= 2 else 0)
-
-
 def tile_count(spans: tuple[int, int], tile: int, rectangle: bool) -> int:
     """Tiles holding an output: all of the box's, or about half for a triangle (those
     on the diagonal and above it)."""
@@ -145,8 +124,9 @@ def choose_sizes(spans: list[int | None], operands: int, element: int, padded: i
     the tile's dim (covariance's data[k][j1], data[k][j2]), each chunk row is a whole
     tile row in memory, and tiles of 64 take chunks of 8 (covariance 0.36 ms, 0.41 in
     chunks of 16); along k (SYRK's a[i][k], a[j][k]), each chunk row is `chunk`
-    elements, and tiles of 128 take chunks of 16 (64 bytes a row: SYRK at 2048 0.54 ->
-    0.50 ms, its registers then too many for 2 blocks)."""
+    elements, and tiles of 128 take chunks of 16 where they fit (64 bytes a row: SYRK at
+    2048 0.54 -> 0.50 ms, uncapped: 0.54 with 2 blocks); SYR2K's 4 operands do not, and
+    keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped)."""
     if forced is not None:
         choice = forced
     else:
@@ -158,9 +138,9 @@ def choose_sizes(spans: list[int | None], operands: int, element: int, padded: i
                           CANDIDATES[-1])
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
-        elif padded == operands and choice.tile == 128:
-            choice = replace(choice, chunk=16)
-        choice = with_blocks(choice, operands)
+        elif padded == operands and choice.tile == 128 and shared_bytes(
+                replace(choice, chunk=16), operands, element, padded) <= SHARED_BYTES:
+            choice = replace(choice, chunk=16, blocks=0)
     while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
             not forced and choice.chunk > 4:
         choice = replace(choice, chunk=choice.chunk // 2)
