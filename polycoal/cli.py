@@ -56,6 +56,9 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    "choice); for KERNEL only, or "
                    "for every kernel; repeat for several kernels (--dump-sizes prints "
                    "polycoal's choice in this form)")
+    p.add_argument("--tile", type=int, default=0, metavar="T",
+                   help="tiles of T x T outputs for every tiled product (as --sizes "
+                   "tile=T; a --sizes value wins)")
     p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
                    help="accumulators per thread along each dim of a tiled product: "
                    "4 is --sizes tile=64,chunk=16, 8 is --sizes tile=128,chunk=8")
@@ -107,7 +110,8 @@ def parse_sizes(text: str) -> tuple[str, int, int, int, int]:
 def _sizes(args) -> tuple[tuple[str, int, int, int, int], ...]:
     micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"]}.get(
         getattr(args, "product_micro", 0), [])
-    return tuple(parse_sizes(t) for t in micro + list(getattr(args, "sizes", [])))
+    tile = [f"tile={args.tile}"] if getattr(args, "tile", 0) else []
+    return tuple(parse_sizes(t) for t in micro + tile + list(getattr(args, "sizes", [])))
 
 
 def _transform_options(args, environ=None):

@@ -185,6 +185,9 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
     assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
                  "--sizes", "tile=128,chunk=8"]) == 0
     assert "--sizes gemm_kernel:tile=128,threads=16,chunk=8\n" in capsys.readouterr().err
+    assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
+                 "--tile", "64"]) == 0
+    assert "--sizes gemm_kernel:tile=64,threads=16,chunk=16\n" in capsys.readouterr().err
     for bad, why in (("tile=48", "outputs per thread"), ("tile=64,chunk=3", "split evenly"),
                      ("tile=64,size=2", "expected"), ("tile=64,blocks=99", "0 to 32")):
         assert main(["transform", str(source), "-o", str(tmp_path / "x.cu"),
