@@ -21,7 +21,8 @@ loop bounds (steps, lower bounds, triangular and empty loops); guards that cut t
 thread range; several statements, arrays and kernels; run-time sizes with host-computed
 grids; launches in host loops; racy or aliasing kernels (must stay byte-identical); and
 near misses outside the model (CSR, data-dependent conditions, while, shared memory,
-user-written shuffles, atomics); and `styles`: the kernels of another family written as
+user-written shuffles, atomics); products (GEMM, SYRK, covariance's triangle: the tiled
+products' class) and stencils with reuse; and `styles`: the kernels of another family written as
 real C++ code writes them (templates, namespaces, structs of buffers passed by value,
 pointer arithmetic, launches through function-like macros, `assert`), which polycoal
 reads through Clang (frontend/lower.py). The family runtime includes 2-D launches whose
@@ -35,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-            "hostloop", "racy", "nearmiss", "styles", "transpose", "product")
+            "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -958,6 +959,92 @@ def product_kernel(b: Builder) -> Kernel:
     return k
 
 
+STENCILS = {   # name -> the (di, dj) offsets read, each with a weight
+    "5-point": ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)),
+    "3x3": tuple((di, dj) for di in (-1, 0, 1) for dj in (-1, 0, 1)),
+    "row-3": ((0, -1), (0, 0), (0, 1)),
+    "col-3": ((-1, 0), (0, 0), (1, 0)),
+    "cross-2": ((-2, 0), (-1, 0), (0, 0), (1, 0), (2, 0), (0, -2), (0, -1), (0, 1), (0, 2)),
+}
+
+
+def stencil_kernel(b: Builder) -> Kernel:
+    """Stencils with reuse (2DCONV, Jacobi, FDTD's updates): out[i][j] = a weighted sum
+    of in[i + di][j + dj] over the interior, each input element read by several threads;
+    i and j on thread axes in either order, or j a loop inside the thread of i (a row per
+    thread, the naive port's shape), the interior by a guard or by loop bounds, weights
+    literal or a kernel array, optionally accumulated into out or applied in a host
+    loop of time steps (in and out swapped)."""
+    rng = b.rng
+    ctype = choose_type(rng, (7, 2, 1))
+    shape = rng.choice(sorted(STENCILS))
+    offsets = STENCILS[shape]
+    reach = max(max(abs(di), abs(dj)) for di, dj in offsets)
+    runtime = rng.random() < 0.3
+    NI = b.size("NI", rng.choice((33, 64, 100, 130)), runtime and rng.random() < 0.5)
+    NJ = b.size("NJ", rng.choice((32, 65, 100, 128)), runtime and rng.random() < 0.5)
+    fill = "int" if ctype == "int" else "dyadic"
+    src = b.array("A", ctype, [NI, NJ], fill)
+    dst = b.array("B", ctype, [NI, NJ], fill)
+    k = b.kernel(rng.choice(("stencil", "conv2d", "jacobi", "smooth")))
+    ni, nj = k.size(NI), k.size(NJ)
+    sn, dn = k.array(src, const=rng.random() < 0.5), k.array(dst)
+    weights = None
+    if rng.random() < 0.3:
+        W = b.array("W", ctype, [b.size("NW", len(offsets))], fill)
+        weights = k.array(W, const=True)
+    terms = []
+    for n, (di, dj) in enumerate(offsets):
+        ref = f"{sn}[(i {'+' if di >= 0 else '-'} {abs(di)}) * {nj} + j " \
+              f"{'+' if dj >= 0 else '-'} {abs(dj)}]".replace(" + 0)", ")") \
+            .replace(" + 0]", "]")
+        w = f"{weights}[{n}]" if weights else \
+            (literal(ctype, rng.choice((0.5, 1.0, 2.0, -1.0, 0.25))) if ctype != "int"
+             else str(rng.choice((1, 2, -1, 3))))
+        terms.append(f"{w} * {ref}")
+    update = rng.choice(("=", "=", "+="))
+    body = f"{dn}[i * {nj} + j] {update} {' + '.join(terms)};"
+    loop_j = rng.random() < 0.3
+    swap = rng.random() < 0.5
+    if loop_j:
+        k.lines.append(thread_index(rng, "i", "x"))
+        k.lines.append(f"if (i >= {reach} && i < {ni} - {reach}) {{")
+        k.lines.append(f"  for (int j = {reach}; j < {nj} - {reach}; j++)")
+        k.lines.append(f"    {body}")
+        k.lines.append("}")
+        geometry = [(NI, rng.choice((32, 64, 128, 256)))]
+    else:
+        k.lines.append(thread_index(rng, "i", "y" if swap else "x"))
+        k.lines.append(thread_index(rng, "j", "x" if swap else "y"))
+        k.lines.append(f"if (i >= {reach} && i < {ni} - {reach} && j >= {reach} && "
+                       f"j < {nj} - {reach})")
+        k.lines.append(f"  {body}")
+        blocks = geometry_blocks(rng, 2)
+        ext = {"y" if swap else "x": NI, "x" if swap else "y": NJ}
+        geometry = [(ext["x"], blocks[0]), (ext["y"], blocks[1])]
+    if update == "=" and rng.random() < 0.3:
+        # time steps on the host, the arrays swapped: the launch runs in a loop
+        before = len(b.main)
+        b.launch(k, geometry, indent="    ")
+        launch = b.main[before:]
+        del b.main[before:]
+        steps = rng.choice((2, 3))
+        b.main.append(f"  for (int t = 0; t < {steps}; t++) {{")
+        b.main += launch
+        b.main.append(f"    {ctype} *swap = {src.d}; {src.d} = {dst.d}; {dst.d} = swap;")
+        b.main.append("  }")
+        b.names.add("swap")
+    else:
+        b.launch(k, geometry)
+    if ctype != "int":
+        b.note_reduction(len(offsets), ctype)
+    b.variant = b.variant or f"stencil:{shape}:{'loop' if loop_j else '2d'}"
+    b.shape.append(f"{k.name}: {shape} stencil {update} over {NI.value}x{NJ.value}, "
+                   f"{'j a loop' if loop_j else 'i, j threads'}"
+                   f"{', weights W' if weights else ''}")
+    return k
+
+
 def axis_index(axis: str) -> int:
     return "xyz".index(axis)
 
@@ -984,6 +1071,10 @@ def fam_transpose(b: Builder) -> None:
 
 def fam_product(b: Builder) -> None:
     product_kernel(b)
+
+
+def fam_stencil(b: Builder) -> None:
+    stencil_kernel(b)
 
 
 def fam_rowred(b: Builder) -> None:
@@ -1476,7 +1567,7 @@ def fam_nearmiss(b: Builder) -> None:
 
 
 STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-               "hostloop", "racy", "nearmiss", "product")
+               "hostloop", "racy", "nearmiss", "product", "stencil")
 STYLES = ("template", "namespace", "struct", "pointer", "macro", "assert")
 
 
@@ -1657,7 +1748,8 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "bounds": fam_bounds, "guards": fam_guards, "multi": fam_multi,
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
-                    "transpose": fam_transpose, "product": fam_product}
+                    "transpose": fam_transpose, "product": fam_product,
+                    "stencil": fam_stencil}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:
