@@ -477,6 +477,24 @@ def test_overlapping_pointers_are_generated_and_each_branch_is_judged(cpu, tmp_p
     assert set(judged) == {"in place", "disjoint"}, judged
 
 
+def test_a_racy_original_run_under_a_failed_check_is_held_to_itself(cpu, tmp_path):
+    """racy-12246: an in-place transpose (`out` and `in` one array), staged under a
+    pointer check that fails at its launch, so the output runs the original, whose
+    result depends on the order blocks run in: the output's reverse-order run is
+    compared with the original's reverse-order run, not with its usual-order one."""
+    p = generate(12246, "racy")
+    assert p.variant == "racy:alias-transpose" and p.must_keep
+    output = _transform_generated(p, tmp_path)
+    assert "__pc_checked" in output
+    result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
+    assert result.failures == [], result.failures
+    # a wrong output is still found in either order
+    wrong = output.replace("cudaDeviceSynchronize();", "cudaMemset(d_A, 0, 8);\n"
+                           "  cudaDeviceSynchronize();", 1)
+    assert [f.cls for f in _judge(cpu, p, {"default": wrong}, nvcc=False).failures] == \
+        ["mismatch"]
+
+
 @pytest.mark.parametrize("style", ["macro", "assert", "permute"])
 def test_the_front_end_styles_are_generated_transformed_and_judged(style, cpu, tmp_path):
     """The generator's launches through macros and kernels with `assert` (family

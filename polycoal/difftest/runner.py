@@ -435,20 +435,24 @@ class Runner:
         path = os.path.join(tmp, f"{program.family}_{program.seed}.cu")
         with open(path, "w") as f:
             f.write(program.source)
-        want = self._original(program, result, tmp)
-        if want is not None:
-            self._transforms_and_outputs(program, result, tmp, transformed, path, want)
+        found = self._original(program, result, tmp)
+        if found is not None:
+            self._transforms_and_outputs(program, result, tmp, transformed, path, *found)
 
     def _original(self, program: GeneratedProgram, result: ProgramResult, tmp: str
-                  ) -> dict[str, tuple[float, float]] | None:
-        """The original's checksums (run on the CPU), or None with a generator-invalid
-        failure recorded. Without judge_outputs, only its syntax is checked ({})."""
+                  ) -> tuple[dict[str, tuple[float, float]], dict] | None:
+        """The original's checksums (run on the CPU) in the usual order and with blocks
+        and threads in the reverse order, or None with a generator-invalid failure
+        recorded. Without judge_outputs, only its syntax is checked ({}, {}). A race-free
+        original must give the same in both orders; a racy one (the kernels that must
+        stay as they are, or run as they are where a run-time check fails) may not, and
+        its output is then held to the original's own result in each order."""
         t = time.monotonic()
         if not self.judge_outputs:
             error = self.cpu.syntax_errors(program.source, tmp)
             self._time(result, "gxx", t)
             if error is None:
-                return {}
+                return {}, {}
             result.failures.append(Failure("generator-invalid", [], "the original is not "
                                            "valid C++:\n" + _errors(error)))
             return None
@@ -470,22 +474,24 @@ class Runner:
             result.failures.append(Failure("generator-invalid", [], "the original prints "
                                            f"checksums of {sorted(want)}"))
             return None
-        if not program.must_keep:
-            # the generator's programs are race-free: the reverse order gives the same
-            t = time.monotonic()
-            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
-            self._time(result, "run", t)
-            diff = compare(program.checks, want, parse_checks(rev.stdout)) if \
-                not rev.failure else rev.failure
-            if diff:
-                result.failures.append(Failure("generator-invalid", [], "the original's "
-                                               f"result depends on the order: {diff}"))
-                return None
-        return want
+        t = time.monotonic()
+        rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
+        self._time(result, "run", t)
+        if program.must_keep and not rev.failure:
+            return want, parse_checks(rev.stdout)
+        # the generator's other programs are race-free: the reverse order gives the same
+        diff = compare(program.checks, want, parse_checks(rev.stdout)) if \
+            not rev.failure else rev.failure
+        if diff:
+            result.failures.append(Failure("generator-invalid", [], "the original's "
+                                           f"result depends on the order: {diff}"))
+            return None
+        return want, want
 
     def _transforms_and_outputs(self, program: GeneratedProgram, result: ProgramResult,
                                 tmp: str, transformed: dict[str, str] | None, path: str,
-                                want: dict[str, tuple[float, float]]) -> None:
+                                want: dict[str, tuple[float, float]],
+                                want_reverse: dict[str, tuple[float, float]]) -> None:
         # transform with every option set
         outputs: dict[str, list[str]] = {}
         failures: dict[tuple[str, str], Failure] = {}
@@ -583,7 +589,7 @@ class Runner:
                     fail(f"runtime:{rev.failure}", o, "in the reverse order: " +
                          rev.stderr[-1500:], text)
                 continue
-            diff = compare(program.checks, want, parse_checks(rev.stdout))
+            diff = compare(program.checks, want_reverse, parse_checks(rev.stdout))
             if diff:
                 for o in options:
                     fail("race", o, "blocks and threads in the reverse order: " + diff, text)

@@ -147,7 +147,7 @@ def choose_sizes(spans: list[int | None], operands: int, element: int, padded: i
     if shared_bytes(choice, operands, element, padded) > SHARED_BYTES:
         return (f"{operands} operands in tiles of {choice.tile} x {choice.chunk} need "
                 f"{shared_bytes(choice, operands, element, padded)} bytes of shared memory")
-    return choice
+    return choice.problem() or choice
 
 
 @dataclass(frozen=True)
