@@ -15,12 +15,14 @@ block of B x B threads, each thread a (T/B) x (T/B) register tile of accumulator
 k loop in chunks, each chunk of each operand read from global memory into registers
 (consecutive threads reading consecutive elements) while the previous chunk is used,
 then stored in the other of two shared-memory buffers, from which after a barrier every
-thread's accumulators are updated. The shape (TileSizes) follows the number of outputs
-and the registers (choose_sizes), or --sizes.
+thread's accumulators are updated. The shape (TileSizes) follows the number of outputs,
+how the operands are read and the shared memory of a block (choose_sizes), or --sizes.
 
 Each output element still runs init, then the terms for k in increasing order, then
 post, in the original's order: the sum is the same sum, not reassociated (a register
-holds the accumulator between the terms, as in the promoted restructured form). Legal
+holds the accumulator between the terms, as in the promoted restructured form), unless
+the value is a sum of several terms and reassociation is allowed (ProductPlan.split:
+each term added on its own, as the reduction forms reassociate). Legal
 when, as checked here: i and j are free of dependences (mapping.parallel) and k carries
 only the reduction; one update statement in the k loop, of an element that depends on
 neither k nor anything but (i, j), whose reads depend on (i, k) or (j, k) alone (or on
@@ -346,20 +348,37 @@ def _as_parameters(model: KernelModel, statement: str, dims: list[str],
                    names: list[str]) -> isl.Set:
     """A statement's domain projected onto `dims`, those made parameters named `names`
     (for a condition on the generated code's variables: isl_c.condition_to_c)."""
-    s = next(st for st in model.statements if st.name == statement)
-    values = isl_helpers.projected(isl_helpers.domain(model, s), isl_helpers.all_dims(model),
-                                   dims)
+    values = statement_points(model, statement, dims)
     for k, name in enumerate(names):
         values = values.set_dim_name(isl.dim_type.set, k, name)
     return values.move_dims(isl.dim_type.param, values.dim(isl.dim_type.param),
                             isl.dim_type.set, 0, len(dims))
 
 
+def statement_points(model: KernelModel, statement: str, dims: list[str]) -> isl.Set:
+    """A statement's domain projected onto `dims`, in their order."""
+    s = next(st for st in model.statements if st.name == statement)
+    return isl_helpers.projected(isl_helpers.domain(model, s), isl_helpers.all_dims(model),
+                                 dims)
+
+
+def _box(values: isl.Set) -> isl.Set:
+    """The product of a 2-D set's projections: the smallest rectangle holding it."""
+    return values.project_out(isl.dim_type.set, 1, 1).flat_product(
+        values.project_out(isl.dim_type.set, 0, 1))
+
+
 def _is_box(values: isl.Set) -> bool:
-    """Whether a 2-D set is the product of its projections (a rectangle)."""
-    first = values.project_out(isl.dim_type.set, 1, 1)
-    second = values.project_out(isl.dim_type.set, 0, 1)
-    return values.is_equal(first.flat_product(second))
+    """Whether a 2-D set is a rectangle."""
+    return values.is_equal(_box(values))
+
+
+def tile_cover(tile: int) -> isl.Map:
+    """Each point (i, j) to the origins (pc_i0, pc_j0) of the tile x tile tiles, aligned
+    or not, that hold it."""
+    last = tile - 1
+    return isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {last} and "
+                   f"pc_j0 <= j <= pc_j0 + {last} }}")
 
 
 def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
@@ -368,15 +387,9 @@ def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     the universe for a rectangle of outputs; for covariance's triangle j2 >= j1, the
     tiles on or above the diagonal (pc_i0 <= pc_j0 + tile - 1). A block skips the others
     whole: half the work of a triangle."""
-    s = next(st for st in model.statements if st.name == plan.output_statement)
-    names = isl_helpers.all_dims(model)
-    outputs = isl_helpers.projected(isl_helpers.domain(model, s), names, [plan.i, plan.j])
-    hull = isl_helpers.projected(outputs, ["i", "j"], ["i"]).flat_product(
-        isl_helpers.projected(outputs, ["i", "j"], ["j"]))
-    last = plan.tile - 1
-    cover = isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {last} and "
-                    f"pc_j0 <= j <= pc_j0 + {last} }}").align_params(outputs.get_space())
-    origins = outputs.apply(cover).gist(hull.apply(cover))
+    outputs = statement_points(model, plan.output_statement, [plan.i, plan.j])
+    cover = tile_cover(plan.tile).align_params(outputs.get_space())
+    origins = outputs.apply(cover).gist(_box(outputs).apply(cover))
     origins = origins.set_dim_name(isl.dim_type.set, 0, "pc_i0") \
         .set_dim_name(isl.dim_type.set, 1, "pc_j0")
     return origins.move_dims(isl.dim_type.param, origins.dim(isl.dim_type.param),

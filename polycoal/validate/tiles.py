@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.products import statement_points, tile_cover
 
 
 def offsets_problems(threads: int, micro: int, vector: int) -> list[str]:
@@ -41,18 +41,13 @@ def skip_problems(model: KernelModel, statement: str, i: str, j: str, tile: int,
     """Why the blocks may skip a tile that holds an output of `statement`, or []: every
     origin (pc_i0, pc_j0) of a tile holding an output, aligned or not, must be among
     `tiles` (origins as parameters pc_i0, pc_j0: the test the blocks make)."""
-    s = next(st for st in model.statements if st.name == statement)
-    outputs = isl_helpers.projected(isl_helpers.domain(model, s),
-                                    isl_helpers.all_dims(model), [i, j])
+    outputs = statement_points(model, statement, [i, j])
     origins = tiles.move_dims(isl.dim_type.set, 0, isl.dim_type.param,
                               tiles.find_dim_by_name(isl.dim_type.param, "pc_i0"), 1)
     origins = origins.move_dims(isl.dim_type.set, 1, isl.dim_type.param,
                                 origins.find_dim_by_name(isl.dim_type.param, "pc_j0"), 1)
     origins = origins.reset_tuple_id()
-    last = tile - 1
-    cover = isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {last} and "
-                    f"pc_j0 <= j <= pc_j0 + {last} }}")
-    held = outputs.apply(cover.align_params(outputs.get_space()))
+    held = outputs.apply(tile_cover(tile).align_params(outputs.get_space()))
     held, origins = held.align_params(origins.get_space()), origins.align_params(
         held.get_space())
     return [] if held.is_subset(origins) else ["a tile the blocks skip holds an output"]
