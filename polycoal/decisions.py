@@ -56,6 +56,8 @@ class TransformOptions:
     # price a permutation on the whole block (shared memory, divergence) before making
     # it; off only to measure what the price prevents (tools/bench_never_slower.py)
     price_on_chip: bool = True
+    # data layout of arrays of structs: auto (by the cost model), soa, grouped, none
+    layout: str = "auto"
 
 
 # Actions whose kernels add floating-point values in another order than the original's.
@@ -63,7 +65,9 @@ REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
 GENERATED = REASSOCIATING | {"restructured", "staged", "product"}   # d.generated
 # Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
 SYNCHRONISING = REASSOCIATING | {"staged", "product"}
-CHANGED = GENERATED | {"permuted"}                # the output differs from the input
+# "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a
+# whole-program change: its launches and the host calls on the arrays change with it
+CHANGED = GENERATED | {"permuted", "layout"}      # the output differs from the input
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing
 # would be better (not: polycoal could not).
@@ -89,6 +93,8 @@ class KernelDecision:
     # pointer arguments each launch checks do not overlap (optimize/assumptions.Disjoint),
     # where the program shows no evidence that they are distinct arrays
     disjoint: tuple = ()
+    layout: object = None              # optimize/layout.LayoutDecision of a "layout" kernel
+    layout_text: str = ""              # the kernel's text in the new layout
 
     @property
     def checked(self) -> bool:

@@ -52,6 +52,11 @@ from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
+from polycoal.optimize.layout import LayoutDecision, plan_layouts
+from polycoal.codegen.layout import (NotRewritable, definition_end, group_parameters,
+                                     rewrite_call, rewrite_kernel, runtime)
+from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
+from polycoal.validate.layout import layout_is_injective, layout_problems
 
 
 def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
@@ -592,6 +597,12 @@ def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
 def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span, str]]:
     out = []
     for d in decisions:
+        if d.action == "layout":
+            out.append((program.kernel(d.kernel).span, d.layout_text))
+            for launch, positions in d.layout.launches:
+                if launch.kernel == d.kernel:
+                    out.append((launch.span, rewrite_layout_launch(program, launch,
+                                                                   positions)))
         if d.action == "permuted":
             kernel = program.kernel(d.kernel)
             permuted = permute_kernel(program.text, kernel, d.permutation, d.emitted)
@@ -719,7 +730,20 @@ def _staging(program: Program, new_program: Program | None, d: KernelDecision) -
     return [] if plan == d.generated.tiles else ["the generated tiles differ from the plan"]
 
 
-VALIDATORS = {"restructured": (_translation, _promotion), "reduced": (_lanes,),
+def _layout(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """A kernel in a new layout: read back, every statement the same over the same
+    domain, every access the original's moved by the layout (validate/layout.py)."""
+    new_model = _read_back(new_program, d)
+    if isinstance(new_model, str):
+        return [new_model]
+    params = d.layout.kernels[d.kernel]
+    names = {p: group_parameters(p, layout) for p, layout in params.items()}
+    return layout_is_injective(d.layout.layout) + \
+        layout_problems(d.analysis.model, new_model, params, names)
+
+
+VALIDATORS = {"layout": (_layout,),
+              "restructured": (_translation, _promotion), "reduced": (_lanes,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,),
               "staged": (_staging,), "product": (_product,)}
@@ -787,7 +811,94 @@ def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Di
         except Exception as error:
             d = _fail(program, d, error, "rendering it and its launches", errors)
         out.append(d)
-    return out, _splice(program.text, edits)
+    return out, _splice(program.text, edits + _layout_host_edits(program, out))
+
+
+def _layout_host_edits(program: Program, decisions: list[KernelDecision]
+                       ) -> list[tuple[Span, str]]:
+    """The host side of each layout in the output: the runtime after the struct's
+    definition, the runtime calls on its arrays through it."""
+    plans: list[LayoutDecision] = []
+    for d in decisions:
+        if d.action == "layout" and all(p is not d.layout for p in plans):
+            plans.append(d.layout)
+    out = []
+    for k, plan in enumerate(plans):
+        out.append((Span(plan.insert_at, plan.insert_at), "\n" + runtime(plan.layout, k == 0)))
+        out += [(call.span, rewrite_call(call, plan.layout)) for call in plan.calls]
+    return out
+
+
+def _layout_plans(program: Program, decisions: list[KernelDecision],
+                  options: TransformOptions, errors: list[Diagnostic]) -> list[LayoutDecision]:
+    """The layouts of the program's arrays of structs (optimize/layout.py), each with the
+    text of its kernels in the new layout, or the reason it stays."""
+    if options.kernel is not None or options.layout == "none":
+        return []
+    analyses = [d.analysis for d in decisions]
+    if any(a is None or a.model is None for a in analyses):
+        analyses = [a for a in analyses if a is not None and a.model is not None]
+    try:
+        plans = plan_layouts(program, analyses, options.layout)
+    except Exception as error:          # confined: the layouts stay, the kernels go on
+        errors.append(Diagnostic("error", "internal-error", "internal error in polycoal "
+                                 f"while choosing data layouts ({type(error).__name__}: "
+                                 f"{error}); every layout is left as it is",
+                                 program.kernels[0].location if program.kernels else None))
+        return []
+    by_name = {d.kernel: d for d in decisions}
+    for plan in plans:
+        if not plan.changes:
+            continue
+        plan.texts = {}
+        try:
+            for name, params in plan.kernels.items():
+                d = by_name.get(name)
+                if d is None or d.analysis is None or d.analysis.model is None:
+                    raise NotRewritable(f"kernel '{name}' is not modelled")
+                plan.texts[name] = rewrite_kernel(program, program.kernel(name), params)
+        except NotRewritable as error:
+            plan.reason = f"kernel '{name}': {error}"
+            continue
+        at = definition_end(program, plan.struct.name)
+        first_use = min([program.kernel(n).span.start for n in plan.kernels] +
+                        [c.span.start for c in plan.calls])
+        plan.insert_at = at if at is not None else None
+        if at is None or at > first_use:
+            plan.reason = (f"struct {plan.struct.name} is not defined in this file before "
+                           "its arrays are used")
+    return plans
+
+
+def _layout_notes(program: Program, plans: list[LayoutDecision]) -> list[Diagnostic]:
+    """Why an array of structs that kernels read with a stride keeps its layout."""
+    out = []
+    for plan in plans:
+        if plan.changes or plan.layout.kind == "aos" and not plan.reason:
+            continue
+        kernel = program.kernel(plan.uses[0].kernel)
+        out.append(Diagnostic("note", "layout-kept", f"arrays of {plan.struct.name} keep "
+                              f"their layout: {plan.reason}",
+                              kernel.location if kernel else None, kernel.name if kernel
+                              else None))
+    return out
+
+
+def _with_layouts(decisions: list[KernelDecision], plans: list[LayoutDecision]
+                  ) -> list[KernelDecision]:
+    out = []
+    for d in decisions:
+        plan = next((p for p in plans if p.changes and d.kernel in p.kernels), None)
+        if plan is None:
+            out.append(d)
+            continue
+        params = ", ".join(f"'{p}'" for p in plan.kernels[d.kernel])
+        out.append(replace(d, action="layout", code="layout", layout=plan,
+                           layout_text=plan.texts[d.kernel], reason=(
+                               f"its array of {plan.struct.name} ({params}) is stored as "
+                               f"{plan.layout.describe()}: {plan.summary()}"),
+                           generated=None, mapping=None, assumption=None, disjoint=()))
+    return out
 
 
 def _promoted(program: Program, d: KernelDecision, errors: list[Diagnostic]) -> KernelDecision:
@@ -937,25 +1048,41 @@ def _transform(program: Program, options: TransformOptions,
                          f"(kernels: {known})")
     errors: list[Diagnostic] = []      # internal errors and rejections, per kernel
     decisions = [_planned(program, k, options, errors) for k in kernels]
+    plans = _layout_plans(program, decisions, options, errors)
+    planned = decisions
+    decisions = _with_layouts(decisions, plans)
     decisions, text = _rendered(program, decisions, errors)
-    if any(d.action in CHANGED for d in decisions):
+    if any(d.action == "layout" for d in decisions):
+        # a layout is whole-program: one kernel it cannot be shown for keeps them all
+        checked = _validate(program, text, [d for d in decisions if d.action == "layout"],
+                            options, errors)
+        for plan in plans:
+            failed = [d for d in checked if d.layout is plan and d.action != "layout"]
+            if plan.changes and failed:
+                plan.reason = f"kernel '{failed[0].kernel}': {failed[0].reason}"
+        decisions = _with_layouts(planned, plans)
+        decisions, text = _rendered(program, decisions, errors)
+    if any(d.action in CHANGED and d.action != "layout" for d in decisions):
         # translation validation of the plain restructured kernels (promotion's register
         # code is outside what the front end reads back), then their promotion, checked
         # by its own validator; a promotion it rejects falls back to the plain kernel
-        decisions = _validate(program, text, decisions, options, errors)
+        validated = iter(_validate(program, text, [d for d in decisions
+                                                   if d.action != "layout"], options, errors))
+        decisions = [d if d.action == "layout" else next(validated) for d in decisions]
         if options.promote:
             promoted = [_promoted(program, d, errors) for d in decisions]
             decisions = [d if p.action == "restructured" and _promotion(program, None, p)
                          else p for d, p in zip(decisions, promoted)]
         decisions, text = _rendered(program, decisions, errors)
-    diagnostics = list(errors)
+    diagnostics = list(errors) + _layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)
         if d.action in CHANGED:
+            evidence = "" if d.action == "layout" else \
+                f" (pointer arguments distinct: {d.alias_evidence})"
             diagnostics.append(Diagnostic("note", d.action,
-                                          f"kernel '{d.kernel}' {d.action}: {d.reason} "
-                                          f"(pointer arguments distinct: {d.alias_evidence})",
-                                          kernel.location, d.kernel))
+                                          f"kernel '{d.kernel}' {d.action}: {d.reason}"
+                                          f"{evidence}", kernel.location, d.kernel))
             if d.collapsed:
                 diagnostics.append(Diagnostic(
                     "warning", "collapsed-copies",

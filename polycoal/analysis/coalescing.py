@@ -76,16 +76,17 @@ def _numeric(p: Poly, values: dict[str, int]) -> Fraction | None:
     return q.constant() if q.is_constant() else None
 
 
-def warp_sectors(strides: dict[str, int], block: tuple[int, int, int], size: int
-                 ) -> tuple[int, int]:
-    """(sectors touched, minimal sectors) by the first warp of a block."""
+def warp_sectors(strides: dict[str, int], block: tuple[int, int, int], size: int,
+                 unit: int | None = None) -> tuple[int, int]:
+    """(sectors touched, minimal sectors) by the first warp of a block, for elements of
+    `size` bytes at offsets counted in `unit` bytes (the element's size by default)."""
     bx, by, bz = block
     lanes = min(cuda_dialect().warp_size, bx * by * bz)
     offsets = set()
     for lane in range(lanes):
         tx, ty, tz = lane % bx, (lane // bx) % by, lane // (bx * by)
         offsets.add(strides["x"] * tx + strides["y"] * ty + strides["z"] * tz)
-    return request_sectors({o * size for o in offsets}, size)
+    return request_sectors({o * (unit or size) for o in offsets}, size)
 
 
 def request_sectors(byte_offsets, size: int) -> tuple[int, int]:
@@ -131,7 +132,7 @@ def analyze_reference(model: KernelModel, s: Statement, a: Access, count: Count)
         if block is None:
             block = (cuda_dialect().warp_size, 1, 1)
             note = note or "block shape unknown: a warp taken as 32 threads along x"
-        sectors, ideal = warp_sectors(numeric, block, a.element_size)
+        sectors, ideal = warp_sectors(numeric, block, a.element_size, a.unit_bytes)
         coalesced = sectors <= ideal
     return ReferenceReport(s, a, strides, classes, c, u, z, sectors, ideal, coalesced, count,
                            note)

@@ -176,7 +176,7 @@ def _cost(statements, warps) -> BlockCost:
                     continue
                 strides = {k: LARGE_STRIDE if v is None else v for k, v in strides.items()}
             for lanes in live:
-                offsets = [a.element_size * sum(strides[x] * lane[x] for x in axes)
+                offsets = [a.unit_bytes * sum(strides[x] * lane[x] for x in axes)
                            for lane in lanes]
                 if a.space == "global":
                     sectors += trips * request_sectors(offsets, a.element_size)[0]

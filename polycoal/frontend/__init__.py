@@ -9,6 +9,7 @@ import stat
 from dataclasses import replace
 
 from polycoal.diagnostics import InputError, Location
+from polycoal.frontend.structs import struct_types
 from polycoal.frontend.host import allocation_sites, kernel_references
 from polycoal.frontend.kernels import read_functions
 from polycoal.frontend.launches import find_launches
@@ -106,7 +107,8 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     original = tuple(original_tokens)
     return Program(path, text, kernels, launches, device_functions, variables,
                    source.diagnostics + diagnostics, constants, original,
-                   allocation_sites(original), kernel_references(original, kernels, launches))
+                   allocation_sites(original), kernel_references(original, kernels, launches),
+                   struct_types(user_tokens))
 
 
 # a declaration of a named integer constant at the start of a line (file and namespace

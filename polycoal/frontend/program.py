@@ -98,6 +98,8 @@ class Program:
     allocations: dict[str, str] = field(default_factory=dict)
     # kernel name -> lines naming it outside its definition, launches and prototypes
     references: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # struct types by every name they are written with (frontend/structs.py)
+    structs: dict = field(default_factory=dict)
 
     def kernel(self, name: str) -> Kernel | None:
         return next((k for k in self.kernels if k.name == name), None)

@@ -430,6 +430,9 @@ class _Extractor:
                    ctx: _Context) -> None:
         if node is None:
             return
+        if isinstance(node, (c_ast.ArrayRef, c_ast.StructRef)) and \
+                self.member_reference(node, kind, out, ctx):
+            return
         if isinstance(node, c_ast.ArrayRef):
             self.array_reference(node, kind, out, ctx)
             return
@@ -453,13 +456,139 @@ class _Extractor:
         if isinstance(node, c_ast.StructRef):
             if builtin(node):
                 return
+            before = len(out)
             self.references(node.name, kind, out, ctx)
+            # a component of an array of CUDA vectors (`v[i].x`): the whole vector is
+            # the element; the component is recorded
+            if node.type == "." and isinstance(node.name, c_ast.ArrayRef) and \
+                    len(out) > before and out[-1].member is None and \
+                    out[-1].element_type in self.program.structs and \
+                    self.program.structs[out[-1].element_type].vector:
+                out[-1].member = node.field.name
             return
         if isinstance(node, c_ast.Assignment):
             self.outside_model("assignment in an expression", node, _text(node),
                                _GEOMETRY_ONLY)
         for _, child in node.children():
             self.references(child, "read", out, ctx)
+
+    def struct_array(self, name: str):
+        """The struct type of array parameter `name` (`Body *p`), when it is a plain
+        user struct (CUDA's vector types keep their whole-element model)."""
+        p = self.pointer_params.get(name)
+        s = self.program.structs.get(p.type.replace("const ", "").strip()) if p else None
+        return s if s is not None and s.plain and not s.vector else None
+
+    def member_reference(self, node: c_ast.Node, kind: str, out: list[Access],
+                         ctx: _Context) -> bool:
+        """A field (or the whole element) of an array of structs: `p[i].x`, `p->x`,
+        `(*p).x`, `p[i].pos.y`, `p[i].v[2]`, `p[i]`; one access per scalar slot it
+        covers, at offset i * size + field offset, counted in the struct's unit."""
+        path: list[c_ast.Node | str] = []
+        index: c_ast.Node | None = None
+        at = node
+        while True:
+            if isinstance(at, c_ast.StructRef) and not builtin(at):
+                path.append(at.field.name)
+                if at.type == "->":
+                    at = c_ast.UnaryOp("*", at.name, coord=at.coord)
+                    continue
+                at = at.name
+            elif isinstance(at, c_ast.ArrayRef) and isinstance(at.name, c_ast.ID):
+                index, at = at.subscript, at.name
+                break
+            elif isinstance(at, c_ast.ArrayRef):
+                path.append(at.subscript)
+                at = at.name
+            elif isinstance(at, c_ast.UnaryOp) and at.op == "*":
+                inner = at.expr
+                if isinstance(inner, c_ast.BinaryOp) and inner.op == "+" and \
+                        isinstance(inner.left, c_ast.ID):
+                    index, at = inner.right, inner.left
+                else:
+                    index, at = c_ast.Constant("int", "0"), inner
+                break
+            else:
+                return False
+        if not isinstance(at, c_ast.ID) or self.struct_array(at.name) is None:
+            return False
+        struct = self.struct_array(at.name)
+        self.references(index, "read", out, ctx)
+        words = []
+        for item in reversed(path):
+            if isinstance(item, str):
+                words.append(("." if words else "") + item)
+                continue
+            self.references(item, "read", out, ctx)
+            try:
+                k = self.scope.to_poly(item)
+            except NonAffine:
+                k = None
+            if k is None or not k.is_constant():
+                self.outside_model("non-affine subscript", node, f"'{_text(node)}': a field "
+                                   "array indexed by a run-time value", _GEOMETRY_ONLY)
+                return True
+            words.append(f"[{int(k.constant())}]")
+        prefix = "".join(words)
+        leaves = [leaf for leaf in struct.leaves() if not prefix or leaf.path == prefix
+                  or leaf.path.startswith(prefix + ".") or leaf.path.startswith(prefix + "[")]
+        if not leaves:
+            self.outside_model("unknown field", node, f"'{_text(node)}': no field "
+                               f"'{prefix}' in struct {struct.name}", _GEOMETRY_ONLY)
+            return True
+        unit = struct.unit
+        reason = None
+        try:
+            first = self.scope.to_poly(index)
+        except NonAffine as e:
+            first, reason = None, e.reason
+            self.outside_model("non-affine subscript", e.node or node,
+                               f"'{_text(node)}': {e.reason}", _GEOMETRY_ONLY)
+        loc = _loc(node, self.here)
+        for leaf in leaves:
+            flat = None if first is None else \
+                first * Poly.const(struct.size // unit) + Poly.const(leaf.offset // unit)
+            out.append(Access(at.name, kind, "global", leaf.type, leaf.size, loc, _text(node),
+                              flat, reason=reason, member=leaf.path, struct=struct.name,
+                              unit=unit))
+        return True
+
+    def cast_reference(self, node: c_ast.ArrayRef, base: c_ast.Node, subscripts: list,
+                       kind: str, out: list[Access]) -> bool:
+        """`((float *)b)[k]`: an array of structs read as an array of one of its field
+        types; the field is known when k's constant term (modulo the struct's size)
+        names one."""
+        if not (isinstance(base, c_ast.Cast) and isinstance(base.expr, c_ast.ID)
+                and len(subscripts) == 1):
+            return False
+        struct = self.struct_array(base.expr.name)
+        ty = base.to_type.type
+        if struct is None or not isinstance(ty, c_ast.PtrDecl):
+            return False
+        inner = ty.type.type if isinstance(ty.type, c_ast.TypeDecl) else None
+        name = " ".join(inner.names) if isinstance(inner, c_ast.IdentifierType) else None
+        size = self._size(name) if name else 0
+        if not size or size % struct.unit:
+            return False
+        reason, flat, member = None, None, None
+        try:
+            flat = self.scope.to_poly(subscripts[0]) * Poly.const(size // struct.unit)
+        except NonAffine as e:
+            reason = e.reason
+            self.outside_model("non-affine subscript", e.node or node,
+                               f"'{_text(node)}': {e.reason}", _GEOMETRY_ONLY)
+        if flat is not None:
+            per = struct.size // struct.unit
+            if all(c.denominator == 1 and int(c) % per == 0
+                   for m, c in flat.terms.items() if m):
+                at = int(flat.constant()) % per * struct.unit
+                leaf = next((x for x in struct.leaves() if x.offset == at and x.size == size),
+                            None)
+                member = leaf.path if leaf else None
+        out.append(Access(base.expr.name, kind, "global", name, size, _loc(node, self.here),
+                          _text(node), flat, reason=reason, member=member,
+                          struct=struct.name, unit=struct.unit))
+        return True
 
     def _private_access(self, node: c_ast.ID, kind: str) -> Access:
         ty = self.vars.types.get(node.name, "float")
@@ -478,6 +607,8 @@ class _Extractor:
         for s in subscripts:
             self.references(s, "read", out, ctx)     # indirect subscripts read memory
         loc = _loc(node, self.here)
+        if self.cast_reference(node, base, subscripts, kind, out):
+            return
         if not isinstance(base, c_ast.ID):
             self.outside_model("complex array base", node, f"'{_text(node)}'", _GEOMETRY_ONLY)
             return

@@ -50,6 +50,16 @@ class Access:
     subscripts: tuple[Poly, ...] | None = None   # affine, after delinearisation; None: non-affine
     atomic: bool = False
     reason: str | None = None        # why the access is outside the model
+    # a field of an array of structs (`p[i].pos.x`): its path in the struct and the
+    # struct's name; `flat` then counts `unit`-byte units (frontend/structs.py)
+    member: str | None = None
+    struct: str | None = None
+    unit: int | None = None
+
+    @property
+    def unit_bytes(self) -> int:
+        """Bytes per unit of `flat`: the element's size, or a struct array's unit."""
+        return self.unit or self.element_size
 
 
 @dataclass

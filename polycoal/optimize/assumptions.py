@@ -177,6 +177,7 @@ def footprint(model: KernelModel, array: str) -> Footprint | None:
     affine or its range is unbounded."""
     touched = None
     size = None
+    tail = 0          # units a struct field reaches beyond its first (a double in 4s)
     for s, a in model.accesses():
         if a.array != array:
             continue
@@ -185,7 +186,8 @@ def footprint(model: KernelModel, array: str) -> Footprint | None:
             return None
         image = m.range()
         touched = image if touched is None else touched.union(image)
-        size = a.element_size
+        size = a.unit_bytes
+        tail = max(tail, -(-a.element_size // a.unit_bytes) - 1)
     if touched is None:
         return None
     sizes = list((model.arrays.get(array) or ("", ()))[1] or ())
@@ -209,6 +211,8 @@ def footprint(model: KernelModel, array: str) -> Footprint | None:
         if low != "0":
             lo.append(f"({low}){scale}")
         hi.append(f"({high}){scale}")
+    if tail:
+        hi.append(str(tail))
     return Footprint(array, size, " + ".join(lo) or "0", " + ".join(hi), tuple(strides))
 
 

@@ -85,7 +85,7 @@ def _bytes(r: ReferenceReport) -> str:
     s = r.strides.get("x")
     if s is None:
         return "?"
-    return str(s * r.access.element_size)
+    return str(s * r.access.unit_bytes)
 
 
 def program_diagnostics(pa: ProgramAnalysis) -> list[Diagnostic]:

@@ -43,7 +43,8 @@ def reference(r: ReferenceReport) -> dict[str, Any]:
         "reason": a.reason,
         "stride_elements": {x: _poly(r.strides[x]) for x in axes},
         "stride_bytes": {x: _poly(None if r.strides[x] is None
-                                  else r.strides[x] * a.element_size) for x in axes},
+                                  else r.strides[x] * a.unit_bytes) for x in axes},
+        "member": a.member, "struct": a.struct,
         "class": dict(r.classes), "c": list(r.c), "u": list(r.u), "z": list(r.z),
         "sectors_per_request": r.sectors, "ideal_sectors": r.ideal_sectors,
         "coalesced": r.coalesced,

@@ -1,0 +1,211 @@
+"""Apply a data layout to a program's text: kernels, launches and host calls.
+
+In a kernel, a parameter `S *p` whose layout changed becomes one pointer per group of
+fields (`float4 *p__x_y_z_m, float4 *p__vx_vy_vz`), and every field access `p[E].f`
+(`p->f`) becomes the access to its group, `p__x_y_z_m[E].x`: the element index E is kept
+as written. A launch passes, for the array, the start of each of its segments; the host
+calls on the array (cudaMalloc, cudaMemcpy, cudaMemset, cudaFree) go through the layout
+runtime emitted once after the struct's definition (templates/layout_runtime.cu.j2),
+which registers each allocation's element count and converts at the copies.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
+from polycoal.frontend.program import Kernel, Launch, Program, Span
+from polycoal.frontend.struct_arrays import HostCall
+from polycoal.optimize.layout import Layout
+from polycoal.templates import render_template
+
+
+class NotRewritable(Exception):
+    """A use of the array the layout rewrite does not handle (the reason)."""
+
+
+def _suffix(layout: Layout, k: int) -> str:
+    return "_".join(re.sub(r"\W", "", leaf.path.replace(".", "_").replace("[", "_"))
+                    for leaf in layout.groups[k].leaves)
+
+
+def group_parameters(name: str, layout: Layout) -> list[str]:
+    return [f"{name}__{_suffix(layout, k)}" for k in range(len(layout.groups))]
+
+
+def prefix(layout: Layout) -> str:
+    return "polycoal_" + re.sub(r"\W", "_", layout.struct.name)
+
+
+def _path(tokens: list[Token], k: int, text: str) -> tuple[str, int]:
+    """A field path starting at token k (after the element): `.pos.x`, `.v[2]`; returns
+    (path, index of the token after it)."""
+    words = []
+    while k < len(tokens):
+        t = tokens[k]
+        if (t.text == "." or t.text == "->" and not words) and k + 1 < len(tokens) and \
+                tokens[k + 1].kind == "id":
+            words.append(("." if words else "") + tokens[k + 1].text)
+            k += 2
+        elif t.text == "[" and words:
+            close = matching(tokens, k)
+            inner = text[tokens[k].end:tokens[close].start].strip()
+            if not inner.isdigit():
+                raise NotRewritable(f"a field array indexed by '{inner}'")
+            words.append(f"[{int(inner)}]")
+            k = close + 1
+        else:
+            break
+    return "".join(words), k
+
+
+def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout]) -> str:
+    """The kernel's text with the parameters of `layouts` (name -> layout) split into
+    their groups and their field accesses redirected."""
+    text = program.text[kernel.span.start:kernel.span.end]
+    tokens = tokenize(text)
+    name_at = next(k for k, t in enumerate(tokens) if t.text == kernel.name
+                   and k + 1 < len(tokens) and tokens[k + 1].text == "(")
+    close = matching(tokens, name_at + 1)
+    body = next(k for k in range(close, len(tokens)) if tokens[k].text == "{")
+    edits: list[tuple[int, int, str]] = []
+    taken = {t.text for t in tokens if t.kind == "id"}
+    for param in split_top_level(tokens[name_at + 2:close]):
+        ids = [t for t in param if t.kind == "id"]
+        if not ids or ids[-1].text not in layouts:
+            continue
+        p = ids[-1].text
+        layout = layouts[p]
+        names = group_parameters(p, layout)
+        clash = set(names) & taken
+        if clash:
+            raise NotRewritable(f"the name '{sorted(clash)[0]}' is taken")
+        const = "const " if any(t.text == "const" for t in param[:-1]) else ""
+        decls = [f"{const}{g.type} *{n}" for g, n in zip(layout.groups, names)]
+        edits.append((param[0].start, param[-1].end, ", ".join(decls)))
+    k = body + 1
+    while k < len(tokens):
+        t = tokens[k]
+        if t.kind != "id" or t.text not in layouts or \
+                tokens[k - 1].text in (".", "->", "::"):
+            k += 1
+            continue
+        p, layout = t.text, layouts[t.text]
+        nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+        if nxt == "[":
+            end = matching(tokens, k + 1)
+            index = text[tokens[k + 1].end:tokens[end].start].strip()
+            path, after = _path(tokens, end + 1, text)
+        elif nxt == "->" and k + 2 < len(tokens) and tokens[k + 2].kind == "id":
+            index = "0"
+            path, after = _path(tokens, k + 1, text)
+        else:
+            raise NotRewritable(f"'{p}' used other than through a field (line "
+                                f"{kernel.location.line + t.line - 1})")
+        leaf = layout.struct.leaf(path) if path else None
+        if leaf is None:
+            raise NotRewritable(f"'{text[t.start:tokens[after - 1].end]}' is not one field "
+                                "(whole elements and sub-structs are not rewritten)")
+        g_index, group = layout.group_of(path)
+        _, component = group.slot(path)
+        name = group_parameters(p, layout)[g_index]
+        new = f"{name}[{index}]" + (f".{component}" if component else "")
+        edits.append((t.start, tokens[after - 1].end, new))
+        k = after
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    new_text = "".join(out)
+    described = "; ".join(f"'{p}': {layout.describe()}" for p, layout in layouts.items())
+    at = tokenize(new_text)
+    brace = next(j for j in range(len(at)) if at[j].text == "{" and j > 0 and
+                 any(x.text == kernel.name for x in at[:j]))
+    return (new_text[:at[brace].end] + f" /* polycoal: struct arrays in a new layout: "
+            f"{described} */" + new_text[at[brace].end:])
+
+
+def rewrite_launch(program: Program, launch: Launch, positions: dict[int, Layout]) -> str:
+    """The launch with each argument at `positions` replaced by its segments' starts."""
+    text = program.text[launch.span.start:launch.span.end]
+    tokens = tokenize(text)
+    close = next(k for k, t in enumerate(tokens) if t.text == ">>>")
+    end = matching(tokens, close + 1)
+    args = split_top_level(tokens[close + 2:end])
+    out, pos = [], 0
+    for n, arg in enumerate(args):
+        if n not in positions or not arg:
+            continue
+        layout = positions[n]
+        value = text[arg[0].start:arg[-1].end]
+        segments = [f"({g.type} *)polycoal_layout_segment({value}, {layout.segment_bytes(k)})"
+                    for k, g in enumerate(layout.groups)]
+        out.append(text[pos:arg[0].start])
+        out.append(", ".join(segments))
+        pos = arg[-1].end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def rewrite_call(call: HostCall, layout: Layout) -> str:
+    """A runtime call on a tracked array through the layout runtime."""
+    p, a = prefix(layout), call.arguments
+    if call.function == "cudaMalloc":
+        return f"{p}_malloc((void **)({a[0]}), {a[1]})"
+    if call.function == "cudaFree":
+        return f"{p}_free({a[0]})"
+    if call.function == "cudaMemset":
+        return f"{p}_memset({a[0]}, {a[1]}, {a[2]})"
+    if call.function == "cudaMemcpy":
+        if call.tracked == (0, 1):
+            return f"{p}_copy({a[0]}, {a[1]}, {a[2]})"
+        if call.tracked == (0,):
+            return f"{p}_to_device({a[0]}, {a[1]}, {a[2]}, {a[3]})"
+        return f"{p}_to_host({a[0]}, {a[1]}, {a[2]}, {a[3]})"
+    raise NotRewritable(f"{call.function} on an array of {layout.struct.name}")
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    path: str
+    component: str
+
+
+def runtime(layout: Layout, first: bool) -> str:
+    groups = []
+    for k, g in enumerate(layout.groups):
+        groups.append({"type": g.type, "size": g.size, "before": layout.segment_bytes(k),
+                       "leaves": [_Leaf(leaf.path, "." + g.slot(leaf.path)[1]
+                                        if g.slot(leaf.path)[1] else "")
+                                  for leaf in g.leaves]})
+    return render_template("layout_runtime.cu.j2", first=first, struct=layout.struct.name,
+                           prefix=prefix(layout), groups=groups, bytes=layout.element_bytes,
+                           describe=layout.describe(), original=layout.struct.size)
+
+
+def definition_end(program: Program, struct: str) -> int | None:
+    """The offset just after the definition of `struct` in the file (`};` or
+    `} Alias;`), None when it is not defined in the file."""
+    tokens = program.tokens
+    for k, t in enumerate(tokens):
+        if t.text not in ("struct", "class") or k + 1 >= len(tokens):
+            continue
+        j = k + 1
+        tag = tokens[j].text if tokens[j].kind == "id" else None
+        if tag is not None:
+            j += 1
+        if j >= len(tokens) or tokens[j].text != "{":
+            continue
+        close = matching(tokens, j)
+        m = close + 1
+        names = {tag} if tag else set()
+        while m < len(tokens) and tokens[m].text != ";":
+            if tokens[m].kind == "id":
+                names.add(tokens[m].text)
+            m += 1
+        if struct in names and m < len(tokens):
+            return tokens[m].end
+    return None
