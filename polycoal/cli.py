@@ -48,6 +48,11 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
+    p.add_argument("--layout", choices=("auto", "soa", "grouped", "none"), default="auto",
+                   help="data layout of device arrays of structs read by field (p[i].x): "
+                   "auto (chosen by sectors and requests over all kernels), soa (a struct "
+                   "of arrays), grouped (fields read together in aligned vectors), none "
+                   "(keep every layout)")
     p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
                    help="the shape of tiled products: tile=T (outputs per block along "
                    "each dim), threads=B (B x B threads per block, default 16), chunk=C "
@@ -134,6 +139,7 @@ def _transform_options(args, environ=None):
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),
+                            layout=args.layout,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
@@ -342,18 +348,26 @@ def _check_outputs(args) -> None:
         check_output(getattr(args, name, None), inputs)
 
 
+def _layouts(pa) -> list[dict]:
+    """The arrays of structs of the analysed kernels, as reports show them."""
+    from polycoal.optimize.layout import plan_layouts, summary
+    analyses = [ka for ka in pa.kernels if ka.model is not None]
+    return [summary(d, analyses) for d in plan_layouts(pa.program, analyses)]
+
+
 def cmd_analyze(args) -> int:
     from polycoal.analysis import analyze_program
     from polycoal.report import json_report, sarif, text
     from polycoal.report.findings import program_diagnostics
     program = _read(args)
     pa = analyze_program(program, args.kernel)
+    layouts = _layouts(pa)
     if args.format == "json":
-        out = json.dumps(json_report.render(pa), indent=2) + "\n"
+        out = json.dumps(json_report.render(pa, layouts), indent=2) + "\n"
     elif args.format == "sarif":
         out = json.dumps(sarif.render(pa), indent=2) + "\n"
     else:
-        out = text.render(pa)
+        out = text.render(pa, layouts)
     _write(out, args.output)
     errors = [d for d in program_diagnostics(pa) if d.severity == "error"]
     return 1 if errors else 0

@@ -52,7 +52,7 @@ from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
-from polycoal.optimize.layout import LayoutDecision, plan_layouts
+from polycoal.optimize.layout import LayoutDecision, plan_layouts, unroll_factors
 from polycoal.codegen.layout import (NotRewritable, definition_end, group_parameters,
                                      rewrite_call, rewrite_kernel, runtime)
 from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
@@ -856,7 +856,10 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
                 d = by_name.get(name)
                 if d is None or d.analysis is None or d.analysis.model is None:
                     raise NotRewritable(f"kernel '{name}' is not modelled")
-                plan.texts[name] = rewrite_kernel(program, program.kernel(name), params)
+                model = d.analysis.model
+                plan.unrolled[name] = unroll_factors(model, plan.layout, set(params))
+                plan.texts[name] = rewrite_kernel(program, program.kernel(name), params,
+                                                  plan.unrolled[name])
         except NotRewritable as error:
             plan.reason = f"kernel '{name}': {error}"
             continue
@@ -893,10 +896,12 @@ def _with_layouts(decisions: list[KernelDecision], plans: list[LayoutDecision]
             out.append(d)
             continue
         params = ", ".join(f"'{p}'" for p in plan.kernels[d.kernel])
+        unrolled = "".join(f"; {why}" for _, why in
+                           sorted(plan.unrolled.get(d.kernel, {}).values()))
         out.append(replace(d, action="layout", code="layout", layout=plan,
                            layout_text=plan.texts[d.kernel], reason=(
                                f"its array of {plan.struct.name} ({params}) is stored as "
-                               f"{plan.layout.describe()}: {plan.summary()}"),
+                               f"{plan.layout.describe()}: {plan.summary()}{unrolled}"),
                            generated=None, mapping=None, assumption=None, disjoint=()))
     return out
 

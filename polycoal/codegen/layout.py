@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
+from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
 from polycoal.frontend.struct_arrays import HostCall
 from polycoal.optimize.layout import Layout
@@ -60,11 +60,42 @@ def _path(tokens: list[Token], k: int, text: str) -> tuple[str, int]:
     return "".join(words), k
 
 
-def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout]) -> str:
+def _written_leaves(tokens: list[Token], body: int, p: str, text: str) -> set[str] | None:
+    """The field paths of `p` the kernel writes (`p[E].f = / op= / ++`); None when
+    a write cannot be told (the whole element, an unknown form)."""
+    out: set[str] = set()
+    k = body
+    while k < len(tokens):
+        t = tokens[k]
+        if t.text != p or tokens[k - 1].text in (".", "->", "::"):
+            k += 1
+            continue
+        if tokens[k + 1].text == "[":
+            end = matching(tokens, k + 1)
+            path, after = _path(tokens, end + 1, text)
+        elif tokens[k + 1].text == "->":
+            path, after = _path(tokens, k + 1, text)
+        else:
+            return None
+        before = tokens[k - 1].text
+        nxt = tokens[after].text if after < len(tokens) else ""
+        if nxt in ASSIGNMENTS or before in ("++", "--", "&"):
+            if not path:
+                return None
+            out.add(path)
+        k = after
+    return out
+
+
+def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
+                   unroll: dict[int, tuple[int, str]] | None = None) -> str:
     """The kernel's text with the parameters of `layouts` (name -> layout) split into
-    their groups and their field accesses redirected."""
+    their groups and their field accesses redirected; the loops of `unroll` (by the line
+    of their `for`: factor, 0 for completely) get an unroll pragma on the same line."""
     text = program.text[kernel.span.start:kernel.span.end]
     tokens = tokenize(text)
+    first_line = program.text.count("\n", 0, kernel.span.start) + 1
+    pending = dict(unroll or {})
     name_at = next(k for k, t in enumerate(tokens) if t.text == kernel.name
                    and k + 1 < len(tokens) and tokens[k + 1].text == "(")
     close = matching(tokens, name_at + 1)
@@ -82,11 +113,26 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout])
         if clash:
             raise NotRewritable(f"the name '{sorted(clash)[0]}' is taken")
         const = "const " if any(t.text == "const" for t in param[:-1]) else ""
-        decls = [f"{const}{g.type} *{n}" for g, n in zip(layout.groups, names)]
+        written = _written_leaves(tokens, body, p, text) if len(layouts) == 1 else None
+        decls = []
+        for g, n in zip(layout.groups, names):
+            # a group the kernel only reads: its own segment, which no other pointer
+            # of the kernel reaches (the array's other uses are the layout's): read-only
+            if written is not None and not any(leaf.path == w or leaf.path.startswith(w + ".")
+                                              or leaf.path.startswith(w + "[")
+                                              for w in written for leaf in g.leaves):
+                decls.append(f"const {g.type} *__restrict__ {n}")
+            else:
+                decls.append(f"{const}{g.type} *{n}")
         edits.append((param[0].start, param[-1].end, ", ".join(decls)))
     k = body + 1
     while k < len(tokens):
         t = tokens[k]
+        line = first_line + t.line - 1
+        if t.text == "for" and line in pending:
+            factor = pending.pop(line)[0]
+            edits.append((t.start, t.start,
+                          f'_Pragma("unroll{f" {factor}" if factor else ""}") '))
         if t.kind != "id" or t.text not in layouts or \
                 tokens[k - 1].text in (".", "->", "::"):
             k += 1
@@ -154,7 +200,8 @@ def rewrite_call(call: HostCall, layout: Layout) -> str:
     """A runtime call on a tracked array through the layout runtime."""
     p, a = prefix(layout), call.arguments
     if call.function == "cudaMalloc":
-        return f"{p}_malloc((void **)({a[0]}), {a[1]})"
+        target = a[0] if "void" in a[0] else f"(void **)({a[0]})"
+        return f"{p}_malloc({target}, {a[1]})"
     if call.function == "cudaFree":
         return f"{p}_free({a[0]})"
     if call.function == "cudaMemset":
@@ -181,7 +228,11 @@ def runtime(layout: Layout, first: bool) -> str:
                        "leaves": [_Leaf(leaf.path, "." + g.slot(leaf.path)[1]
                                         if g.slot(leaf.path)[1] else "")
                                   for leaf in g.leaves]})
+    size = layout.struct.size
+    # elements staged through shared memory by words: 256 of them in at most 32 KiB
+    words = size // 4 if size % 4 == 0 and 256 * size <= 32768 else 0
     return render_template("layout_runtime.cu.j2", first=first, struct=layout.struct.name,
+                           words=words,
                            prefix=prefix(layout), groups=groups, bytes=layout.element_bytes,
                            describe=layout.describe(), original=layout.struct.size)
 

@@ -91,8 +91,27 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
         structs = {struct_names[s] for s in spelled}
         if len(structs) == 1:
             owner[var] = next(iter(structs))
-    # tracked: allocated by cudaMalloc, or assigned from a tracked variable
-    allocated = {v for v in program.allocations if v in owner}
+    # tracked: allocated by cudaMalloc (`cudaMalloc(&d, ...)`, `(void **)&d`), or
+    # assigned from a tracked variable of the same struct (`S *t = a; a = b; b = t;`)
+    allocated = set()
+    for k, t in enumerate(tokens):
+        if t.text in ALLOCATE and k + 1 < len(tokens) and tokens[k + 1].text == "(" and \
+                not _inside(device, t.start):
+            first = split_top_level(tokens[k + 2:matching(tokens, k + 1)])
+            names = [x.text for x in (first[0] if first else []) if x.kind == "id"
+                     and x.text != "void"]
+            if len(names) == 1 and names[0] in owner:
+                allocated.add(names[0])
+    grown = True
+    while grown:
+        grown = False
+        for k, t in enumerate(tokens[:-3]):
+            if t.kind == "id" and t.text in owner and t.text not in allocated and \
+                    tokens[k + 1].text == "=" and tokens[k + 2].text in allocated and \
+                    tokens[k + 3].text == ";" and \
+                    owner[t.text] == owner[tokens[k + 2].text]:
+                allocated.add(t.text)
+                grown = True
     for name in allocated:
         result.setdefault(owner[name], StructArrays(owner[name])).variables.add(name)
     tracked = {v: owner[v] for v in allocated}

@@ -52,8 +52,9 @@ class Group:
         """(byte offset in the group, vector component or "") of leaf `path`."""
         for k, leaf in enumerate(self.leaves):
             if leaf.path == path:
-                if self.components:
-                    return k * leaf.size, self.components[k]
+                if self.components:           # where the component named sits
+                    comp = self.components[k]
+                    return "xyzw".index(comp) * leaf.size, comp
                 return (0 if len(self.leaves) == 1 else leaf.offset), ""
         return None
 
@@ -187,6 +188,39 @@ def _value(count, model) -> float:
         return float(DEFAULT_EXTENT)
 
 
+def trip(model, loop) -> float:
+    """Iterations of `loop` at the launch's values (unknown sizes: DEFAULT_EXTENT)."""
+    from polycoal.model.isl_helpers import dim_bounds
+    lowers, uppers = dim_bounds(model, loop.counter)
+    values = {}
+    for b in lowers + uppers:
+        for p in b.variables:
+            values[p] = model.parameter_values.get(p, DEFAULT_EXTENT)
+    try:
+        lo = max(float(b.value(values)) for b in lowers)
+        hi = min(float(b.value(values)) for b in uppers)
+    except ValueError:
+        return float(DEFAULT_EXTENT)
+    return max(hi - lo + 1, 1.0)
+
+
+def _hoisted(model, statement, access, index: Poly, written: set) -> tuple[tuple, float]:
+    """The loops a read stays in once hoisted out of the innermost loops it does not
+    vary in (loop-invariant code motion: nvcc hoists such loads, the layout's read-only
+    groups are `__restrict__`), and the factor its count shrinks by."""
+    loops, factor = tuple(statement.loops), 1.0
+    if access.kind != "read":
+        return loops, factor
+    while loops:
+        inner = loops[-1]
+        if inner.counter in index.variables or \
+                (access.array, access.member, inner.counter) in written:
+            break
+        factor /= trip(model, inner)
+        loops = loops[:-1]
+    return loops, factor
+
+
 def kernel_uses(analysis, structs: dict) -> dict[str, list[Use]]:
     """Per struct name, the uses a kernel's analysis shows (references to fields of an
     array of structs), grouped by loop body, element index and kind."""
@@ -194,6 +228,8 @@ def kernel_uses(analysis, structs: dict) -> dict[str, list[Use]]:
     if model is None:
         return {}
     keyed: dict[tuple, dict] = {}
+    written = {(a.array, a.member, l.counter) for s in model.statements for a in s.accesses
+               if a.kind == "write" for l in s.loops}
     for r in analysis.references:
         a = r.access
         if a.struct is None or a.member is None or a.flat is None:
@@ -204,12 +240,12 @@ def kernel_uses(analysis, structs: dict) -> dict[str, list[Use]]:
         index = a.flat - Poly.const(leaf.offset // struct.unit) if leaf else a.flat
         stride_units = lane_stride(model, index, "x")
         stride = stride_units.constant() / per if stride_units.is_constant() else 1 << 20
-        key = (a.struct, a.array, a.kind, tuple(l.counter for l in r.statement.loops),
-               str(index))
+        loops, count = _hoisted(model, r.statement, a, index, written)
+        key = (a.struct, a.array, a.kind, tuple(l.counter for l in loops), str(index))
         entry = keyed.setdefault(key, {"leaves": set(), "count": 0.0, "stride": stride,
                                        "lines": set()})
         entry["leaves"].add(a.member)
-        entry["count"] = max(entry["count"], _value(r.count, model))
+        entry["count"] = max(entry["count"], count * _value(r.count, model))
         entry["lines"].add(a.location.line)
     out: dict[str, list[Use]] = {}
     for (struct, array, kind, _, _), e in keyed.items():
@@ -279,6 +315,62 @@ def candidates(struct: StructType, uses: list[Use]) -> list[Layout]:
     return out
 
 
+# ---------------------------------------------------------------- unrolling
+
+MAX_UNROLL = 16
+FULL_UNROLL = 16          # constant trip counts up to this are unrolled completely
+LOAD_REGISTERS = 64       # registers the unrolled iterations' vector loads may hold
+
+
+def unroll_factors(model, layout: Layout, params: set[str]) -> dict[int, tuple[int, str]]:
+    """The innermost loops of a kernel in a new layout worth unrolling, by the line of
+    their `for`: (factor, or 0 for completely; why). A loop without stores to global
+    memory is unrolled completely when its trip count is a constant of at most
+    FULL_UNROLL (the field and neighbour loops: no counter, no address arithmetic);
+    a loop that streams through a group of the array at the same element for the whole
+    warp (the all-pairs shape: `p[j]` in every thread) is unrolled so that the loads of
+    several iterations are in flight together, as many as LOAD_REGISTERS registers hold
+    (16 for one float4 per iteration). A loop with a pragma of its own is left alone."""
+    from polycoal.model.isl_helpers import dim_bounds
+    loops: dict[str, object] = {}
+    for s in model.statements:
+        for l in s.loops:
+            loops.setdefault(l.counter, l)
+    out = {}
+    for counter, loop in loops.items():
+        inside = [s for s in model.statements if any(l.counter == counter for l in s.loops)]
+        if loop.pragmas or any(s.loops[-1].counter != counter for s in inside):
+            continue
+        if any(a.kind == "write" and a.space == "global" for s in inside for a in s.accesses):
+            continue
+        lowers, uppers = dim_bounds(model, counter)
+        if lowers and uppers and all(b.is_constant() for b in lowers + uppers):
+            n = int(min(b.constant() for b in uppers) - max(b.constant() for b in lowers) + 1)
+            if 1 < n <= FULL_UNROLL:
+                out[loop.location.line] = (0, f"loop '{loop.source_name}' has {n} "
+                                              "iterations: unrolled completely")
+            continue
+        registers = set()
+        for s in inside:
+            for a in s.accesses:
+                if a.array not in params or a.member is None or a.flat is None:
+                    continue
+                k, g = layout.group_of(a.member)
+                stride = lane_stride(model, a.flat, "x")
+                if g.components and counter in a.flat.variables and stride == Poly():
+                    registers.add((a.array, k, g.size // 4))
+        if registers:
+            held = sum(r for _, _, r in registers)
+            factor = MAX_UNROLL
+            while factor > 2 and factor * held > LOAD_REGISTERS:
+                factor //= 2
+            out[loop.location.line] = (factor, f"loop '{loop.source_name}' reads the same "
+                                          f"element in every thread ({held} registers of "
+                                          f"vector loads per iteration): unrolled {factor} "
+                                          "times")
+    return out
+
+
 # a new layout must save this fraction of the original's cost (never slower; conversions
 # at the host boundary cost a pass over the array each)
 MIN_GAIN = 0.10
@@ -317,6 +409,7 @@ class LayoutDecision:
     variables: tuple[str, ...] = ()
     reason: str | None = None
     texts: dict[str, str] = field(default_factory=dict)   # kernel -> its new text
+    unrolled: dict[str, dict] = field(default_factory=dict)   # kernel -> unroll_factors
     insert_at: int | None = None       # where the layout runtime goes in the file
 
     @property
@@ -412,3 +505,42 @@ def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDec
                 unique.append((launch, positions))
         d.launches = unique
     return out
+
+
+def field_waste(analyses, struct: StructType) -> list[tuple[str, str, int, int]]:
+    """(field, kernel, sectors, ideal) of the worst request of each field of `struct` in
+    each kernel, as the arrays are (the wasted sectors: sectors - ideal)."""
+    worst: dict[tuple[str, str], tuple[int, int]] = {}
+    for a in analyses:
+        for r in a.references:
+            acc = r.access
+            if acc.struct != struct.name or acc.member is None or r.sectors is None:
+                continue
+            key = (acc.member, a.kernel.name)
+            if key not in worst or r.sectors - r.ideal_sectors > worst[key][0] - worst[key][1]:
+                worst[key] = (r.sectors, r.ideal_sectors)
+    order = {leaf.path: k for k, leaf in enumerate(struct.leaves())}
+    return [(f, k, s, i) for (f, k), (s, i) in
+            sorted(worst.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0][1]))]
+
+
+def summary(decision: LayoutDecision, analyses) -> dict:
+    """Plain data for reports: the fields read together, each candidate's price, the
+    choice and whether it applies."""
+    d = decision
+    return {
+        "struct": d.struct.name, "bytes": d.struct.size,
+        "kernels": sorted({u.kernel for u in d.uses}),
+        "arrays": list(d.variables),
+        "read_together": [{"kernel": u.kernel, "array": u.array, "kind": u.kind,
+                           "fields": sorted(u.leaves, key=lambda p: d.struct.leaf(p).offset),
+                           "lane_stride": u.stride, "requests": u.count / 32,
+                           "lines": list(u.lines)} for u in d.uses],
+        "candidates": [{"kind": c.kind, "layout": c.describe(),
+                        "element_bytes": c.element_bytes, "requests": p.requests,
+                        "sectors": p.sectors, "sectors_per_request": p.per_request()}
+                       for c, p in d.priced],
+        "chosen": d.layout.kind, "applied": d.changes, "reason": d.reason,
+        "fields": [{"field": f, "kernel": k, "sectors": s, "ideal": i, "wasted": s - i}
+                   for f, k, s, i in field_waste(analyses, d.struct)],
+    }

@@ -96,7 +96,7 @@ def kernel(ka: KernelAnalysis) -> dict[str, Any]:
     return out
 
 
-def render(pa: ProgramAnalysis) -> dict[str, Any]:
+def render(pa: ProgramAnalysis, layouts: list[dict] = ()) -> dict[str, Any]:
     names = {ka.kernel.name for ka in pa.kernels}
     return {
         "schema": "polycoal-analysis", "schema_version": SCHEMA_VERSION,
@@ -110,5 +110,6 @@ def render(pa: ProgramAnalysis) -> dict[str, Any]:
                       "block_shape": list(l.block_shape) if l.block_shape else None,
                       "arguments": l.arguments}
                      for l in pa.program.launches if l.kernel in names],
+        "struct_arrays": list(layouts),
         "diagnostics": [diagnostic(d) for d in program_diagnostics(pa)],
     }

@@ -49,10 +49,37 @@ def kernel_text(ka: KernelAnalysis) -> list[str]:
     return lines
 
 
-def render(pa: ProgramAnalysis) -> str:
+def struct_text(summary: dict) -> list[str]:
+    """One array-of-structs type: the fields read together, each candidate layout's
+    predicted requests and sectors, the choice; the wasted sectors of each field."""
+    s = summary
+    lines = [f"struct {s['struct']} ({s['bytes']} bytes; kernels "
+             f"{', '.join(s['kernels'])}; device arrays {', '.join(s['arrays']) or '-'})"]
+    for u in s["read_together"]:
+        lines.append(f"  {u['kind']:5} together in {u['kernel']} (lines "
+                     f"{', '.join(map(str, u['lines']))}): {{{', '.join(u['fields'])}}}, "
+                     f"lane stride {u['lane_stride']} elements, {u['requests']:.3g} warp "
+                     "requests")
+    rows = [[c["kind"], f"{c['element_bytes']}", f"{c['requests']:.3g}", f"{c['sectors']:.3g}",
+             f"{c['sectors_per_request']:.1f}", c["layout"]] for c in s["candidates"]]
+    lines += ["  " + line for line in table(rows, ["layout", "bytes", "requests", "sectors",
+                                                    "sectors/request", "groups"])]
+    verdict = (f"  chosen: {s['chosen']}" if s["applied"] else
+               f"  kept as it is: {s['reason']}")
+    lines.append(verdict)
+    for f in s["fields"]:
+        if f["wasted"]:
+            lines.append(f"  field {f['field']} in {f['kernel']}: {f['sectors']} sectors per "
+                         f"request where {f['ideal']} would do ({f['wasted']} wasted)")
+    return lines
+
+
+def render(pa: ProgramAnalysis, layouts: list[dict] = ()) -> str:
     out: list[str] = []
     for ka in pa.kernels:
         out += kernel_text(ka) + [""]
+    for summary in layouts:
+        out += struct_text(summary) + [""]
     diags = program_diagnostics(pa)
     if diags:
         out.append("diagnostics:")
