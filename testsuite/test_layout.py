@@ -114,7 +114,7 @@ def test_nbody_groups_the_fields_read_together():
     assert chosen.total < 0.5 * aos.total
 
 
-@pytest.mark.parametrize("defines,kind", [((), "grouped"),
+@pytest.mark.parametrize("defines,kind", [(("WINDOW=128",), "grouped"), ((), "soa"),
                                           (("WINDOW=2", "PASSES=8"), "soa")])
 def test_the_heavier_kernel_decides_the_mixed_layout(defines, kind):
     # smooth wants {a, b, c, d} in one vector, gain wants a alone: the work per launch

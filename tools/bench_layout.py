@@ -2,7 +2,7 @@
 """Layout changes of arrays of structs measured on the device (needs nvcc, pycuda).
 
     python tools/bench_layout.py --out DIR [--repeat 20] [--steps 10] [--ncu]
-        nbody[:N] particles[:N] mixed[:N]
+        [--layout auto|soa|grouped] nbody[:N] particles[:N] mixed[:N]
 
 Each named case is a fixture of testsuite/fixtures/layout with its launch sequence per
 time step (CASES). The fixture is transformed; the original's kernels and the output's
@@ -19,7 +19,7 @@ sm_90 to PTX and loaded with pycuda. Then:
   time, against a device-to-device copy of 1 GiB (same call): the copy ceiling;
 - with --ncu: each kernel once more under Nsight Compute, global load and store sectors
   per request (l1tex__t_sectors / l1tex__t_requests, pipe lsu, global).
-Results: one JSON line per case and DIR/layout.json.
+Results: one JSON line per case and DIR/layout-<layout>.json.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ sys.path.insert(0, ROOT)
 
 from polycoal.decisions import TransformOptions  # noqa: E402
 from polycoal.frontend import read_program  # noqa: E402
+from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.transform import transform_program  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "testsuite", "fixtures", "layout")
@@ -54,20 +55,24 @@ CASES = {
                    ("leapfrog", ["A", "n", "f:0.001"])]),
     "mixed": ("mixed_layout.cu", 1 << 24, 128,
               [("gain", ["A", "n", "f:0.9"]), ("smooth", ["A", "out", "n"])]),
+    "mixed128": ("mixed_layout.cu", 1 << 24, 128,
+                 [("gain", ["A", "n", "f:0.9"]), ("smooth", ["A", "out", "n"])]),
 }
+DEFINES = {"mixed128": ("WINDOW=128",)}       # macros of a case (its program and builds)
 NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"
                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,"
                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,"
                "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,gpu__time_duration.sum")
 
 
-def ptx(source: str, tmp: str, name: str) -> str:
+def ptx(source: str, tmp: str, name: str, defines=()) -> str:
     path = os.path.join(tmp, name + ".cu")
     with open(path, "w") as f:
         f.write(source)
     out = os.path.join(tmp, name + ".ptx")
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-w", "-ptx", path, "-o", out,
-                    f"-I{FIXTURES}"], check=True, capture_output=True, text=True)
+                    f"-I{FIXTURES}", *[f"-D{d}" for d in defines]], check=True,
+                   capture_output=True, text=True)
     return open(out).read()
 
 
@@ -135,13 +140,16 @@ class Timer:
 
 def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
              edits: tuple[tuple[str, str], ...] = (),
-             original_edits: tuple[tuple[str, str], ...] = ()) -> dict:
+             original_edits: tuple[tuple[str, str], ...] = (), layout: str = "auto") -> dict:
     import numpy as np
     import pycuda.driver as driver
     fixture, _, block, sequence = CASES[case]
     path = os.path.join(FIXTURES, fixture)
-    program = read_program(path)
-    result = transform_program(program, TransformOptions())
+    defines = DEFINES.get(case, ())
+    preprocessor = PreprocessorOptions(defines=defines)
+    program = read_program(path, preprocessor)
+    result = transform_program(program, TransformOptions(layout=layout,
+                                                         preprocessor=preprocessor))
     plan = next((d.layout for d in result.decisions if d.action == "layout"), None)
     if plan is None:
         return {"case": case, "error": "no layout change",
@@ -154,8 +162,8 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
     for pattern, replacement in original_edits:
         old_text = re.sub(pattern, replacement, old_text)
     with tempfile.TemporaryDirectory() as tmp:
-        old_ptx = ptx(old_text, tmp, "original")
-        new_ptx = ptx(text, tmp, "output")
+        old_ptx = ptx(old_text, tmp, "original", defines)
+        new_ptx = ptx(text, tmp, "output", defines)
     old_mod, new_mod = driver.module_from_buffer(old_ptx.encode()), \
         driver.module_from_buffer(new_ptx.encode())
     old_fn = {k: old_mod.get_function(v) for k, v in entries(old_ptx).items()}
@@ -262,11 +270,11 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
     return row
 
 
-def ncu(case: str, n: int) -> dict:
+def ncu(case: str, n: int, layout: str = "auto") -> dict:
     """Sectors per request of each kernel of one step (original and output), from
     Nsight Compute run over this script with --once."""
     cmd = ["ncu", "--csv", "--metrics", NCU_METRICS, sys.executable, os.path.abspath(__file__),
-           "--once", "--out", "/tmp", f"{case}:{n}"]
+           "--once", "--out", "/tmp", "--layout", layout, f"{case}:{n}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     rows: dict[str, dict] = {}
     import csv
@@ -307,6 +315,8 @@ def main() -> int:
     ap.add_argument("--original-edit", action="append", default=[],
                     help="PATTERN=>REPLACEMENT applied to the original (experiments)")
     ap.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--layout", default="auto", choices=("auto", "soa", "grouped"),
+                    help="the layout transform is asked for (as its --layout)")
     args = ap.parse_args()
     import pycuda.autoinit  # noqa: F401
     import pycuda.driver as driver
@@ -316,22 +326,26 @@ def main() -> int:
         n = int(count) if count else CASES[case][1]
         edits = tuple(tuple(e.split("=>", 1)) for e in args.edit)
         original_edits = tuple(tuple(e.split("=>", 1)) for e in args.original_edit)
-        row = run_case(case, n, args.steps, args.repeat, args.once, edits, original_edits)
+        row = run_case(case, n, args.steps, args.repeat, args.once, edits, original_edits,
+                       args.layout)
+        row["layout_option"] = args.layout
         if edits or original_edits:
             row["edits"] = args.edit
             row["original_edits"] = args.original_edit
         if args.ncu and not args.once:
-            row["ncu"] = ncu(case, n)
+            row["ncu"] = ncu(case, n, args.layout)
         row["device"] = driver.Device(0).name()
         row["date"] = datetime.date.today().isoformat()
         print(json.dumps(row), flush=True)
         rows.append(row)
     if not args.once:
         os.makedirs(args.out, exist_ok=True)
-        name = "layout-edited.json" if args.edit or args.original_edit else "layout.json"
+        name = "layout-edited.json" if args.edit or args.original_edit else \
+            f"layout-{args.layout}.json"
         with open(os.path.join(args.out, name), "w") as f:
             json.dump(rows, f, indent=1)
     return 0 if all(r.get("outputs_match") for r in rows) else 1
+
 
 
 if __name__ == "__main__":

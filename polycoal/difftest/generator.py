@@ -36,7 +36,8 @@ import re
 from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
-            "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil")
+            "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
+            "structs")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -87,6 +88,8 @@ class Array:
     fill: str = "dyadic"             # dyadic | pow2 | positive | int | zero | index:<bound> | linear:<k>
     slack: int = SLACK
     count_value: int = 0
+    fields: list[tuple[str, str]] = field(default_factory=list)   # an array of structs:
+    #                                  its leaves (path, scalar type); ctype is the struct
 
     @property
     def d(self) -> str:
@@ -287,7 +290,8 @@ class Builder:
             cnt = a.count_host()
             out.append(f"  {a.ctype} *h_{a.name} = ({a.ctype} *)malloc(sizeof({a.ctype}) * "
                        f"({cnt}));")
-            out.append(f"  {self._fill(a)}")
+            out += [f"  {line}" for line in self._fill_fields(a)] if a.fields else \
+                [f"  {self._fill(a)}"]
             out.append(f"  {a.ctype} *{a.d};")
             out.append(f"  cudaMalloc((void **)&{a.d}, sizeof({a.ctype}) * ({cnt}));")
             out.append(f"  cudaMemcpy({a.d}, h_{a.name}, sizeof({a.ctype}) * ({cnt}), "
@@ -299,6 +303,12 @@ class Builder:
             cnt = a.count_host()
             out.append(f"  cudaMemcpy(h_{a.name}, {a.d}, sizeof({a.ctype}) * ({cnt}), "
                        "cudaMemcpyDeviceToHost);")
+            if a.fields:
+                out += [f"  {{ double *v = (double *)malloc(sizeof(double) * ({cnt})); "
+                        f"for (long t = 0; t < (long)({cnt}); t++) v[t] = (double)h_{a.name}[t]"
+                        f".{path}; checksum(\"{a.name}.{path}\", v, (long)({cnt})); free(v); }}"
+                        for path, _ in a.fields]
+                continue
             out.append(f"  checksum(\"{a.name}\", h_{a.name}, (long)({cnt}));")
         for a in self.arrays:
             out.append(f"  cudaFree({a.d});")
@@ -306,6 +316,21 @@ class Builder:
         out.append("  return 0;")
         out.append("}")
         return "\n".join(out) + "\n"
+
+    def _fill_fields(self, a: Array) -> list[str]:
+        """Every field of an array of structs filled like a scalar array: dyadic values
+        (small integers for int fields) from the element's index."""
+        rng, cnt = self.rng, f"(long)({a.count_host()})"
+        lines = [f"for (long t = 0; t < {cnt}; t++) {{"]
+        for path, ctype in a.fields:
+            mul, add = rng.choice((3, 5, 7, 11, 13)), rng.randrange(0, 97)
+            m = rng.choice((7, 9, 13, 17))
+            if ctype == "int":
+                value = f"(int)((t * {mul} + {add}) % {m}) - {m // 2}"
+            else:
+                value = f"({ctype})((double)((t * {mul} + {add}) % {m}) * 0.25 - {m // 8})"
+            lines.append(f"  h_{a.name}[t].{path} = {value};")
+        return lines + ["}"]
 
     def _fill(self, a: Array) -> str:
         rng = self.rng
@@ -1566,6 +1591,134 @@ def fam_nearmiss(b: Builder) -> None:
     b.shape.append(f"{k.name}: near miss ({form})")
 
 
+# ----------------------------------------------------------------- arrays of structs
+
+STRUCT_FIELDS = ("x", "y", "z", "vx", "vy", "vz", "m", "q", "w", "rho", "h", "e")
+
+
+def _struct_type(b: Builder) -> tuple[str, str, list[tuple[str, str]]]:
+    """(name, definition, leaves) of a random plain struct: 2 to 7 scalar fields (mostly
+    float, some int or double), sometimes a float3 member or a field array."""
+    rng = b.rng
+    name = b.fresh(rng.choice(("Body", "Particle", "Cell", "Agent", "Sample")))
+    fields, leaves = [], []
+    for f in rng.sample(STRUCT_FIELDS, rng.randint(2, 7)):
+        ctype = rng.choice(("float",) * 6 + ("int", "double"))
+        fields.append(f"  {ctype} {f};")
+        leaves.append((f, ctype))
+    if rng.random() < 0.2:
+        fields.insert(rng.randrange(len(fields) + 1), "  float3 pos;")
+        leaves += [(f"pos.{c}", "float") for c in "xyz"]
+    if rng.random() < 0.15:
+        fields.append("  float g[2];")
+        leaves += [("g[0]", "float"), ("g[1]", "float")]
+    style = rng.choice(("typedef", "struct", "tagged"))
+    body = "\n".join(fields)
+    if style == "typedef":
+        text = f"typedef struct {{\n{body}\n}} {name};\n\n"
+    elif style == "tagged":
+        text = f"typedef struct {name}_s {{\n{body}\n}} {name};\n\n"
+    else:
+        text = f"struct {name} {{\n{body}\n}};\n\n"
+    return name, text, leaves
+
+
+def _field_expr(rng: random.Random, ref: str, leaves: list[tuple[str, str]],
+                reads: list[str]) -> str:
+    """A small expression of the fields `reads` of element `ref` (`p[i]`)."""
+    terms = []
+    for path in reads:
+        scale = rng.choice(("", " * 0.5f", " * 2.0f", " + 1.0f", " - 0.25f"))
+        terms.append(f"{ref}.{path}{scale}")
+    op = rng.choice((" + ", " - ", " + "))
+    return op.join(terms) if len(terms) < 3 else f"{terms[0]} * 0.5f + {terms[1]} - {terms[2]}"
+
+
+def fam_structs(b: Builder) -> None:
+    """Kernels over arrays of structs (`p[i].x`): element-wise updates of some fields,
+    all-pairs loops reading every element's fields (the n-body shape), windows over
+    neighbours, two arrays of one struct swapped between steps; fields read as `p->f`
+    and through a cast (`((float *)p)[K * i + f]`). The layout transformation changes
+    where each field lives; every field of every array is checked."""
+    rng = b.rng
+    sname, definition, leaves = _struct_type(b)
+    floats = [p for p, t in leaves if t == "float"]
+    N = b.size("N", rng.choice((33, 64, 100, 130, 257)), runtime=rng.random() < 0.5)
+    arr = b.array("p", sname, [N])
+    arr.fields = leaves
+    shapes = rng.sample(("map", "allpairs", "window", "pair", "map"), rng.randint(1, 3))
+    first = True
+    for shape in shapes:
+        k = b.kernel(rng.choice(("update", "forces", "advance", "smooth", "kick")))
+        if first:
+            k.before = definition
+            first = False
+        p = k.array(arr)
+        n = k.size(N)
+        i = "i"
+        k.lines.append(thread_index(rng, i, "x"))
+        reads = rng.sample(floats or [leaves[0][0]], min(len(floats or [1]), rng.randint(1, 3)))
+        free = [f for f in floats if f not in reads]
+        if shape == "map":
+            targets = rng.sample(floats or [leaves[0][0]], min(len(floats or [1]),
+                                                              rng.randint(1, 2)))
+            k.lines.append(f"if ({i} < {n}) {{")
+            for t in targets:
+                op = rng.choice(("=", "+=", "-=", "*="))
+                k.lines.append(f"  {p}[{i}].{t} {op} {_field_expr(rng, f'{p}[{i}]', leaves, reads)};")
+            if rng.random() < 0.3 and leaves[0][0] not in targets and leaves[0][1] == "float" \
+                    and targets[0] != leaves[0][0]:
+                k.lines.append(f"  {p}[{i}].{targets[0]} += {p}->{leaves[0][0]} * 0.5f;")
+            k.lines.append("}")
+            b.launch(k, [(N, rng.choice(BLOCKS_1D))])
+        elif shape in ("allpairs", "window") and free:
+            target = rng.choice(free)
+            window = shape == "window"
+            W = rng.choice((3, 4, 8))
+            bound = f"{n} - {W}" if window else n
+            k.lines.append(f"if ({i} < {bound}) {{")
+            k.lines.append("  float acc = 0.0f;")
+            loop = f"for (int w = 0; w < {W}; w++)" if window else \
+                f"for (int j = 0; j < {n}; j++)"
+            elem = f"{p}[{i} + w]" if window else f"{p}[j]"
+            k.lines.append(f"  {loop} {{")
+            k.lines.append(f"    acc += {_field_expr(rng, elem, leaves, reads)};")
+            k.lines.append("  }")
+            k.lines.append(f"  {p}[{i}].{target} = acc;")
+            k.lines.append("}")
+            b.launch(k, [(N, rng.choice(BLOCKS_1D))])
+            b.note_reduction(N.value, "float")
+        elif shape == "pair":
+            other = b.array("q", sname, [N])
+            other.fields = leaves
+            out = k.array(other)
+            src = k.params[0][0]
+            k.params[0] = ("const " + src, k.params[0][1])
+            k.lines.append(f"if ({i} < {n}) {{")
+            for t in rng.sample(floats or [leaves[0][0]], min(len(floats or [1]), 2)):
+                k.lines.append(f"  {out}[{i}].{t} = {_field_expr(rng, f'{p}[{i}]', leaves, reads)};")
+            k.lines.append("}")
+            steps = rng.choice((1, 2, 3))
+            b.main.append(f"  for (int step = 0; step < {steps}; step++) {{")
+            b.launch(k, [(N, rng.choice(BLOCKS_1D))], indent="    ")
+            b.main.append(f"    {sname} *t = {arr.d}; {arr.d} = {other.d}; {other.d} = t;")
+            b.main.append("  }")
+        else:
+            # a field read through a cast: every leaf a float, one element = K floats
+            k.lines.append(f"if ({i} < {n}) {{")
+            target = rng.choice(floats or [leaves[0][0]])
+            if all(t == "float" for _, t in leaves):
+                width = len(leaves)
+                at = rng.randrange(width)
+                k.lines.append(f"  {p}[{i}].{target} += ((const float *){p})[{width} * {i} + {at}];")
+            else:
+                k.lines.append(f"  {p}[{i}].{target} *= 0.5f;")
+            k.lines.append("}")
+            b.launch(k, [(N, rng.choice(BLOCKS_1D))])
+        b.shape.append(f"{k.name}: {shape} over {sname} ({len(leaves)} fields)")
+    b.variant = "structs:" + "+".join(shapes)
+
+
 STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
                "hostloop", "racy", "nearmiss", "product", "stencil")
 STYLES = ("template", "namespace", "struct", "pointer", "macro", "assert")
@@ -1749,7 +1902,7 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
                     "transpose": fam_transpose, "product": fam_product,
-                    "stencil": fam_stencil}
+                    "stencil": fam_stencil, "structs": fam_structs}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:
@@ -1762,10 +1915,12 @@ def generate(seed: int, family: str | None = None) -> GeneratedProgram:
     source = b.render()
     checks = {}
     for a in b.arrays:
-        if b.reduction_terms and a.ctype in ("float", "double"):
-            checks[a.name] = Check("reduction", b.reduction_terms, a.ctype)
-        else:
-            checks[a.name] = Check()
+        for name, ctype in ([(f"{a.name}.{p}", t) for p, t in a.fields] if a.fields
+                            else [(a.name, a.ctype)]):
+            if b.reduction_terms and ctype in ("float", "double"):
+                checks[name] = Check("reduction", b.reduction_terms, ctype)
+            else:
+                checks[name] = Check()
     header = (f"/* polycoal difftest: family {family}, seed {seed}\n" +
               "".join(f" * {s}\n" for s in b.shape) + " */\n")
     return GeneratedProgram(seed, family, header + source, checks, list(b.must_keep),

@@ -56,6 +56,8 @@ OPTION_SETS: dict[str, list[str]] = {
     "reduction=none": ["--reduction", "none"],
     "no-promotion": ["--no-promotion"],
     "collapse": ["--collapse-redundant-threads"],
+    "layout=soa": ["--layout", "soa"],
+    "layout=none": ["--layout", "none"],
 }
 
 TRANSFORM_TIMEOUT = 120          # seconds per transform

@@ -49,11 +49,32 @@ def _inside(spans: list[Span], pos: int) -> bool:
     return any(s.start <= pos < s.end for s in spans)
 
 
+def _blocks(tokens: list[Token]) -> list[int]:
+    """For each token, the index of the `}` closing the innermost block around it
+    (len(tokens) at file scope)."""
+    closes, stack, out = {}, [], []
+    for k, t in enumerate(tokens):
+        if t.text == "{":
+            stack.append(k)
+        elif t.text == "}" and stack:
+            closes[stack.pop()] = k
+    stack = []
+    for k, t in enumerate(tokens):
+        out.append(closes.get(stack[-1], len(tokens)) if stack else len(tokens))
+        if t.text == "{":
+            stack.append(k)
+        elif t.text == "}" and stack:
+            stack.pop()
+    return out
+
+
 def _declared_pointers(tokens: list[Token], names: set[str], device: list[Span]
-                       ) -> dict[str, set[str]]:
+                       ) -> dict[str, list[tuple[str, int, int]]]:
     """Variables declared as pointers to one of `names` (`Body *d`, `struct Body *a, *b`)
-    outside device code: variable -> struct names."""
-    out: dict[str, set[str]] = {}
+    outside device code: variable -> (struct name, first token, one past the last token
+    of its scope: to the end of the block of the declaration)."""
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    ends = _blocks(tokens)
     for k, t in enumerate(tokens):
         if t.text not in names or _inside(device, t.start):
             continue
@@ -62,7 +83,7 @@ def _declared_pointers(tokens: list[Token], names: set[str], device: list[Span]
         j = k + 1
         while j < len(tokens):
             if tokens[j].text == "*" and j + 1 < len(tokens) and tokens[j + 1].kind == "id":
-                out.setdefault(tokens[j + 1].text, set()).add(t.text)
+                out.setdefault(tokens[j + 1].text, []).append((t.text, j + 1, ends[j + 1]))
                 j += 2
                 # `= init` then `, *next`
                 depth = 0
@@ -87,10 +108,18 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
     pointers = _declared_pointers(tokens, set(struct_names), device)
     result: dict[str, StructArrays] = {}
     owner: dict[str, str] = {}
-    for var, spelled in pointers.items():
-        structs = {struct_names[s] for s in spelled}
+    for var, declared in pointers.items():
+        structs = {struct_names[s] for s, _, _ in declared}
         if len(structs) == 1:
             owner[var] = next(iter(structs))
+
+    index = {id(t): k for k, t in enumerate(tokens)}
+    starts = {t.start: k for k, t in enumerate(tokens)}
+
+    def scoped(k: int) -> bool:
+        """Whether token k names a declared pointer within the scope of a declaration
+        (another variable of the same name elsewhere is not it)."""
+        return any(first <= k < end for _, first, end in pointers.get(tokens[k].text, ()))
     # tracked: allocated by cudaMalloc (`cudaMalloc(&d, ...)`, `(void **)&d`), or
     # assigned from a tracked variable of the same struct (`S *t = a; a = b; b = t;`)
     allocated = set()
@@ -100,14 +129,16 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
             first = split_top_level(tokens[k + 2:matching(tokens, k + 1)])
             names = [x.text for x in (first[0] if first else []) if x.kind == "id"
                      and x.text != "void"]
-            if len(names) == 1 and names[0] in owner:
+            if len(names) == 1 and names[0] in owner and \
+                    scoped(next(j for j in range(k, len(tokens))
+                                if tokens[j].text == names[0])):
                 allocated.add(names[0])
     grown = True
     while grown:
         grown = False
         for k, t in enumerate(tokens[:-3]):
             if t.kind == "id" and t.text in owner and t.text not in allocated and \
-                    tokens[k + 1].text == "=" and tokens[k + 2].text in allocated and \
+                    scoped(k) and tokens[k + 1].text == "=" and tokens[k + 2].text in allocated and \
                     tokens[k + 3].text == ";" and \
                     owner[t.text] == owner[tokens[k + 2].text]:
                 allocated.add(t.text)
@@ -125,8 +156,9 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
         texts = tuple(program.text[a[0].start:a[-1].end] if a else "" for a in args)
         which, found = [], None
         for n, a in enumerate(args):
-            plain = [x.text for x in a if x.text not in ("(", ")", "void", "*", "&")]
-            if len(plain) == 1 and plain[0] in tracked:
+            plain = [x for x in a if x.text not in ("(", ")", "void", "*", "&")]
+            if len(plain) == 1 and plain[0].text in tracked and scoped(index[id(plain[0])]):
+                plain = [plain[0].text]
                 which.append(n)
                 found = found or plain[0]
                 consumed.update(id(x) for x in a)
@@ -137,11 +169,13 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
     for launch in program.launches:
         if launch.span is None:
             continue
+        at = starts.get(launch.span.start)
         for n, arg in enumerate(launch.arguments):
-            if arg.strip() in tracked:
+            if arg.strip() in tracked and at is not None and any(
+                    first <= at < end for _, first, end in pointers.get(arg.strip(), ())):
                 result[tracked[arg.strip()]].launches.append((launch, n))
     for k, t in enumerate(tokens):
-        if t.kind != "id" or t.text not in tracked or id(t) in consumed:
+        if t.kind != "id" or t.text not in tracked or id(t) in consumed or not scoped(k):
             continue
         if k and tokens[k - 1].text in (".", "->", "::"):
             continue

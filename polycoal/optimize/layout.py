@@ -17,7 +17,10 @@ element i sits at byte `count * segment(f) + i * size(group(f)) + offset in grou
 
 Cost: every warp-level request costs one, plus the 32-byte sectors its 32 lanes touch
 (the paper's sectors per request, with the instruction that issues them), weighted by
-how often the request runs. Leaves of one group read at the same element in the same
+how often the request runs; plus, weighted by DRAM_WEIGHT, the sectors that move to and
+from memory: each kernel's distinct elements once, with the sectors the fields it reads
+(and those it writes) occupy in the layout, so that re-reads served by the caches (a
+window over neighbours) do not count as memory traffic twice. Leaves of one group read at the same element in the same
 loop body are one request; in `aos` and in `soa` every leaf is a request of its own.
 Counts are the statements' execution counts at the launches' values (each unknown size
 taken as DEFAULT_EXTENT).
@@ -166,6 +169,8 @@ class Use:
     stride: int                  # elements between neighbouring lanes (along x)
     count: float                 # executions
     lines: tuple[int, ...] = ()
+    elements: float = 0.0        # distinct elements per launch (executions over the
+    #                              trips of the loops it stays in)
 
 
 @dataclass
@@ -243,27 +248,38 @@ def kernel_uses(analysis, structs: dict) -> dict[str, list[Use]]:
         loops, count = _hoisted(model, r.statement, a, index, written)
         key = (a.struct, a.array, a.kind, tuple(l.counter for l in loops), str(index))
         entry = keyed.setdefault(key, {"leaves": set(), "count": 0.0, "stride": stride,
-                                       "lines": set()})
+                                       "lines": set(), "elements": 0.0})
         entry["leaves"].add(a.member)
-        entry["count"] = max(entry["count"], count * _value(r.count, model))
+        executions = count * _value(r.count, model)
+        entry["count"] = max(entry["count"], executions)
+        trips = 1.0
+        for loop in loops:
+            trips *= trip(model, loop)
+        entry["elements"] = max(entry["elements"], executions / trips)
         entry["lines"].add(a.location.line)
     out: dict[str, list[Use]] = {}
     for (struct, array, kind, _, _), e in keyed.items():
         out.setdefault(struct, []).append(Use(
             analysis.kernel.name, array, kind, frozenset(e["leaves"]),
             int(e["stride"]) if float(e["stride"]).is_integer() else 1 << 20, e["count"],
-            tuple(sorted(e["lines"]))))
+            tuple(sorted(e["lines"])), e["elements"]))
     return out
+
+
+# A sector from DRAM costs about this many sectors through L1: the H200's L1 moves about
+# 128 bytes per clock on each of 132 multiprocessors (33 TB/s), its memory 4.2 TB/s.
+DRAM_WEIGHT = 8
 
 
 @dataclass(frozen=True)
 class Price:
-    requests: float
-    sectors: float
+    requests: float              # warp requests
+    sectors: float               # 32-byte sectors those requests touch (L1)
+    dram: float = 0.0            # sectors to and from memory: each distinct element's once
 
     @property
     def total(self) -> float:
-        return self.requests + self.sectors
+        return self.requests + self.sectors + DRAM_WEIGHT * self.dram
 
     def per_request(self) -> float:
         return self.sectors / self.requests if self.requests else 0.0
@@ -299,12 +315,38 @@ def price(layout: Layout, use: Use) -> Price:
     return Price(requests, sectors)
 
 
+def memory_sectors(layout: Layout, leaves: set[str]) -> int:
+    """Sectors 32 consecutive elements occupy in memory for the fields `leaves`: the
+    whole struct's sectors where the fields share them (as it is), their groups'
+    (padding included) in a new layout."""
+    touched = set()
+    for e in range(cuda_dialect().warp_size):
+        for path in leaves:
+            if layout.kind == "aos":
+                leaf = layout.struct.leaf(path)
+                start, size, segment = e * layout.struct.size + leaf.offset, leaf.size, 0
+            else:
+                k, g = layout.group_of(path)
+                start, size, segment = e * g.size, g.size, k
+            touched.update((segment, b // 32) for b in range(start, start + size))
+    return len(touched)
+
+
 def total_price(layout: Layout, uses: list[Use]) -> Price:
+    """Requests and sectors of every use; memory traffic once per kernel, array and kind
+    (the fields it reads, the fields it writes, of its distinct elements)."""
     r = s = 0.0
+    footprint: dict[tuple, tuple[set, float]] = {}
     for u in uses:
         p = price(layout, u)
         r, s = r + p.requests, s + p.sectors
-    return Price(r, s)
+        leaves, elements = footprint.get((u.kernel, u.array, u.kind), (set(), 0.0))
+        footprint[(u.kernel, u.array, u.kind)] = (leaves | set(u.leaves),
+                                                  max(elements, u.elements))
+    lanes = cuda_dialect().warp_size
+    dram = sum(elements / lanes * memory_sectors(layout, leaves)
+               for leaves, elements in footprint.values())
+    return Price(r, s, dram)
 
 
 def candidates(struct: StructType, uses: list[Use]) -> list[Layout]:
@@ -422,8 +464,8 @@ class LayoutDecision:
         after = next(p for c, p in self.priced if c is self.layout)
         return (f"predicted {before.per_request():.1f} -> {after.per_request():.1f} sectors "
                 f"per request, {before.requests:.3g} -> {after.requests:.3g} requests, "
-                f"{100 * (1 - after.total / before.total):.0f}% fewer sectors and requests "
-                "over the program")
+                f"{before.dram:.3g} -> {after.dram:.3g} sectors of memory traffic: "
+                f"{100 * (1 - after.total / before.total):.0f}% less over the program")
 
 
 def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDecision]:
