@@ -350,7 +350,7 @@ def _check_outputs(args) -> None:
 
 def _layouts(pa) -> list[dict]:
     """The arrays of structs of the analysed kernels, as reports show them."""
-    from polycoal.optimize.layout import plan_layouts, summary
+    from polycoal.optimize.layout_plan import plan_layouts, summary
     analyses = [ka for ka in pa.kernels if ka.model is not None]
     return [summary(d, analyses) for d in plan_layouts(pa.program, analyses)]
 

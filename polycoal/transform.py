@@ -52,7 +52,7 @@ from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
-from polycoal.optimize.layout import LayoutDecision, plan_layouts, unroll_factors
+from polycoal.optimize.layout_plan import LayoutDecision, plan_layouts, unroll_factors
 from polycoal.codegen.layout import (NotRewritable, definition_end, group_parameters,
                                      rewrite_call, rewrite_kernel, runtime)
 from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
@@ -816,16 +816,17 @@ def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Di
 
 def _layout_host_edits(program: Program, decisions: list[KernelDecision]
                        ) -> list[tuple[Span, str]]:
-    """The host side of each layout in the output: the runtime after the struct's
-    definition, the runtime calls on its arrays through it."""
+    """The host side of each layout in the output (made with the plan): the runtime
+    after the struct's definition, the runtime calls on its arrays through it."""
     plans: list[LayoutDecision] = []
     for d in decisions:
         if d.action == "layout" and all(p is not d.layout for p in plans):
             plans.append(d.layout)
     out = []
     for k, plan in enumerate(plans):
-        out.append((Span(plan.insert_at, plan.insert_at), "\n" + runtime(plan.layout, k == 0)))
-        out += [(call.span, rewrite_call(call, plan.layout)) for call in plan.calls]
+        runtime_text = plan.runtimes[0] if k == 0 else plan.runtimes[1]
+        out.append((Span(plan.insert_at, plan.insert_at), "\n" + runtime_text))
+        out += plan.host_edits
     return out
 
 
@@ -851,6 +852,7 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
         if not plan.changes:
             continue
         plan.texts = {}
+        name = None
         try:
             for name, params in plan.kernels.items():
                 d = by_name.get(name)
@@ -860,8 +862,21 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
                 plan.unrolled[name] = unroll_factors(model, plan.layout, set(params))
                 plan.texts[name] = rewrite_kernel(program, program.kernel(name), params,
                                                   plan.unrolled[name])
+            name = None
+            plan.host_edits = [(call.span, rewrite_call(call, plan.layout))
+                               for call in plan.calls]
+            plan.runtimes = (runtime(plan.layout, True), runtime(plan.layout, False))
         except NotRewritable as error:
-            plan.reason = f"kernel '{name}': {error}"
+            plan.reason = f"kernel '{name}': {error}" if name else str(error)
+            continue
+        except Exception as error:        # confined: this struct's arrays stay as they are
+            what = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+            where = program.kernel(name) if name else program.kernel(next(iter(plan.kernels)))
+            errors.append(Diagnostic("error", "internal-error", "internal error in polycoal "
+                                     f"while rewriting the arrays of {plan.struct.name} "
+                                     f"({what}); their layout is left as it is",
+                                     where.location if where else None, name))
+            plan.reason = f"internal error ({what})"
             continue
         at = definition_end(program, plan.struct.name)
         first_use = min([program.kernel(n).span.start for n in plan.kernels] +

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Layout changes of arrays of structs measured on the device (needs nvcc, pycuda).
 
-    python tools/bench_layout.py --out DIR [--repeat 20] [--steps 10] [--ncu]
-        [--layout auto|soa|grouped] nbody[:N] particles[:N] mixed[:N]
+    python tools/bench_layout.py --out DIR [--repeat 20] [--steps S] [--ncu]
+        [--layout auto|soa|grouped] nbody[:N] particles[:N] mixed[:N] mixedgain[:N]
 
 Each named case is a fixture of testsuite/fixtures/layout with its launch sequence per
 time step (CASES). The fixture is transformed; the original's kernels and the output's
@@ -13,8 +13,8 @@ sm_90 to PTX and loaded with pycuda. Then:
   original's field by field (relative 1e-5);
 - timing: each kernel on its own, CUDA events after a warm-up, the median of `--repeat`
   launches; conversions (pack: host layout -> device layout, unpack: back) likewise;
-- whole program on the GPU: STEPS x the step's kernels, plus the two conversions for
-  the output; the speedup;
+- whole program on the GPU: STEPS x the step's launches (each kernel as often as the
+  fixture launches it), plus the two conversions for the output; the speedup;
 - bandwidth: the bytes of the fields each kernel reads and writes per element, over its
   time, against a device-to-device copy of 1 GiB (same call): the copy ceiling;
 - with --ncu: each kernel once more under Nsight Compute, global load and store sectors
@@ -43,22 +43,24 @@ from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.transform import transform_program  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "testsuite", "fixtures", "layout")
-# case -> (fixture, default elements, block, [(kernel, [argument]...)] per step); an
-# argument: "A" the array of structs, "n" the element count as int, "f:V" a float,
-# "i:V" an int, "out" a float array of n elements
+# case -> (fixture, default elements, block, steps, [(kernel, [argument], launches)]): the
+# launch sequence of one time step; an argument: "A" the array of structs, "n" the
+# element count as int, "f:V" a float, "i:V" an int, "out" a float array of n elements,
+# "idx" an int array of n indices into the array (i * 2654435761 mod n, as the fixture)
 CASES = {
-    "nbody": ("nbody_aos.cu", 65536, 256,
-              [("body_force", ["A", "f:0.01", "n"]),
-               ("integrate_position", ["A", "f:0.01", "n"])]),
-    "particles": ("particles_aos.cu", 1 << 24, 128,
-                  [("equation_of_state", ["A", "n", "f:3.0", "f:1000.0"]),
-                   ("leapfrog", ["A", "n", "f:0.001"])]),
-    "mixed": ("mixed_layout.cu", 1 << 24, 128,
-              [("gain", ["A", "n", "f:0.9"]), ("smooth", ["A", "out", "n"])]),
-    "mixed128": ("mixed_layout.cu", 1 << 24, 128,
-                 [("gain", ["A", "n", "f:0.9"]), ("smooth", ["A", "out", "n"])]),
+    "nbody": ("nbody_aos.cu", 65536, 256, 10,
+              [("body_force", ["A", "f:0.01", "n"], 1),
+               ("integrate_position", ["A", "f:0.01", "n"], 1)]),
+    "particles": ("particles_aos.cu", 1 << 24, 128, 10,
+                  [("equation_of_state", ["A", "n", "f:3.0", "f:1000.0"], 1),
+                   ("leapfrog", ["A", "n", "f:0.001"], 1)]),
+    "mixed": ("mixed_layout.cu", 1 << 24, 128, 1,
+              [("gain", ["A", "n", "f:0.9"], 1), ("gather", ["A", "idx", "out", "n"], 10)]),
+    "mixedgain": ("mixed_layout.cu", 1 << 24, 128, 1,
+                  [("gain", ["A", "n", "f:0.9"], 100), ("gather", ["A", "idx", "out", "n"], 1)]),
 }
-DEFINES = {"mixed128": ("WINDOW=128",)}       # macros of a case (its program and builds)
+# the fixture's text as each case launches it (its host loops' trip counts)
+TEXT_EDITS = {"mixedgain": (("k < 1; k++", "k < 100; k++"), ("g < 10; g++", "g < 1; g++"))}
 NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"
                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,"
                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,"
@@ -143,11 +145,15 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
              original_edits: tuple[tuple[str, str], ...] = (), layout: str = "auto") -> dict:
     import numpy as np
     import pycuda.driver as driver
-    fixture, _, block, sequence = CASES[case]
+    fixture, _, block, case_steps, sequence = CASES[case]
+    steps = case_steps if steps is None else steps
     path = os.path.join(FIXTURES, fixture)
-    defines = DEFINES.get(case, ())
+    defines = ()
     preprocessor = PreprocessorOptions(defines=defines)
-    program = read_program(path, preprocessor)
+    source = open(path).read()
+    for old, new in TEXT_EDITS.get(case, ()):
+        source = source.replace(old, new)
+    program = read_program(path, preprocessor, text=source)
     result = transform_program(program, TransformOptions(layout=layout,
                                                          preprocessor=preprocessor))
     plan = next((d.layout for d in result.decisions if d.action == "layout"), None)
@@ -175,6 +181,9 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
     new = driver.mem_alloc(n * layout.element_bytes)
     out_old = driver.mem_alloc(n * 4)
     out_new = driver.mem_alloc(n * 4)
+    driver.memset_d32(out_old, 0, n)
+    driver.memset_d32(out_new, 0, n)
+    idx = driver.to_device((np.arange(n, dtype=np.uint64) * 2654435761 % n).astype(np.int32))
     segments = [np.uintp(int(new) + layout.segment_bytes(k) * n)
                 for k in range(len(layout.groups))]
     grid = ((n + block - 1) // block, 1)
@@ -189,6 +198,8 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
                 out.append(np.int32(n))
             elif a == "out":
                 out.append(out_new if new_layout else out_old)
+            elif a == "idx":
+                out.append(idx)
             elif a.startswith("f:"):
                 out.append(np.float32(float(a[2:])))
             else:
@@ -207,8 +218,9 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
 
     def step(new_layout):
         fns = new_fn if new_layout else old_fn
-        for kernel, spec in sequence:
-            fns[kernel](*args(spec, new_layout), block=blk, grid=grid)
+        for kernel, spec, launches in sequence:
+            for _ in range(launches):
+                fns[kernel](*args(spec, new_layout), block=blk, grid=grid)
 
     # validation: same elements, STEPS steps each, the output converted back
     driver.memcpy_htod(aos, raw)
@@ -228,6 +240,12 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
     for leaf in a:
         x, y = a[leaf].astype(np.float64), b[leaf].astype(np.float64)
         worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1.0))))
+    if any("out" in spec for _, spec, _ in sequence):
+        o_old, o_new = np.empty(n, np.float32), np.empty(n, np.float32)
+        driver.memcpy_dtoh(o_old, out_old)
+        driver.memcpy_dtoh(o_new, out_new)
+        x, y = o_old.astype(np.float64), o_new.astype(np.float64)
+        worst = max(worst, float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1.0))))
     row = {"case": case, "fixture": fixture, "elements": n, "steps": steps,
            "layout": layout.describe(), "bytes_per_element": [struct.size,
                                                               layout.element_bytes],
@@ -236,7 +254,7 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
         return row
     timer = Timer(driver, repeat)
     kernels = {}
-    for kernel, spec in sequence:
+    for kernel, spec, launches in sequence:
         t_old = timer(lambda: old_fn[kernel](*args(spec, False), block=blk, grid=grid))
         t_new = timer(lambda: new_fn[kernel](*args(spec, True), block=blk, grid=grid))
         read = {u.leaves for u in plan.uses if u.kernel == kernel and u.kind == "read"}
@@ -244,14 +262,14 @@ def run_case(case: str, n: int, steps: int, repeat: int, once: bool,
         size = {leaf.path: leaf.size for leaf in struct.leaves()}
         useful = n * (sum(size[p] for s in read for p in s) +
                       sum(size[p] for s in written for p in s))
-        kernels[kernel] = {"original_ms": t_old, "layout_ms": t_new,
+        kernels[kernel] = {"original_ms": t_old, "layout_ms": t_new, "launches": launches,
                            "speedup": t_old / t_new, "useful_bytes": useful,
                            "original_GBps": useful / t_old / 1e6,
                            "layout_GBps": useful / t_new / 1e6}
     t_pack = timer(pack)
     t_unpack = timer(unpack)
-    per_step_old = sum(k["original_ms"] for k in kernels.values())
-    per_step_new = sum(k["layout_ms"] for k in kernels.values())
+    per_step_old = sum(k["launches"] * k["original_ms"] for k in kernels.values())
+    per_step_new = sum(k["launches"] * k["layout_ms"] for k in kernels.values())
     whole_old = steps * per_step_old
     whole_new = steps * per_step_new + t_pack + t_unpack
     copy_bytes = 1 << 30
@@ -307,7 +325,8 @@ def main() -> int:
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="time steps (default: each case's own)")
     ap.add_argument("--ncu", action="store_true")
     ap.add_argument("--edit", action="append", default=[],
                     help="PATTERN=>REPLACEMENT applied to the output before building "

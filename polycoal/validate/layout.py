@@ -26,7 +26,7 @@ def _key(p: Poly | None) -> tuple:
     return tuple(sorted((m, str(c)) for m, c in p.terms.items())) if p is not None else ()
 
 
-def _index_text(text: str) -> str:
+def index_text(text: str) -> str:
     """The element index as written: between the first `[` and its `]`."""
     if "[" not in text:
         return "0"
@@ -49,7 +49,7 @@ def _expected(a: Access, params: dict[str, Layout], names: dict[str, list[str]])
     k, group = layout.group_of(a.member)
     component = group.slot(a.member)[1] or None
     if a.flat is None:
-        return (a.kind, names[a.array][k], (), component, _index_text(a.text))
+        return (a.kind, names[a.array][k], (), component, index_text(a.text))
     sigma = (a.flat - Poly.const(leaf.offset // struct.unit)) * Fraction(struct.unit,
                                                                           struct.size)
     return (a.kind, names[a.array][k], _key(sigma), component, None)
@@ -57,7 +57,7 @@ def _expected(a: Access, params: dict[str, Layout], names: dict[str, list[str]])
 
 def _actual(a: Access) -> tuple:
     return (a.kind, a.array, _key(a.flat), a.member,
-            None if a.flat is not None else _index_text(a.text))
+            None if a.flat is not None else index_text(a.text))
 
 
 def layout_problems(old: KernelModel, new: KernelModel, params: dict[str, Layout],
