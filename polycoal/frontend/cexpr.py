@@ -9,6 +9,8 @@ through a resolver; an unknown one makes the value unknown (None).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import math
 from typing import Callable
 
@@ -33,12 +35,19 @@ class _Unknown(Exception):
     pass
 
 
+@lru_cache(maxsize=1)
+def _parser() -> c_parser.CParser:
+    return c_parser.CParser()      # building the tables is the costly part: once
+
+
+@lru_cache(maxsize=4096)
 def parse_expression(text: str) -> c_ast.Node | None:
-    """pycparser AST of a C expression, or None when it does not parse as C."""
+    """pycparser AST of a C expression, or None when it does not parse as C (cached:
+    callers only read the tree)."""
     cleaned = text.replace("std::", "")
     source = cuda_dialect().prelude + f"void __pc_f(void) {{ __pc_v = ({cleaned}); }}\n"
     try:
-        ast = c_parser.CParser().parse(source)
+        ast = _parser().parse(source)
     except Exception:
         return None
     body = ast.ext[-1].body.block_items[0]
