@@ -738,8 +738,10 @@ def _layout(program: Program, new_program: Program | None, d: KernelDecision) ->
         return [new_model]
     params = d.layout.kernels[d.kernel]
     names = {p: group_parameters(p, layout) for p, layout in params.items()}
+    # the original as written (the analysis' model may carry a race-free assumption)
+    old_model = extract_model(program.kernel(d.kernel), program)
     return layout_is_injective(d.layout.layout) + \
-        layout_problems(d.analysis.model, new_model, params, names)
+        layout_problems(old_model, new_model, params, names)
 
 
 VALIDATORS = {"layout": (_layout,),
@@ -866,6 +868,7 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
             plan.host_edits = [(call.span, rewrite_call(call, plan.layout))
                                for call in plan.calls]
             plan.runtimes = (runtime(plan.layout, True), runtime(plan.layout, False))
+            plan.description = f"{plan.layout.describe()}: {plan.summary()}"
         except NotRewritable as error:
             plan.reason = f"kernel '{name}': {error}" if name else str(error)
             continue
@@ -916,7 +919,7 @@ def _with_layouts(decisions: list[KernelDecision], plans: list[LayoutDecision]
         out.append(replace(d, action="layout", code="layout", layout=plan,
                            layout_text=plan.texts[d.kernel], reason=(
                                f"its array of {plan.struct.name} ({params}) is stored as "
-                               f"{plan.layout.describe()}: {plan.summary()}{unrolled}"),
+                               f"{plan.description}{unrolled}"),
                            generated=None, mapping=None, assumption=None, disjoint=()))
     return out
 

@@ -174,7 +174,7 @@ def test_unrolling_of_streaming_and_short_loops(program, analysis, write_cu):
 
 FIXTURES = [("nbody_aos.cu", ("200", "2"), "auto"), ("particles_aos.cu", ("700",), "auto"),
             ("mixed_layout.cu", ("1000",), "soa"), ("mixed_layout.cu", ("1000",), "grouped"),
-            ("double_buffer.cu", ("1000",), "auto")]
+            ("double_buffer.cu", ("1000",), "auto"), ("whole_elements.cu", (), "auto")]
 
 
 @pytest.mark.parametrize("fixture,argv,layout", FIXTURES,
@@ -261,13 +261,25 @@ def test_an_array_polycoal_cannot_follow_keeps_its_layout(use, arg, why, write_c
     assert "polycoal_layout" not in result.text
 
 
-def test_a_whole_element_access_keeps_the_layout(write_cu):
+def test_a_whole_element_inside_an_expression_keeps_the_layout(write_cu):
     path = write_cu(ESCAPE.format(use="", arg="d").replace(
-        "if (i < n) p[i].x += p[i].w * 0.5f;",
-        "if (i < n) { Body b = p[i]; p[i].x = b.w + b.x; }"))
+        "__global__ void move", "__device__ float norm2(Body b) { return b.x * b.x; }\n"
+        "__global__ void move").replace("if (i < n) p[i].x += p[i].w * 0.5f;",
+                                         "if (i < n) p[i].w = norm2(p[i]);"))
     result = transform_program(read_program(str(path)), TransformOptions())
     kept = [x for x in result.diagnostics if x.code == "layout-kept"]
-    assert kept and "whole elements" in kept[0].message
+    assert kept and "used as a whole element" in kept[0].message, \
+        [str(x) for x in result.diagnostics]
+
+
+def test_whole_elements_are_written_field_by_field():
+    _, result = _transform(LAYOUT / "whole_elements.cu", layout="soa")
+    text = result.text
+    assert "Body b; b.x = p__x[i]; b.y = p__y[i];" in text
+    assert "float3 v; v.x = p__v_x[i]; v.y = p__v_y[i]; v.z = p__v_z[i];" in text
+    assert "{ q__x[i] = b.x; q__y[i] = b.y;" in text
+    # under the `if`, every field of the copy (one compound statement)
+    assert "if (i == 0) { q__x[0] = p__x[0]; q__y[0] = p__y[0];" in text
 
 
 def test_layout_options(write_cu):

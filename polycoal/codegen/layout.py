@@ -87,6 +87,88 @@ def _written_leaves(tokens: list[Token], body: int, p: str, text: str) -> set[st
     return out
 
 
+def _field(p: str, layout: Layout, path: str, index: str) -> str:
+    """The access to field `path` of element `index` of `p` in the new layout."""
+    g_index, group = layout.group_of(path)
+    _, component = group.slot(path)
+    name = group_parameters(p, layout)[g_index]
+    return f"{name}[{index}]" + (f".{component}" if component else "")
+
+
+_BOUNDARY = (";", "{", "}", ")", ":")
+
+
+def _whole(tokens: list[Token], text: str, k: int, after: int, p: str, index: str,
+           path: str, layouts: dict[str, Layout], line: int) -> tuple[int, int, str]:
+    """(start, end, text) replacing the statement that reads or writes the whole element
+    (or the sub-struct `path`) at tokens[k:after]: a declaration `S v = p[E];`, an
+    assignment `v = p[E];`, a store `p[E] = v;` or a copy `p[E] = q[F];`, each written
+    field by field."""
+    layout = layouts[p]
+    leaves = [leaf for leaf in layout.struct.leaves() if not path or leaf.path == path
+              or leaf.path.startswith(path + ".") or leaf.path.startswith(path + "[")]
+    where = f"line {line + tokens[k].line - 1}"
+    if not leaves:
+        raise NotRewritable(f"no field '{path}' in {layout.struct.name} ({where})")
+    if any(x.text in ASSIGNMENTS or x.text == "(" for x in tokenize(index)):
+        raise NotRewritable(f"the index '{index}' of a whole element has side effects or "
+                            f"calls ({where})")
+
+    def suffix(leaf) -> str:
+        rest = leaf.path[len(path):]
+        return rest if rest.startswith(("[", ".")) else "." + rest
+    end_token = tokens[after] if after < len(tokens) else None
+    if k >= 2 and tokens[k - 1].text == "=" and tokens[k - 2].kind == "id" and \
+            end_token is not None and end_token.text == ";":
+        target = tokens[k - 2].text
+        j = k - 3
+        while j >= 0 and (tokens[j].kind == "id" or tokens[j].text == "::"):
+            j -= 1
+        if j < 0 or tokens[j].text not in _BOUNDARY:
+            raise NotRewritable(f"a whole element read inside an expression ({where})")
+        declared = [x.text for x in tokens[j + 1:k - 2] if x.text != "const"]
+        if declared and tokens[j].text not in (";", "{", "}"):
+            raise NotRewritable(f"a declaration as the body of a statement ({where})")
+        first = tokens[j + 1] if declared else tokens[k - 2]
+        body = " ".join(f"{target}{suffix(leaf)} = {_field(p, layout, leaf.path, index)};"
+                        for leaf in leaves)
+        # a declaration stays in its block; an assignment becomes one compound
+        # statement (it may be the body of an `if` or a loop)
+        return first.start, end_token.end, (f"{' '.join(declared)} {target}; {body}"
+                                            if declared else f"{{ {body} }}")
+    if k >= 1 and tokens[k - 1].text in _BOUNDARY and end_token is not None and \
+            end_token.text == "=" and after + 2 < len(tokens) and \
+            tokens[after + 1].text in layouts and tokens[after + 2].text == "[" and \
+            layouts[tokens[after + 1].text].struct == layout.struct:
+        # an element copied from another array of the struct: field by field
+        source = tokens[after + 1].text
+        close = matching(tokens, after + 2)
+        other = text[tokens[after + 2].end:tokens[close].start].strip()
+        other_path, stop = _path(tokens, close + 1, text)
+        if other_path != path or stop >= len(tokens) or tokens[stop].text != ";" or \
+                any(x.text in ASSIGNMENTS or x.text == "(" for x in tokenize(other)):
+            raise NotRewritable(f"an element copied in a form polycoal does not rewrite "
+                                f"({where})")
+        body = " ".join(f"{_field(p, layout, leaf.path, index)} = "
+                        f"{_field(source, layouts[source], leaf.path, other)};"
+                        for leaf in leaves)
+        return tokens[k].start, tokens[stop].end, f"{{ {body} }}"
+    if k >= 1 and tokens[k - 1].text in _BOUNDARY and end_token is not None and \
+            end_token.text == "=":
+        j = after + 1
+        while j < len(tokens) and (tokens[j].kind == "id" or tokens[j].text in (".", "->")):
+            j += 1
+        value = text[tokens[after + 1].start:tokens[j - 1].end] if j > after + 1 else ""
+        if not value or j >= len(tokens) or tokens[j].text != ";":
+            raise NotRewritable(f"a whole element stored from an expression ({where})")
+        body = " ".join(f"{_field(p, layout, leaf.path, index)} = {value}{suffix(leaf)};"
+                        for leaf in leaves)
+        return tokens[k].start, tokens[j].end, f"{{ {body} }}"
+    raise NotRewritable(f"'{text[tokens[k].start:tokens[after - 1].end]}' used as a whole "
+                        f"element other than in `S v = ...;`, `v = ...;` or `... = v;` "
+                        f"({where})")
+
+
 def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
                    unroll: dict[int, tuple[int, str]] | None = None) -> str:
     """The kernel's text with the parameters of `layouts` (name -> layout) split into
@@ -151,13 +233,14 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
                                 f"{kernel.location.line + t.line - 1})")
         leaf = layout.struct.leaf(path) if path else None
         if leaf is None:
-            raise NotRewritable(f"'{text[t.start:tokens[after - 1].end]}' is not one field "
-                                "(whole elements and sub-structs are not rewritten)")
-        g_index, group = layout.group_of(path)
-        _, component = group.slot(path)
-        name = group_parameters(p, layout)[g_index]
-        new = f"{name}[{index}]" + (f".{component}" if component else "")
-        edits.append((t.start, tokens[after - 1].end, new))
+            # a whole element or a sub-struct (`Body b = p[i];`, `p[i] = b;`,
+            # `float3 q = p[i].pos;`): the statement, field by field
+            start, end, new = _whole(tokens, text, k, after, p, index, path, layouts,
+                                     kernel.location.line)
+            edits.append((start, end, new))
+            k = next(j for j in range(after, len(tokens)) if tokens[j].end >= end) + 1
+            continue
+        edits.append((t.start, tokens[after - 1].end, _field(p, layout, path, index)))
         k = after
     out, pos = [], 0
     for start, end, new in sorted(edits):

@@ -57,6 +57,21 @@ class Access:
     unit: int | None = None
 
     @property
+    def element_index(self) -> str:
+        """The element index as written: the text between the first `[` and its `]`
+        (`p[nbr[i]].x` -> `nbr[i]`; `p->x` -> `0`)."""
+        text = self.text
+        if "[" not in text:
+            return "0"
+        depth, start = 0, text.index("[")
+        for k in range(start, len(text)):
+            depth += text[k] == "["
+            depth -= text[k] == "]"
+            if depth == 0:
+                return text[start + 1:k].strip()
+        return text
+
+    @property
     def unit_bytes(self) -> int:
         """Bytes per unit of `flat`: the element's size, or a struct array's unit."""
         return self.unit or self.element_size

@@ -71,12 +71,6 @@ class Layout:
         """Bytes per element before segment k (times the element count: its start)."""
         return sum(g.size for g in self.groups[:k])
 
-    def address(self, path: str, index: int, count: int) -> int:
-        """Byte address of leaf `path` of element `index` in an array of `count`."""
-        k, g = self.group_of(path)
-        inner = g.slot(path)[0]
-        return count * self.segment_bytes(k) + index * g.size + inner
-
     def describe(self) -> str:
         if self.kind == "aos":
             return f"array of structs ({self.struct.size} bytes per element)"

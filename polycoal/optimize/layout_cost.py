@@ -124,43 +124,25 @@ class Work:
     l2: float = 0.0
 
 
+def _operations(n) -> int:
+    """Instructions node `n` itself stands for (not its children)."""
+    if isinstance(n, (c_ast.BinaryOp, c_ast.FuncCall, c_ast.TernaryOp)):
+        return 1
+    if isinstance(n, c_ast.UnaryOp):
+        return int(n.op in ("-", "!", "~", "++", "--", "p++", "p--"))
+    if isinstance(n, c_ast.Assignment):
+        return int(n.op != "=")
+    return 0
+
+
 def arithmetic(node) -> int:
     """Arithmetic instructions of a statement: operators and calls (a compound
-    assignment counts its operator; subscripts and field selections do not)."""
-    count = 0
-
-    class V(c_ast.NodeVisitor):
-        def visit_BinaryOp(self, n):
-            nonlocal count
-            count += 1
-            self.generic_visit(n)
-
-        def visit_UnaryOp(self, n):
-            nonlocal count
-            count += n.op in ("-", "!", "~", "++", "--", "p++", "p--")
-            self.generic_visit(n)
-
-        def visit_FuncCall(self, n):
-            nonlocal count
-            count += 1
-            self.generic_visit(n)
-
-        def visit_TernaryOp(self, n):
-            nonlocal count
-            count += 1
-            self.generic_visit(n)
-
-        def visit_Assignment(self, n):
-            nonlocal count
-            count += n.op != "="
-            self.generic_visit(n)
-
-        def visit_ArrayRef(self, n):
-            self.visit(n.name)        # the subscript is address arithmetic
-
-    if node is not None:
-        V().visit(node)
-    return count
+    assignment counts its operator; subscripts, address arithmetic, do not)."""
+    if node is None:
+        return 0
+    children = [node.name] if isinstance(node, c_ast.ArrayRef) else \
+        [child for _, child in node.children()]
+    return _operations(node) + sum(arithmetic(c) for c in children)
 
 
 def kernel_work(analysis) -> Work:
@@ -218,9 +200,8 @@ def kernel_uses(analysis, structs: dict) -> dict[str, list[Use]]:
         if a.flat is None:
             # an index the model cannot follow (`p[nbr[i]].x`): lanes at unrelated
             # elements; the index as written tells the fields read together
-            from polycoal.validate.layout import index_text
             loops, count, stride = tuple(r.statement.loops), 1.0, RANDOM
-            index = index_text(a.text)
+            index = a.element_index
         else:
             index = a.flat - Poly.const(leaf.offset // struct.unit) if leaf else a.flat
             stride_units = lane_stride(model, index, "x")
@@ -303,12 +284,12 @@ def price(layout: Layout, use: Use) -> Price:
     return Price(requests, sectors, wavefronts, l2=sectors if use.stride else 0.0)
 
 
-def memory_sectors(layout: Layout, leaves: set[str]) -> int:
-    """Sectors 32 consecutive elements occupy in memory for the fields `leaves`: the
-    whole struct's sectors where the fields share them (as it is), their groups'
-    (padding included) in a new layout."""
+def _touched(layout: Layout, leaves: set[str], elements) -> set[tuple[int, int]]:
+    """(segment, sector) pairs the fields `leaves` of `elements` (their indices from
+    a sector-aligned start) occupy: as it is, the struct's bytes; in a new layout,
+    their groups' (padding included)."""
     touched = set()
-    for e in range(cuda_dialect().warp_size):
+    for e in elements:
         for path in leaves:
             if layout.kind == "aos":
                 leaf = layout.struct.leaf(path)
@@ -317,26 +298,19 @@ def memory_sectors(layout: Layout, leaves: set[str]) -> int:
                 k, g = layout.group_of(path)
                 start, size, segment = e * g.size, g.size, k
             touched.update((segment, b // 32) for b in range(start, start + size))
-    return len(touched)
+    return touched
+
+
+def memory_sectors(layout: Layout, leaves: set[str]) -> int:
+    """Sectors 32 consecutive elements occupy in memory for the fields `leaves`."""
+    return len(_touched(layout, leaves, range(cuda_dialect().warp_size)))
 
 
 def element_sectors(layout: Layout, leaves: set[str]) -> float:
     """Sectors one element's fields `leaves` occupy, on average over the positions an
     element takes in its sectors (an element of 28 bytes straddles two now and then)."""
     lanes = cuda_dialect().warp_size
-    total = 0
-    for e in range(lanes):
-        touched = set()
-        for path in leaves:
-            if layout.kind == "aos":
-                leaf = layout.struct.leaf(path)
-                start, size, segment = e * layout.struct.size + leaf.offset, leaf.size, 0
-            else:
-                k, g = layout.group_of(path)
-                start, size, segment = e * g.size, g.size, k
-            touched.update((segment, b // 32) for b in range(start, start + size))
-        total += len(touched)
-    return total / lanes
+    return sum(len(_touched(layout, leaves, [e])) for e in range(lanes)) / lanes
 
 
 def total_price(layout: Layout, uses: list[Use], profile: "Profile | None" = None

@@ -115,6 +115,7 @@ class LayoutDecision:
     insert_at: int | None = None       # where the layout runtime goes in the file
     host_edits: list = field(default_factory=list)   # (span, text) of the host calls
     runtimes: tuple[str, str] = ("", "")   # the runtime's text, first in the file or not
+    description: str = ""              # the layout and its predicted effect, in words
 
     @property
     def changes(self) -> bool:
@@ -130,7 +131,7 @@ class LayoutDecision:
                 f"{before.dram:.3g} -> {after.dram:.3g} sectors of memory traffic, "
                 f"{before.clocks:.3g} -> {after.clocks:.3g} multiprocessor clocks "
                 f"({after.conversions:.3g} of them converting): "
-                f"{100 * (1 - after.total / before.total):.0f}% less")
+                f"{100 * (1 - after.total / before.total) if before.total else 0:.0f}% less")
 
 
 def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDecision]:

@@ -26,19 +26,6 @@ def _key(p: Poly | None) -> tuple:
     return tuple(sorted((m, str(c)) for m, c in p.terms.items())) if p is not None else ()
 
 
-def index_text(text: str) -> str:
-    """The element index as written: between the first `[` and its `]`."""
-    if "[" not in text:
-        return "0"
-    depth, start = 0, text.index("[")
-    for k in range(start, len(text)):
-        depth += text[k] == "["
-        depth -= text[k] == "]"
-        if depth == 0:
-            return text[start + 1:k].strip()
-    return text
-
-
 def _expected(a: Access, params: dict[str, Layout], names: dict[str, list[str]]) -> tuple:
     layout = params.get(a.array)
     if layout is None or a.member is None or a.struct is None:
@@ -49,7 +36,7 @@ def _expected(a: Access, params: dict[str, Layout], names: dict[str, list[str]])
     k, group = layout.group_of(a.member)
     component = group.slot(a.member)[1] or None
     if a.flat is None:
-        return (a.kind, names[a.array][k], (), component, index_text(a.text))
+        return (a.kind, names[a.array][k], (), component, a.element_index)
     sigma = (a.flat - Poly.const(leaf.offset // struct.unit)) * Fraction(struct.unit,
                                                                           struct.size)
     return (a.kind, names[a.array][k], _key(sigma), component, None)
@@ -57,32 +44,40 @@ def _expected(a: Access, params: dict[str, Layout], names: dict[str, list[str]])
 
 def _actual(a: Access) -> tuple:
     return (a.kind, a.array, _key(a.flat), a.member,
-            None if a.flat is not None else index_text(a.text))
+            None if a.flat is not None else a.element_index)
 
 
 def layout_problems(old: KernelModel, new: KernelModel, params: dict[str, Layout],
                     names: dict[str, list[str]]) -> list[str]:
     """Problems of the rewritten kernel `new` against `old` under `params` (parameter ->
-    layout); `names`: each parameter's group parameters, in group order."""
+    layout); `names`: each parameter's group parameters, in group order. Statements are
+    compared line by line (a whole element is read or written field by field, on its
+    line): the same accesses, moved by the layout, and each statement over a domain of
+    the original's statements on that line."""
     problems = []
-    if len(old.statements) != len(new.statements):
-        return [f"{len(new.statements)} statements read back, {len(old.statements)} expected"]
     if old.dims != new.dims:
         return [f"dimensions {new.dims} read back, {old.dims} expected"]
     shift = new.location.line - old.location.line     # the kernel moved in the file
-    for s, t in zip(old.statements, new.statements):
-        if s.location.line + shift != t.location.line:
-            problems.append(f"statement {s.name} moved from line {s.location.line}")
-            continue
-        if not isl_helpers.domain(old, s).is_equal(isl_helpers.domain(new, t)):
-            problems.append(f"statement at line {s.location.line}: its domain changed")
-        want = Counter(_expected(a, params, names) for a in s.accesses if a.space != "private")
-        got = Counter(_actual(a) for a in t.accesses if a.space != "private")
+    lines: dict[int, tuple[list, list]] = {}
+    for s in old.statements:
+        lines.setdefault(s.location.line, ([], []))[0].append(s)
+    for t in new.statements:
+        lines.setdefault(t.location.line - shift, ([], []))[1].append(t)
+    for line, (before, after) in sorted(lines.items()):
+        want = Counter(_expected(a, params, names) for s in before for a in s.accesses
+                       if a.space != "private")
+        got = Counter(_actual(a) for t in after for a in t.accesses if a.space != "private")
         if want != got:
             missing = list((want - got).elements())[:1]
             extra = list((got - want).elements())[:1]
-            problems.append(f"statement at line {s.location.line}: accesses differ "
-                            f"(expected {missing}, found {extra})")
+            problems.append(f"line {line}: accesses differ (expected {missing}, found "
+                            f"{extra})")
+        domains = [isl_helpers.domain(old, s).reset_tuple_id() for s in before]
+        for t in after:
+            if t.accesses and not any(isl_helpers.domain(new, t).reset_tuple_id()
+                                      .is_equal(d) for d in domains):
+                problems.append(f"line {line}: a statement over another domain")
+                break
     return problems
 
 
