@@ -174,7 +174,8 @@ def test_unrolling_of_streaming_and_short_loops(program, analysis, write_cu):
 
 FIXTURES = [("nbody_aos.cu", ("200", "2"), "auto"), ("particles_aos.cu", ("700",), "auto"),
             ("mixed_layout.cu", ("1000",), "soa"), ("mixed_layout.cu", ("1000",), "grouped"),
-            ("double_buffer.cu", ("1000",), "auto"), ("whole_elements.cu", (), "auto")]
+            ("double_buffer.cu", ("1000",), "auto"), ("whole_elements.cu", (), "auto"),
+            ("element_pointer.cu", (), "auto")]
 
 
 @pytest.mark.parametrize("fixture,argv,layout", FIXTURES,
@@ -206,6 +207,15 @@ def test_launches_pass_segments_and_host_calls_convert():
     assert "__global__ void body_force(const float4 *__restrict__ p__x_y_z_m, " \
            "float4 *p__vx_vy_vz, float dt, int n)" in text
     assert '_Pragma("unroll 16") for (int j = 0; j < n; j++)' in text
+
+
+def test_a_pointer_to_an_element_is_its_fields():
+    _, result = _transform(LAYOUT / "element_pointer.cu")
+    text = result.text
+    assert "  Particle *p = &ps[i];" not in text and "ps__vx[i] -= 9.8f * dt * ps__mass[i];" \
+        in text
+    # written through the pointer: not read-only; only read: restrict
+    assert "float *ps__vx, const float *__restrict__ ps__vy" in text
 
 
 def test_the_validator_rejects_a_wrong_field(program):

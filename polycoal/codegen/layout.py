@@ -60,14 +60,17 @@ def _path(tokens: list[Token], k: int, text: str) -> tuple[str, int]:
     return "".join(words), k
 
 
-def _written_leaves(tokens: list[Token], body: int, p: str, text: str) -> set[str] | None:
-    """The field paths of `p` the kernel writes (`p[E].f = / op= / ++`); None when
-    a write cannot be told (the whole element, an unknown form)."""
+def _written_leaves(tokens: list[Token], body: int, p: str, text: str,
+                    aliases: set[str] = frozenset(), skip: tuple = ()) -> set[str] | None:
+    """The field paths of `p` the kernel writes (`p[E].f = / op= / ++`, `q->f = ` for
+    a pointer q to one of its elements); None when a write cannot be told (the whole
+    element, an unknown form)."""
     out: set[str] = set()
     k = body
     while k < len(tokens):
         t = tokens[k]
-        if t.text != p or tokens[k - 1].text in (".", "->", "::"):
+        if (t.text != p and t.text not in aliases) or tokens[k - 1].text in (".", "->", "::") \
+                or any(first <= k <= last for first, last in skip):
             k += 1
             continue
         if tokens[k + 1].text == "[":
@@ -84,6 +87,40 @@ def _written_leaves(tokens: list[Token], body: int, p: str, text: str) -> set[st
                 return None
             out.add(path)
         k = after
+    return out
+
+
+def _aliases(tokens: list[Token], body: int, layouts: dict[str, Layout], text: str
+             ) -> dict[str, tuple[str, str, int, int]]:
+    """Pointers to one element (`Body *b = &p[i];`): name -> (array, index as written,
+    first and last token of the declaration), where the index has no side effects and
+    neither the pointer nor a name in the index is assigned after it."""
+    out = {}
+    for k in range(body, len(tokens) - 6):
+        if not (tokens[k].text == "*" and tokens[k + 1].kind == "id" and
+                tokens[k + 2].text == "=" and tokens[k + 3].text == "&" and
+                tokens[k + 4].text in layouts and tokens[k + 5].text == "["):
+            continue
+        close = matching(tokens, k + 5)
+        if close + 1 >= len(tokens) or tokens[close + 1].text != ";":
+            continue
+        j = k - 1
+        while j > body and (tokens[j].kind == "id" or tokens[j].text == "::"):
+            j -= 1
+        if tokens[j].text not in (";", "{", "}") or j == k - 1:
+            continue
+        inner = tokens[k + 6:close]
+        if any(x.text in ASSIGNMENTS or x.text == "(" for x in inner):
+            continue
+        names = {x.text for x in inner if x.kind == "id"} | {tokens[k + 1].text}
+        later = tokens[close + 2:]
+        if any(x.text in names and ((n + 1 < len(later) and later[n + 1].text in ASSIGNMENTS)
+                                    or (n and later[n - 1].text in ("++", "--")))
+               for n, x in enumerate(later)):
+            continue
+        out[tokens[k + 1].text] = (tokens[k + 4].text,
+                                   text[tokens[k + 5].end:tokens[close].start].strip(),
+                                   j + 1, close + 1)
     return out
 
 
@@ -184,6 +221,9 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
     body = next(k for k in range(close, len(tokens)) if tokens[k].text == "{")
     edits: list[tuple[int, int, str]] = []
     taken = {t.text for t in tokens if t.kind == "id"}
+    aliases = _aliases(tokens, body, layouts, text)
+    for name, (_, _, first, last) in aliases.items():
+        edits.append((tokens[first].start, tokens[last].end, ""))   # the pointer goes
     for param in split_top_level(tokens[name_at + 2:close]):
         ids = [t for t in param if t.kind == "id"]
         if not ids or ids[-1].text not in layouts:
@@ -195,7 +235,10 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
         if clash:
             raise NotRewritable(f"the name '{sorted(clash)[0]}' is taken")
         const = "const " if any(t.text == "const" for t in param[:-1]) else ""
-        written = _written_leaves(tokens, body, p, text) if len(layouts) == 1 else None
+        written = _written_leaves(
+            tokens, body, p, text, {a for a, (q, _, _, _) in aliases.items() if q == p},
+            tuple((first, last) for _, _, first, last in aliases.values())) \
+            if len(layouts) == 1 else None
         decls = []
         for g, n in zip(layout.groups, names):
             # a group the kernel only reads: its own segment, which no other pointer
@@ -207,10 +250,26 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
             else:
                 decls.append(f"{const}{g.type} *{n}")
         edits.append((param[0].start, param[-1].end, ", ".join(decls)))
+    declarations = [(first, last) for _, _, first, last in aliases.values()]
     k = body + 1
     while k < len(tokens):
         t = tokens[k]
         line = first_line + t.line - 1
+        skip = next((last for first, last in declarations if first <= k <= last), None)
+        if skip is not None:
+            k = skip + 1
+            continue
+        if t.kind == "id" and t.text in aliases and tokens[k - 1].text not in (".", "->",
+                                                                               "::"):
+            array, index, _, _ = aliases[t.text]
+            path, after = _path(tokens, k + 1, text)
+            if tokens[k + 1].text != "->" or layouts[array].struct.leaf(path) is None:
+                raise NotRewritable(f"the element pointer '{t.text}' used other than by "
+                                    f"one field (line {kernel.location.line + t.line - 1})")
+            edits.append((t.start, tokens[after - 1].end,
+                          _field(array, layouts[array], path, index)))
+            k = after
+            continue
         if t.text == "for" and line in pending:
             factor = pending.pop(line)[0]
             edits.append((t.start, t.start,

@@ -1663,9 +1663,22 @@ def fam_structs(b: Builder) -> None:
             targets = rng.sample(floats or [leaves[0][0]], min(len(floats or [1]),
                                                               rng.randint(1, 2)))
             k.lines.append(f"if ({i} < {n}) {{")
+            # the element as written (p[i]), through a pointer to it, or read whole
+            spelling = rng.choice(("index", "index", "pointer", "whole"))
+            ref = f"{p}[{i}]"
+            if spelling == "pointer":
+                k.lines.append(f"  {sname} *e = &{p}[{i}];")
+            elif spelling == "whole":
+                k.lines.append(f"  {sname} e = {p}[{i}];")
             for t in targets:
                 op = rng.choice(("=", "+=", "-=", "*="))
-                k.lines.append(f"  {p}[{i}].{t} {op} {_field_expr(rng, f'{p}[{i}]', leaves, reads)};")
+                source = {"pointer": "(*e)", "whole": "e"}.get(spelling, ref)
+                expr = _field_expr(rng, source, leaves, reads)
+                if spelling == "pointer":
+                    expr = expr.replace("(*e).", "e->")
+                    k.lines.append(f"  e->{t} {op} {expr};")
+                else:
+                    k.lines.append(f"  {ref}.{t} {op} {expr};")
             if rng.random() < 0.3 and leaves[0][0] not in targets and leaves[0][1] == "float" \
                     and targets[0] != leaves[0][0]:
                 k.lines.append(f"  {p}[{i}].{targets[0]} += {p}->{leaves[0][0]} * 0.5f;")

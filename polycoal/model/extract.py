@@ -502,6 +502,9 @@ class _Extractor:
                 at = at.name
             elif isinstance(at, c_ast.UnaryOp) and at.op == "*":
                 inner = at.expr
+                if isinstance(inner, c_ast.UnaryOp) and inner.op == "&":
+                    at = inner.expr            # `(&p[i])->f`: a local pointer inlined
+                    continue
                 if isinstance(inner, c_ast.BinaryOp) and inner.op == "+" and \
                         isinstance(inner.left, c_ast.ID):
                     index, at = inner.right, inner.left
