@@ -58,6 +58,9 @@ template <typename T> inline cudaError_t cudaMallocManaged(T** p, size_t bytes,
 template <typename T> inline cudaError_t cudaMallocHost(T** p, size_t bytes) {
   *p = (T*)std::malloc(bytes ? bytes : 1); return cudaSuccess; }
 inline cudaError_t cudaFreeHost(void* p) { std::free(p); return cudaSuccess; }
+template <typename T> inline cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t) {
+  return pc_malloc((void**)p, bytes); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes,
                                    cudaMemcpyKind kind, cudaStream_t = 0) {

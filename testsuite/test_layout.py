@@ -200,8 +200,8 @@ def test_launches_pass_segments_and_host_calls_convert():
     assert "body_force<<<blocks, 256>>>((float4 *)polycoal_layout_segment(d_bodies, 0), " \
            "(float4 *)polycoal_layout_segment(d_bodies, 16), dt, n);" in text
     assert "CHECK(polycoal_Body_malloc((void **)&d_bodies, bytes));" in text
-    assert "CHECK(polycoal_Body_to_device(d_bodies, h, bytes, cudaMemcpyHostToDevice));" in text
-    assert "CHECK(polycoal_Body_to_host(h, d_bodies, bytes, cudaMemcpyDeviceToHost));" in text
+    assert "CHECK(polycoal_Body_to_device(d_bodies, h, bytes, cudaMemcpyHostToDevice, 0));" in text
+    assert "CHECK(polycoal_Body_to_host(h, d_bodies, bytes, cudaMemcpyDeviceToHost, 0));" in text
     assert "CHECK(polycoal_Body_free(d_bodies));" in text
     # the read-only group of body_force is restrict; its written group is not
     assert "__global__ void body_force(const float4 *__restrict__ p__x_y_z_m, " \
@@ -258,7 +258,7 @@ int main() {{
 @pytest.mark.parametrize("use,arg,why", [
     ("fill(d, n);", "d", "used where polycoal cannot follow it"),
     ("", "d + 1", "in an argument of a launch"),
-    ("cudaMemcpyAsync(d, 0, 4, cudaMemcpyHostToDevice, 0);", "d",
+    ("cudaMemcpy2D(d, 20, 0, 20, 20, 1, cudaMemcpyHostToDevice);", "d",
      "used where polycoal cannot follow it"),
 ])
 def test_an_array_polycoal_cannot_follow_keeps_its_layout(use, arg, why, write_cu):
@@ -332,3 +332,47 @@ def test_an_internal_error_in_a_layout_is_confined(monkeypatch):
     (error,) = [x for x in result.diagnostics if x.code == "internal-error"]
     assert "ZeroDivisionError: on purpose" in error.message and error.location.line == 17
     assert all(d.action != "layout" for d in result.decisions)
+
+
+ASYNC = """
+#include <stdio.h>
+#include <stdlib.h>
+struct Cell { float u, v, w, q, r; };
+__global__ void relax(Cell *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { c[i].u = 0.5f * (c[i].u + c[i].v); c[i].w -= c[i].u * 0.25f; }
+}
+int main() {
+  int n = 3000;
+  size_t bytes = n * sizeof(Cell);
+  Cell *h = (Cell *)malloc(bytes);
+  for (int i = 0; i < n; i++) { h[i].u = i; h[i].v = 1; h[i].w = 2; h[i].q = 3; h[i].r = 4; }
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  Cell *d;
+  cudaMalloc(&d, bytes);
+  cudaMemsetAsync(d, 0, bytes, s);
+  cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s);
+  for (int k = 0; k < 50; k++) relax<<<(n + 127) / 128, 128, 0, s>>>(d, n);
+  cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
+  double t = 0;
+  for (int i = 0; i < n; i++) t += h[i].u + h[i].w + h[i].q;
+  printf("%.6f\\n", t);
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  free(h);
+  return 0;
+}
+"""
+
+
+def test_copies_on_a_stream_convert_on_that_stream(write_cu, tmp_path):
+    path = write_cu(ASYNC)
+    program = read_program(str(path))
+    result = transform_program(program, TransformOptions())
+    assert [d.action for d in result.decisions] == ["layout"], \
+        [str(x) for x in result.diagnostics]
+    assert "polycoal_Cell_to_device(d, h, bytes, cudaMemcpyHostToDevice, s)" in result.text
+    assert "polycoal_Cell_memset(d, 0, bytes, s)" in result.text
+    runs_alike(program.text, result.text, tmp_path)

@@ -346,14 +346,16 @@ def rewrite_call(call: HostCall, layout: Layout) -> str:
         return f"{p}_malloc({target}, {a[1]})"
     if call.function == "cudaFree":
         return f"{p}_free({a[0]})"
-    if call.function == "cudaMemset":
-        return f"{p}_memset({a[0]}, {a[1]}, {a[2]})"
-    if call.function == "cudaMemcpy":
+    stream = (a[4] if len(a) > 4 else "0") if call.function == "cudaMemcpyAsync" else \
+        (a[3] if len(a) > 3 else "0") if call.function == "cudaMemsetAsync" else "0"
+    if call.function in ("cudaMemset", "cudaMemsetAsync"):
+        return f"{p}_memset({a[0]}, {a[1]}, {a[2]}, {stream})"
+    if call.function in ("cudaMemcpy", "cudaMemcpyAsync"):
         if call.tracked == (0, 1):
-            return f"{p}_copy({a[0]}, {a[1]}, {a[2]})"
+            return f"{p}_copy({a[0]}, {a[1]}, {a[2]}, {stream})"
         if call.tracked == (0,):
-            return f"{p}_to_device({a[0]}, {a[1]}, {a[2]}, {a[3]})"
-        return f"{p}_to_host({a[0]}, {a[1]}, {a[2]}, {a[3]})"
+            return f"{p}_to_device({a[0]}, {a[1]}, {a[2]}, {a[3]}, {stream})"
+        return f"{p}_to_host({a[0]}, {a[1]}, {a[2]}, {a[3]}, {stream})"
     raise NotRewritable(f"{call.function} on an array of {layout.struct.name}")
 
 

@@ -18,8 +18,8 @@ from polycoal.frontend.lexer import Token, matching, split_top_level
 from polycoal.frontend.program import Program, Span
 
 ALLOCATE = ("cudaMalloc",)
-COPY = ("cudaMemcpy",)
-SET = ("cudaMemset",)
+COPY = ("cudaMemcpy", "cudaMemcpyAsync")
+SET = ("cudaMemset", "cudaMemsetAsync")
 RELEASE = ("cudaFree",)
 _NULLS = ("NULL", "nullptr", "0")
 
@@ -29,7 +29,8 @@ class HostCall:
     """A runtime call on a tracked array: its span (from the function's name to the
     closing parenthesis) and its arguments as written."""
 
-    function: str                # "cudaMalloc" | "cudaMemcpy" | "cudaMemset" | "cudaFree"
+    function: str                # "cudaMalloc" | "cudaMemcpy[Async]" | "cudaMemset[Async]"
+    #                              | "cudaFree"
     span: Span
     arguments: tuple[str, ...]
     line: int
