@@ -14,7 +14,7 @@ import pytest
 
 from conftest import runs_alike
 from polycoal.analysis import analyze_program
-from polycoal.codegen.layout import group_parameters, rewrite_kernel
+from polycoal.codegen.layout import group_parameters
 from polycoal.decisions import TransformOptions
 from polycoal.frontend import read_program
 from polycoal.frontend.lexer import tokenize

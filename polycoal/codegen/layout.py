@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
-from polycoal.frontend.program import Kernel, Launch, Program, Span
+from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.frontend.struct_arrays import HostCall
 from polycoal.optimize.layout import Layout
 from polycoal.templates import render_template
