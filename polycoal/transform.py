@@ -825,9 +825,8 @@ def _layout_host_edits(program: Program, decisions: list[KernelDecision]
         if d.action == "layout" and all(p is not d.layout for p in plans):
             plans.append(d.layout)
     out = []
-    for k, plan in enumerate(plans):
-        runtime_text = plan.runtimes[0] if k == 0 else plan.runtimes[1]
-        out.append((Span(plan.insert_at, plan.insert_at), "\n" + runtime_text))
+    for k, plan in enumerate(plans):       # the runtime's shared part with the first
+        out.append((Span(plan.insert_at, plan.insert_at), "\n" + plan.runtimes[k > 0]))
         out += plan.host_edits
     return out
 
@@ -838,9 +837,7 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
     text of its kernels in the new layout, or the reason it stays."""
     if options.kernel is not None or options.layout == "none":
         return []
-    analyses = [d.analysis for d in decisions]
-    if any(a is None or a.model is None for a in analyses):
-        analyses = [a for a in analyses if a is not None and a.model is not None]
+    analyses = [d.analysis for d in decisions if d.analysis and d.analysis.model]
     try:
         plans = plan_layouts(program, analyses, options.layout)
     except Exception as error:          # confined: the layouts stay, the kernels go on

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from polycoal.codegen.launch import has_side_effects
 from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.frontend.struct_arrays import HostCall
@@ -60,6 +61,21 @@ def _path(tokens: list[Token], k: int, text: str) -> tuple[str, int]:
     return "".join(words), k
 
 
+def _element(tokens: list[Token], k: int, text: str) -> tuple[str, str, int] | None:
+    """(element index as written, field path, index of the token after) of the access
+    that starts with the pointer at token k: `p[E].f...` or `p->f...` (index 0); None
+    when the pointer is used otherwise."""
+    nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+    if nxt == "[":
+        end = matching(tokens, k + 1)
+        path, after = _path(tokens, end + 1, text)
+        return text[tokens[k + 1].end:tokens[end].start].strip(), path, after
+    if nxt == "->" and k + 2 < len(tokens) and tokens[k + 2].kind == "id":
+        path, after = _path(tokens, k + 1, text)
+        return "0", path, after
+    return None
+
+
 def _written_leaves(tokens: list[Token], body: int, p: str, text: str,
                     aliases: set[str] = frozenset(), skip: tuple = ()) -> set[str] | None:
     """The field paths of `p` the kernel writes (`p[E].f = / op= / ++`, `q->f = ` for
@@ -73,13 +89,10 @@ def _written_leaves(tokens: list[Token], body: int, p: str, text: str,
                 or any(first <= k <= last for first, last in skip):
             k += 1
             continue
-        if tokens[k + 1].text == "[":
-            end = matching(tokens, k + 1)
-            path, after = _path(tokens, end + 1, text)
-        elif tokens[k + 1].text == "->":
-            path, after = _path(tokens, k + 1, text)
-        else:
+        found = _element(tokens, k, text)
+        if found is None:
             return None
+        _, path, after = found
         before = tokens[k - 1].text
         nxt = tokens[after].text if after < len(tokens) else ""
         if nxt in ASSIGNMENTS or before in ("++", "--", "&"):
@@ -110,7 +123,8 @@ def _aliases(tokens: list[Token], body: int, layouts: dict[str, Layout], text: s
         if tokens[j].text not in (";", "{", "}") or j == k - 1:
             continue
         inner = tokens[k + 6:close]
-        if any(x.text in ASSIGNMENTS or x.text == "(" for x in inner):
+        index = text[tokens[k + 5].end:tokens[close].start].strip()
+        if has_side_effects(index):
             continue
         names = {x.text for x in inner if x.kind == "id"} | {tokens[k + 1].text}
         later = tokens[close + 2:]
@@ -118,9 +132,7 @@ def _aliases(tokens: list[Token], body: int, layouts: dict[str, Layout], text: s
                                     or (n and later[n - 1].text in ("++", "--")))
                for n, x in enumerate(later)):
             continue
-        out[tokens[k + 1].text] = (tokens[k + 4].text,
-                                   text[tokens[k + 5].end:tokens[close].start].strip(),
-                                   j + 1, close + 1)
+        out[tokens[k + 1].text] = (tokens[k + 4].text, index, j + 1, close + 1)
     return out
 
 
@@ -142,12 +154,11 @@ def _whole(tokens: list[Token], text: str, k: int, after: int, p: str, index: st
     assignment `v = p[E];`, a store `p[E] = v;` or a copy `p[E] = q[F];`, each written
     field by field."""
     layout = layouts[p]
-    leaves = [leaf for leaf in layout.struct.leaves() if not path or leaf.path == path
-              or leaf.path.startswith(path + ".") or leaf.path.startswith(path + "[")]
+    leaves = layout.struct.leaves_under(path)
     where = f"line {line + tokens[k].line - 1}"
     if not leaves:
         raise NotRewritable(f"no field '{path}' in {layout.struct.name} ({where})")
-    if any(x.text in ASSIGNMENTS or x.text == "(" for x in tokenize(index)):
+    if has_side_effects(index):
         raise NotRewritable(f"the index '{index}' of a whole element has side effects or "
                             f"calls ({where})")
 
@@ -183,7 +194,7 @@ def _whole(tokens: list[Token], text: str, k: int, after: int, p: str, index: st
         other = text[tokens[after + 2].end:tokens[close].start].strip()
         other_path, stop = _path(tokens, close + 1, text)
         if other_path != path or stop >= len(tokens) or tokens[stop].text != ";" or \
-                any(x.text in ASSIGNMENTS or x.text == "(" for x in tokenize(other)):
+                has_side_effects(other):
             raise NotRewritable(f"an element copied in a form polycoal does not rewrite "
                                 f"({where})")
         body = " ".join(f"{_field(p, layout, leaf.path, index)} = "
@@ -243,8 +254,7 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
         for g, n in zip(layout.groups, names):
             # a group the kernel only reads: its own segment, which no other pointer
             # of the kernel reaches (the array's other uses are the layout's): read-only
-            if written is not None and not any(leaf.path == w or leaf.path.startswith(w + ".")
-                                              or leaf.path.startswith(w + "[")
+            if written is not None and not any(leaf in layout.struct.leaves_under(w)
                                               for w in written for leaf in g.leaves):
                 decls.append(f"const {g.type} *__restrict__ {n}")
             else:
@@ -262,7 +272,8 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
         if t.kind == "id" and t.text in aliases and tokens[k - 1].text not in (".", "->",
                                                                                "::"):
             array, index, _, _ = aliases[t.text]
-            path, after = _path(tokens, k + 1, text)
+            found = _element(tokens, k, text)
+            path, after = found[1:] if found else ("", k + 1)
             if tokens[k + 1].text != "->" or layouts[array].struct.leaf(path) is None:
                 raise NotRewritable(f"the element pointer '{t.text}' used other than by "
                                     f"one field (line {kernel.location.line + t.line - 1})")
@@ -279,14 +290,9 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
             k += 1
             continue
         p, layout = t.text, layouts[t.text]
-        nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
-        if nxt == "[":
-            end = matching(tokens, k + 1)
-            index = text[tokens[k + 1].end:tokens[end].start].strip()
-            path, after = _path(tokens, end + 1, text)
-        elif nxt == "->" and k + 2 < len(tokens) and tokens[k + 2].kind == "id":
-            index = "0"
-            path, after = _path(tokens, k + 1, text)
+        found = _element(tokens, k, text)
+        if found is not None:
+            index, path, after = found
         else:
             raise NotRewritable(f"'{p}' used other than through a field (line "
                                 f"{kernel.location.line + t.line - 1})")

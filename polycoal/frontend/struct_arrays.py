@@ -117,10 +117,11 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
     index = {id(t): k for k, t in enumerate(tokens)}
     starts = {t.start: k for k, t in enumerate(tokens)}
 
-    def scoped(k: int) -> bool:
-        """Whether token k names a declared pointer within the scope of a declaration
-        (another variable of the same name elsewhere is not it)."""
-        return any(first <= k < end for _, first, end in pointers.get(tokens[k].text, ()))
+    def scoped(k: int, name: str | None = None) -> bool:
+        """Whether `name` (token k's text by default) at token k is within the scope of
+        its pointer declaration (another variable of that name elsewhere is not it)."""
+        name = tokens[k].text if name is None else name
+        return any(first <= k < end for _, first, end in pointers.get(name, ()))
     # tracked: allocated by cudaMalloc (`cudaMalloc(&d, ...)`, `(void **)&d`), or
     # assigned from a tracked variable of the same struct (`S *t = a; a = b; b = t;`)
     allocated = set()
@@ -159,9 +160,8 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
         for n, a in enumerate(args):
             plain = [x for x in a if x.text not in ("(", ")", "void", "*", "&")]
             if len(plain) == 1 and plain[0].text in tracked and scoped(index[id(plain[0])]):
-                plain = [plain[0].text]
                 which.append(n)
-                found = found or plain[0]
+                found = found or plain[0].text
                 consumed.update(id(x) for x in a)
         if which:
             result[tracked[found]].calls.append(HostCall(
@@ -172,8 +172,7 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
             continue
         at = starts.get(launch.span.start)
         for n, arg in enumerate(launch.arguments):
-            if arg.strip() in tracked and at is not None and any(
-                    first <= at < end for _, first, end in pointers.get(arg.strip(), ())):
+            if arg.strip() in tracked and at is not None and scoped(at, arg.strip()):
                 result[tracked[arg.strip()]].launches.append((launch, n))
     for k, t in enumerate(tokens):
         if t.kind != "id" or t.text not in tracked or id(t) in consumed or not scoped(k):

@@ -82,6 +82,12 @@ class StructType:
     def leaf(self, path: str) -> Leaf | None:
         return next((x for x in self.leaves() if x.path == path), None)
 
+    def leaves_under(self, prefix: str) -> list[Leaf]:
+        """The leaves a path names: itself, or those of the sub-struct or field array
+        it names (`pos` -> `pos.x`, `pos.y`, `pos.z`); every leaf for ""."""
+        return [x for x in self.leaves() if not prefix or x.path == prefix or
+                x.path.startswith(prefix + ".") or x.path.startswith(prefix + "[")]
+
     @property
     def unit(self) -> int:
         """The largest size dividing every leaf's offset and size and the struct's size:
@@ -105,7 +111,7 @@ def vector_types() -> dict[str, StructType]:
         base = _VECTOR_BASE.get(stem)
         if base is None:
             continue
-        size = sizes[name] // width if name not in ("double3",) else 8
+        size = sizes[name] // width
         fields = tuple(Field(c, base, k * size, size) for k, c in enumerate("xyzw"[:width]))
         out[name] = StructType(name, fields, max(sizes[name], width * size), align,
                                vector=True)

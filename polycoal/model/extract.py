@@ -533,8 +533,7 @@ class _Extractor:
                 return True
             words.append(f"[{int(k.constant())}]")
         prefix = "".join(words)
-        leaves = [leaf for leaf in struct.leaves() if not prefix or leaf.path == prefix
-                  or leaf.path.startswith(prefix + ".") or leaf.path.startswith(prefix + "[")]
+        leaves = struct.leaves_under(prefix)
         if not leaves:
             self.outside_model("unknown field", node, f"'{_text(node)}': no field "
                                f"'{prefix}' in struct {struct.name}", _GEOMETRY_ONLY)

@@ -218,13 +218,13 @@ def known_span(model: KernelModel, dim: str) -> int | None:
     return None if lo is None else hi - lo + 1
 
 
-def known_extent(model: KernelModel, dim: str) -> int | None:
-    """The number of values of `dim` when the launch's parameter values fix its bounds
-    (dim_bounds), else None."""
+def known_extent(model: KernelModel, dim: str, values: dict | None = None) -> int | None:
+    """The number of values of `dim` when the launch's parameter values (or `values`)
+    fix its bounds (dim_bounds), else None."""
     lowers, uppers = dim_bounds(model, dim)
     if not lowers or not uppers:
         return None
-    values = model.parameter_values
+    values = model.parameter_values if values is None else values
     try:
         lo = max(b.value(values) for b in lowers)
         hi = min(b.value(values) for b in uppers)

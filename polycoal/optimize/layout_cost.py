@@ -80,18 +80,10 @@ def _value(count, model) -> float:
 
 def trip(model, loop) -> float:
     """Iterations of `loop` at the launch's values (unknown sizes: DEFAULT_EXTENT)."""
-    from polycoal.model.isl_helpers import dim_bounds
-    lowers, uppers = dim_bounds(model, loop.counter)
-    values = {}
-    for b in lowers + uppers:
-        for p in b.variables:
-            values[p] = model.parameter_values.get(p, DEFAULT_EXTENT)
-    try:
-        lo = max(float(b.value(values)) for b in lowers)
-        hi = min(float(b.value(values)) for b in uppers)
-    except ValueError:
-        return float(DEFAULT_EXTENT)
-    return max(hi - lo + 1, 1.0)
+    from polycoal.model.isl_helpers import known_extent
+    values = {p: model.parameter_values.get(p, DEFAULT_EXTENT) for p in model.parameters}
+    n = known_extent(model, loop.counter, values)
+    return float(max(n, 1)) if n is not None else float(DEFAULT_EXTENT)
 
 
 def _hoisted(model, statement, access, index: Poly, written: set) -> tuple[tuple, float]:
