@@ -375,4 +375,7 @@ def test_copies_on_a_stream_convert_on_that_stream(write_cu, tmp_path):
         [str(x) for x in result.diagnostics]
     assert "polycoal_Cell_to_device(d, h, bytes, cudaMemcpyHostToDevice, s)" in result.text
     assert "polycoal_Cell_memset(d, 0, bytes, s)" in result.text
+    # the two copies across the boundary are priced as conversions
+    (d,) = result.decisions
+    assert next(p for c, p in d.layout.priced if c is d.layout.layout).conversions > 0
     runs_alike(program.text, result.text, tmp_path)

@@ -139,7 +139,7 @@ def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDec
     (weighted by execution counts) and whether it can be applied: every device array
     of the type allocated and followed in the host code, every kernel that receives one
     rewritable. `forced`: "soa" / "grouped" / "none" (keep), as the user asks."""
-    from polycoal.frontend.struct_arrays import struct_array_uses
+    from polycoal.frontend.struct_arrays import COPY, struct_array_uses
     structs = program.structs
     uses: dict[str, list[Use]] = {}
     for a in analyses:
@@ -162,7 +162,7 @@ def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDec
         arrays = host.get(name)
         conversions = sum(weight_at(loops, c.span.start) for c in (arrays.calls if arrays
                                                                     else [])
-                          if c.function == "cudaMemcpy" and c.tracked != (0, 1))
+                          if c.function in COPY and c.tracked != (0, 1))
         profile = Profile(work, launches, conversions)
         layout, priced = choose(struct, found, None if forced in (None, "auto", "none")
                                 else forced, profile)
@@ -185,9 +185,11 @@ def plan_layouts(program, analyses, forced: str | None = None) -> list[LayoutDec
             continue
         d.variables = tuple(sorted(arrays.variables))
         d.calls = list(arrays.calls)
-        bad = [c for c in d.calls if c.function == "cudaMemcpy" and len(c.arguments) != 4]
+        bad = [c for c in d.calls if c.function in COPY and
+               len(c.arguments) not in ((4, 5) if c.function.endswith("Async") else (4,))]
         if bad:
-            d.reason = f"a cudaMemcpy with {len(bad[0].arguments)} arguments (line {bad[0].line})"
+            d.reason = (f"a {bad[0].function} with {len(bad[0].arguments)} arguments "
+                        f"(line {bad[0].line})")
             continue
         # kernels: every S* parameter of a kernel that receives a tracked array
         by_kernel: dict[str, dict[int, Layout]] = {}
