@@ -58,6 +58,9 @@ class TransformOptions:
     price_on_chip: bool = True
     # data layout of arrays of structs: auto (by the cost model), soa, grouped, none
     layout: str = "auto"
+    # irregular references (gathers, segment loops) read from reorganised copies:
+    # auto (where launches reuse them and the run-time selector agrees), none
+    reorganise: str = "auto"
 
 
 # Actions whose kernels add floating-point values in another order than the original's.
@@ -67,7 +70,9 @@ GENERATED = REASSOCIATING | {"restructured", "staged", "product"}   # d.generate
 SYNCHRONISING = REASSOCIATING | {"staged", "product"}
 # "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a
 # whole-program change: its launches and the host calls on the arrays change with it
-CHANGED = GENERATED | {"permuted", "layout"}      # the output differs from the input
+# "reorganised": its irregular references read copies built before each launch (or
+# reused), the launches and the host's writes to the copies' sources change with it
+CHANGED = GENERATED | {"permuted", "layout", "reorganised"}   # the output differs
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing
 # would be better (not: polycoal could not).
@@ -95,6 +100,9 @@ class KernelDecision:
     disjoint: tuple = ()
     layout: object = None              # optimize/layout.LayoutDecision of a "layout" kernel
     layout_text: str = ""              # the kernel's text in the new layout
+    # optimize/reorganise.Reorganisation: a "reorganised" kernel's plan, or a kept
+    # kernel's irregular references and why they stay
+    reorganisation: object = None
 
     @property
     def checked(self) -> bool:

@@ -57,6 +57,9 @@ from polycoal.codegen.layout import (NotRewritable, definition_end, group_parame
                                      rewrite_call, rewrite_kernel, runtime)
 from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
 from polycoal.validate.layout import layout_is_injective, layout_problems
+from polycoal.validate.irregular import irregular_problems
+from polycoal import reorganisation
+from polycoal.codegen.irregular import groups as irregular_groups
 
 
 def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
@@ -584,7 +587,7 @@ def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
     ending = line_ending(text)
     out = []
     pos = 0
-    for span, new in sorted(replacements, key=lambda r: r[0].start):
+    for span, new in sorted(replacements, key=lambda r: (r[0].start, r[0].end)):
         if span.start < pos:
             raise ValueError("overlapping replacements")
         out.append(text[pos:span.start])
@@ -744,7 +747,18 @@ def _layout(program: Program, new_program: Program | None, d: KernelDecision) ->
         layout_problems(old_model, new_model, params, names)
 
 
-VALIDATORS = {"layout": (_layout,),
+def _reorganised(program: Program, new_program: Program | None, d: KernelDecision
+                 ) -> list[str]:
+    """A kernel reading reorganised copies: read back, checked against the original
+    (validate/irregular.py)."""
+    new_model = _read_back(new_program, d)
+    if isinstance(new_model, str):
+        return [new_model]
+    old_model = extract_model(program.kernel(d.kernel), program)
+    return irregular_problems(old_model, new_model, irregular_groups(d.reorganisation.applied))
+
+
+VALIDATORS = {"layout": (_layout,), "reorganised": (_reorganised,),
               "restructured": (_translation, _promotion), "reduced": (_lanes,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,),
@@ -813,6 +827,11 @@ def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Di
         except Exception as error:
             d = _fail(program, d, error, "rendering it and its launches", errors)
         out.append(d)
+    try:
+        edits += reorganisation.edits(program, out)
+    except Exception as error:          # confined: every reorganised kernel stays
+        out = [_fail(program, d, error, "rendering its reorganised references", errors)
+               if d.action == "reorganised" else d for d in out]
     return out, _splice(program.text, edits + _layout_host_edits(program, out))
 
 
@@ -1094,11 +1113,21 @@ def _transform(program: Program, options: TransformOptions,
             decisions = [d if p.action == "restructured" and _promotion(program, None, p)
                          else p for d, p in zip(decisions, promoted)]
         decisions, text = _rendered(program, decisions, errors)
+    if options.reorganise != "none" and options.kernel is None:
+        decisions = reorganisation.plan_all(program, decisions, errors)
+        if any(d.action == "reorganised" for d in decisions):
+            decisions, text = _rendered(program, decisions, errors)
+            checked = iter(_validate(program, text, [d for d in decisions
+                                                     if d.action == "reorganised"],
+                                     options, errors))
+            decisions = [next(checked) if d.action == "reorganised" else d
+                         for d in decisions]
+            decisions, text = _rendered(program, decisions, errors)
     diagnostics = list(errors) + _layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)
         if d.action in CHANGED:
-            evidence = "" if d.action == "layout" else \
+            evidence = "" if d.action in ("layout", "reorganised") else \
                 f" (pointer arguments distinct: {d.alias_evidence})"
             diagnostics.append(Diagnostic("note", d.action,
                                           f"kernel '{d.kernel}' {d.action}: {d.reason}"

@@ -44,6 +44,12 @@ class StructArrays:
     calls: list[HostCall] = field(default_factory=list)
     launches: list[tuple[object, int]] = field(default_factory=list)   # (launch, position)
     escapes: list[tuple[int, str]] = field(default_factory=list)       # (line, what)
+    escaped: set[str] = field(default_factory=set)     # the variables of those escapes
+    assigned: set[str] = field(default_factory=set)    # assigned to or from another one
+
+    def escape(self, variable: str, line: int, what: str) -> None:
+        self.escapes.append((line, what))
+        self.escaped.add(variable)
 
 
 def _inside(spans: list[Span], pos: int) -> bool:
@@ -181,14 +187,14 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
             continue
         struct = tracked[t.text]
         if _inside(device, t.start):
-            result[struct].escapes.append((t.line, f"'{t.text}' named in device code"))
+            result[struct].escape(t.text, t.line, f"'{t.text}' named in device code")
             continue
         if _inside(launch_spans, t.start):
             launch = next(by_span[s] for s in by_span if s.start <= t.start < s.end)
             if any(a.strip() == t.text for a in launch.arguments):
                 continue
-            result[struct].escapes.append((t.line, f"'{t.text}' in an argument of a launch "
-                                                   f"of '{launch.kernel}'"))
+            result[struct].escape(t.text, t.line, f"'{t.text}' in an argument of a launch "
+                                                  f"of '{launch.kernel}'")
             continue
         before = tokens[k - 1].text if k else ""
         after = tokens[k + 1].text if k + 1 < len(tokens) else ""
@@ -199,23 +205,28 @@ def struct_array_uses(program: Program, struct_names: dict[str, str]) -> dict[st
                 init = tokens[k + 2] if k + 2 < len(tokens) else None
                 if init is None or not (init.text in _NULLS or init.text in tracked) or \
                         tokens[k + 3].text not in (";", ","):
-                    result[struct].escapes.append((t.line, f"'{t.text}' initialised with "
-                                                           "something polycoal cannot follow"))
+                    result[struct].escape(t.text, t.line, f"'{t.text}' initialised with "
+                                                          "something polycoal cannot follow")
+                else:
+                    result[struct].assigned.update((t.text, init.text))
             continue
         if after == "=" and k + 3 < len(tokens) and tokens[k + 3].text == ";" and \
                 before in (";", "{", "}", ")") and (tokens[k + 2].text in tracked
                                                      or tokens[k + 2].text in _NULLS):
+            result[struct].assigned.update((t.text, tokens[k + 2].text))
             continue                                   # d = e; between tracked arrays
         if before == "=" and after == ";" and k >= 2 and tokens[k - 2].text in tracked:
+            result[struct].assigned.update((t.text, tokens[k - 2].text))
             continue
         if before == "," and after == ")" and k >= 4 and tokens[k - 4].text == "swap" \
                 and tokens[k - 2].text in tracked:
+            result[struct].assigned.update((t.text, tokens[k - 2].text))
             continue                                   # std::swap(a, b)
         if before == "(" and after == "," and k >= 2 and tokens[k - 2].text == "swap" \
                 and k + 2 < len(tokens) and tokens[k + 2].text in tracked:
             continue
-        result[struct].escapes.append((t.line, f"'{t.text}' used where polycoal cannot "
-                                               "follow it ('" + " ".join(
-                                                   x.text for x in tokens[max(0, k - 2):k + 3])
-                                       + "')"))
+        result[struct].escape(t.text, t.line, f"'{t.text}' used where polycoal cannot "
+                                              "follow it ('" + " ".join(
+                                                  x.text for x in tokens[max(0, k - 2):k + 3])
+                              + "')")
     return result

@@ -1,0 +1,412 @@
+"""Irregular references of a kernel: what the affine model cannot price, in the two
+shapes two of the seed papers reorganise (../shared/SEEDS.md).
+
+- A gather `A[P[e]]` (PPoPP 2013): the element of A a thread reads is chosen by an index
+  array P at an affine position e of the thread (`x[perm[i]]`, or `j = perm[i]; x[j]`).
+  Read into a copy `A2[t] = A[P[t]]` before the launch, the reference is `A2[e]`: a warp
+  reads contiguous memory.
+- A segment `A[k]` for `k` from `B[e]` to `B[e + 1]` (or `B[e] + L[e]`) (FITEE 2020): a
+  thread walks its own run of A (CSR SpMV's `val[k]`, `col[k]`; neighbour lists), so at
+  each step the warp's 32 reads are 32 runs apart. Copied run by run into a padded
+  column-major copy, the j-th element of every run of a warp's 32 rows sits side by side.
+
+Both copies hold the original's values only while A, P and B are not written, and they
+are built for the threads' whole range of e, reading what the original reads. So a
+reference qualifies where: A, P (B, L) are pointer parameters the kernel never writes;
+e is affine in the thread indices (and, for a gather written in place, the loop
+counters), its values over the statements' domains an interval without gaps; every
+statement reading the reference has an exact domain (no dropped data-dependent
+condition), and for a segment, the loop is reached under conditions the model states
+exactly, runs with unit step, and reads A[k] in every iteration (no branch, no exit
+before it). What fails says why (`Irregular.obstacle`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+from pycparser import c_ast, c_generator
+
+from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope
+from polycoal.model.isl_helpers import all_dims, domain, without_gaps
+from polycoal.model.kernel_model import Access, KernelModel, Statement
+from polycoal.model.poly import Poly
+
+
+@dataclass(frozen=True)
+class Irregular:
+    """One irregular reference of a kernel (every occurrence of its text)."""
+
+    kind: str                    # "gather" | "segment"
+    array: str                   # A
+    text: str                    # the reference as written: `x[P[i]]`, `data[jj]`
+    line: int
+    element_type: str
+    index_array: str             # P (gather) or B (segment: the runs' first elements)
+    index: str                   # e, as written (the thread's position in P, its row)
+    index_poly: Poly | None = None
+    length_array: str | None = None   # segment: L in `B[e] + L[e]`; None: `B[e + 1]`
+    counter: str = ""            # segment: the loop's counter k
+    loop_line: int = 0           # segment: the loop's line
+    start: str = ""              # segment: the loop's first value as written (`row_start`)
+    local: str | None = None     # gather: the private scalar holding P[e] (`j`)
+    occurrences: tuple[str, ...] = ()   # statements reading it
+    range: tuple[isl.PwAff, isl.PwAff] | None = field(default=None, compare=False)
+    obstacle: str | None = None  # why it cannot be reorganised
+
+    @property
+    def describe(self) -> str:
+        if self.kind == "gather":
+            return f"gather through {self.index_array}[{self.index}]"
+        end = f"{self.index_array}[{self.index}] + {self.length_array}[{self.index}]" \
+            if self.length_array else f"{self.index_array}[{self.index} + 1]"
+        return (f"segment loop {self.counter} from {self.index_array}[{self.index}] to "
+                f"{end} (line {self.loop_line})")
+
+
+_C = c_generator.CGenerator()
+
+
+def _text(node: c_ast.Node) -> str:
+    return _C.visit(node)
+
+
+def _parents(root: c_ast.Node) -> dict[int, c_ast.Node]:
+    out: dict[int, c_ast.Node] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for _, child in node.children():
+            out[id(child)] = node
+            stack.append(child)
+    return out
+
+
+def _walk(node: c_ast.Node):
+    yield node
+    for _, child in node.children():
+        yield from _walk(child)
+
+
+def _reads_memory(node: c_ast.Node) -> bool:
+    return any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall, c_ast.StructRef)) or
+               isinstance(n, c_ast.UnaryOp) and n.op == "*" for n in _walk(node))
+
+
+def _assigned(body: c_ast.Node) -> dict[str, int]:
+    """How many times each plain variable is written (declaration initialisers,
+    assignments, increments)."""
+    out: dict[str, int] = {}
+    for n in _walk(body):
+        name = None
+        if isinstance(n, c_ast.Decl) and n.init is not None:
+            name = n.name
+        elif isinstance(n, c_ast.Assignment) and isinstance(n.lvalue, c_ast.ID):
+            name = n.lvalue.name
+        elif isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--") and \
+                isinstance(n.expr, c_ast.ID):
+            name = n.expr.name
+        elif isinstance(n, c_ast.UnaryOp) and n.op == "&" and isinstance(n.expr, c_ast.ID):
+            name = n.expr.name                  # its address taken: anything may write it
+            out[name] = out.get(name, 0) + 99
+            continue
+        if name:
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
+def _same(a: str, b: str) -> bool:
+    return a.replace(" ", "") == b.replace(" ", "")
+
+
+@dataclass
+class _Kernel:
+    model: KernelModel
+    body: c_ast.Node
+    parents: dict
+    writes: dict[str, int]
+    pointers: dict[str, str]           # read-only pointer parameter -> element type
+    written_arrays: set[str]
+    definitions: dict[str, tuple[Statement, Access]]   # private scalar -> its P[e] read
+
+    def thread_only(self, p: Poly | None) -> bool:
+        return p is not None and p.is_affine() and \
+            not any(v.startswith("c") and v[1:].isdigit() for v in p.variables)
+
+
+def _kernel(kernel, model: KernelModel) -> _Kernel | None:
+    if kernel.ast is None:
+        return None
+    body = kernel.ast.body
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    pointers = {p.name: p.type for p in kernel.parameters
+                if p.is_pointer and p.name not in written}
+    writes = _assigned(body)
+    definitions = {}
+    for s in model.statements:
+        scalars = [a for a in s.accesses if a.kind == "write" and a.space == "private"]
+        reads = [a for a in s.accesses if a.kind == "read" and a.space != "private"]
+        if len(scalars) == 1 and len(reads) == 1 and writes.get(scalars[0].array) == 1 \
+                and reads[0].flat is not None and not s.loops and \
+                _same(s.text.split("=", 1)[-1].strip(), reads[0].text):
+            definitions[scalars[0].array] = (s, reads[0])
+    return _Kernel(model, body, _parents(body), writes, pointers, written, definitions)
+
+
+def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, Statement] | None:
+    """(P, e, the access P[e], its statement) for an element index `P[e]` read in `s`,
+    or a private scalar holding one."""
+    if text in k.definitions:
+        ds, da = k.definitions[text]
+        return da.array, da.element_index, da, ds
+    for a in s.accesses:
+        if a.kind == "read" and a.flat is not None and _same(a.text, text):
+            return a.array, a.element_index, a, s
+    return None
+
+
+def _range(model: KernelModel, statements: list[Statement], index: Poly):
+    """The values of `index` over the statements' domains, an isl set [t]."""
+    names = all_dims(model)
+    values = None
+    for s in statements:
+        m = isl.Map(f"[{', '.join(model.parameters)}] -> {{ {s.name}[{', '.join(names)}] -> "
+                    f"[{index.to_c('*')}] }}")
+        image = domain(model, s).apply(m)
+        values = image if values is None else values.union(image)
+    return values
+
+
+def _bounds(model: KernelModel, statements: list[Statement], index: Poly
+            ) -> tuple[tuple | None, str | None]:
+    """((lowest, one past the highest) value of the index as piecewise affine values of
+    the parameters, None) or (None, why not)."""
+    values = _range(model, statements, index)
+    if values is None or values.is_empty():
+        return None, "the reference is never executed"
+    values = values.coalesce()
+    if not without_gaps(values):
+        return None, f"the values of {index} have gaps"
+    if not values.is_bounded():
+        return None, f"the values of {index} are unbounded"
+    lo = values.dim_min(0).coalesce()
+    hi = values.dim_max(0).add(isl.PwAff.val_on_domain(
+        values.dim_max(0).domain(), isl.Val.int_from_si(values.get_ctx(), 1))).coalesce()
+    return (lo, hi), None
+
+
+def _gathers(k: _Kernel) -> list[Irregular]:
+    found: dict[str, list] = {}
+    for s, a in k.model.accesses():
+        if a.kind != "read" or a.flat is not None or a.space != "global" or a.member:
+            continue
+        hit = _index_read(k, s, a.element_index)
+        if hit is None:
+            continue
+        found.setdefault(a.text, []).append((s, a, hit))
+    out = []
+    for text, uses in found.items():
+        s, a, (p, e, pa, ps) = uses[0]
+        local = a.element_index if a.element_index in k.definitions else None
+        item = Irregular("gather", a.array, text, a.location.line, a.element_type, p, e,
+                         pa.flat, local=local, occurrences=tuple(u[0].name for u in uses))
+        obstacle = None
+        if a.array not in k.pointers:
+            obstacle = f"'{a.array}' is written by the kernel or is not a pointer parameter"
+        elif p not in k.pointers:
+            obstacle = f"'{p}' is written by the kernel or is not a pointer parameter"
+        elif not all(u[0].exact for u in uses) or not ps.exact:
+            obstacle = "read under a condition on data"
+        elif not pa.flat.is_affine() or local and not k.thread_only(pa.flat):
+            obstacle = f"the position {e} in '{p}' is not affine in the thread indices"
+        elif any(u[2][2] is not pa for u in uses[1:]):
+            obstacle = "the index is read in more than one place"
+        bounds = None
+        if obstacle is None:
+            statements = [u[0] for u in uses]
+            if local and not _covered(k.model, statements, ps):
+                obstacle = f"'{local}' is read where its definition does not run"
+            else:
+                bounds, obstacle = _bounds(k.model, statements, pa.flat)
+        out.append(Irregular(**{**item.__dict__, "range": bounds, "obstacle": obstacle}))
+    return out
+
+
+def _covered(model: KernelModel, uses: list[Statement], definition: Statement) -> bool:
+    """Whether every thread reading the scalar has run its definition."""
+    n = len(model.thread_dims)
+    threads = lambda s: domain(model, s).project_out(isl.dim_type.set, n,  # noqa: E731
+                                                     model.depth).reset_tuple_id()
+    defined = threads(definition)
+    return all(threads(s).is_subset(defined) for s in uses)
+
+
+def _loop_parts(loop: c_ast.For) -> tuple[str, c_ast.Node, c_ast.Node] | None:
+    """(counter, first value, end) of `for (k = S; k < E; k++)` (also `k != E`,
+    `++k`, `k += 1`, a declaration `int k = S`)."""
+    init = loop.init
+    if isinstance(init, c_ast.DeclList) and len(init.decls) == 1 and init.decls[0].init:
+        counter, first = init.decls[0].name, init.decls[0].init
+    elif isinstance(init, c_ast.Assignment) and init.op == "=" and \
+            isinstance(init.lvalue, c_ast.ID):
+        counter, first = init.lvalue.name, init.rvalue
+    else:
+        return None
+    cond, step = loop.cond, loop.next
+    if not (isinstance(cond, c_ast.BinaryOp) and cond.op in ("<", "!=") and
+            isinstance(cond.left, c_ast.ID) and cond.left.name == counter):
+        return None
+    unit = (isinstance(step, c_ast.UnaryOp) and step.op in ("++", "p++") and
+            isinstance(step.expr, c_ast.ID) and step.expr.name == counter) or \
+        (isinstance(step, c_ast.Assignment) and step.op == "+=" and
+         isinstance(step.lvalue, c_ast.ID) and step.lvalue.name == counter and
+         isinstance(step.rvalue, c_ast.Constant) and step.rvalue.value == "1")
+    return (counter, first, cond.right) if unit else None
+
+
+def _read_of(k: _Kernel, node: c_ast.Node, statement: Statement) -> tuple[str, Poly] | None:
+    """(array, position) of a read `B[e]` (or a private scalar holding one) with e
+    affine in the thread indices."""
+    if isinstance(node, c_ast.ID) and node.name in k.definitions:
+        _, a = k.definitions[node.name]
+        return (a.array, a.flat) if k.thread_only(a.flat) else None
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) and \
+            node.name.name in k.pointers:
+        scope = Scope(k.model.axes, dict(statement.bindings), set(k.model.parameters))
+        try:
+            position = scope.to_poly(node.subscript)
+        except (NonAffine, AxisIsSplit):
+            return None
+        return (node.name.name, position) if k.thread_only(position) else None
+    return None
+
+
+def _unconditional(k: _Kernel, node: c_ast.Node, stop: c_ast.Node) -> bool:
+    """Whether `node` is evaluated whenever `stop` (an ancestor) is: no branch, no
+    short circuit between them."""
+    child, parent = node, k.parents.get(id(node))
+    while parent is not None and parent is not stop:
+        if isinstance(parent, (c_ast.If, c_ast.TernaryOp, c_ast.For, c_ast.While,
+                               c_ast.DoWhile, c_ast.Switch)):
+            if not (isinstance(parent, c_ast.If) and child is parent.cond):
+                return False
+        if isinstance(parent, c_ast.BinaryOp) and parent.op in ("&&", "||") and \
+                child is parent.right:
+            return False
+        child, parent = parent, k.parents.get(id(parent))
+    return parent is stop
+
+
+def _reached_exactly(k: _Kernel, loop: c_ast.Node) -> bool:
+    """Whether the loop runs under conditions that read no memory (so the model states
+    them exactly): its enclosing branches, and every early exit in the kernel."""
+    parent = k.parents.get(id(loop))
+    while parent is not None:
+        if isinstance(parent, (c_ast.If, c_ast.While, c_ast.DoWhile, c_ast.Switch,
+                               c_ast.TernaryOp)) and _reads_memory(parent.cond):
+            return False
+        if isinstance(parent, c_ast.For):
+            return False                    # inside another loop: not a thread's row
+        parent = k.parents.get(id(parent))
+    for n in _walk(k.body):
+        if isinstance(n, c_ast.If) and _reads_memory(n.cond) and \
+                any(isinstance(x, (c_ast.Return, c_ast.Goto)) for x in _walk(n)):
+            return False
+    return True
+
+
+def _segments(k: _Kernel) -> list[Irregular]:
+    out = []
+    by_line: dict[int, list[Statement]] = {}
+    for s in k.model.statements:
+        by_line.setdefault(s.location.line, []).append(s)
+    for loop in (n for n in _walk(k.body) if isinstance(n, c_ast.For)):
+        parts = _loop_parts(loop)
+        if parts is None:
+            continue
+        counter, first, end = parts
+        inside = [s for s in k.model.statements if loop.stmt is not None and
+                  _within(k, s, loop)]
+        if not inside:
+            continue
+        start = _read_of(k, first, inside[0])
+        if start is None:
+            continue
+        begin_array, row = start
+        length = None
+        end_read = _read_of(k, end, inside[0])
+        if end_read and end_read[0] == begin_array and end_read[1] == row + 1:
+            pass
+        elif isinstance(end, c_ast.BinaryOp) and end.op == "+" and \
+                (_read_of(k, end.left, inside[0]) == start or
+                 isinstance(end.left, c_ast.ID) and end.left.name == counter):
+            other = _read_of(k, end.right, inside[0])
+            if other is None or other[1] != row:
+                continue
+            length = other[0]
+            if isinstance(end.left, c_ast.ID) and end.left.name == counter:
+                continue
+        else:
+            continue
+        row_text = k.definitions[first.name][1].element_index \
+            if isinstance(first, c_ast.ID) else _text(first.subscript)
+        body_writes = _assigned(loop.stmt)
+        refs: dict[str, list] = {}
+        for n in _walk(loop.stmt):
+            if isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and \
+                    isinstance(n.subscript, c_ast.ID) and n.subscript.name == counter:
+                refs.setdefault(n.name.name, []).append(n)
+        for array, nodes in refs.items():
+            statements = [s for s in inside if any(
+                a.array == array and a.kind == "read" and a.flat is None and
+                a.element_index == counter for a in s.accesses)]
+            if not statements:
+                continue
+            item = Irregular("segment", array, f"{array}[{counter}]", nodes[0].coord.line,
+                             k.pointers.get(array, ""), begin_array, row_text, row,
+                             length_array=length, counter=counter,
+                             loop_line=loop.coord.line if loop.coord else 0,
+                             start=_text(first),
+                             occurrences=tuple(s.name for s in statements))
+            obstacle = None
+            if array not in k.pointers:
+                obstacle = f"'{array}' is written by the kernel or is not a pointer parameter"
+            elif begin_array not in k.pointers or length and length not in k.pointers:
+                obstacle = f"'{begin_array}' is written by the kernel"
+            elif counter in body_writes:
+                obstacle = f"the loop's body writes its counter '{counter}'"
+            elif any(isinstance(x, (c_ast.Break, c_ast.Return, c_ast.Goto))
+                     for x in _walk(loop.stmt)):
+                obstacle = "the loop may end before its last iteration"
+            elif not all(_unconditional(k, n, loop) for n in nodes):
+                obstacle = f"'{item.text}' is read under a condition"
+            elif not _reached_exactly(k, loop):
+                obstacle = "the loop runs under a condition on data"
+            bounds = None
+            if obstacle is None:
+                bounds, obstacle = _bounds(k.model, statements, row)
+                if bounds and not bounds[0].ge_set(isl.PwAff.zero_on_domain(
+                        bounds[0].get_domain_space())).is_equal(bounds[0].domain()):
+                    obstacle = f"the rows {row_text} may be negative"
+            out.append(Irregular(**{**item.__dict__, "range": bounds,
+                                    "obstacle": obstacle}))
+    return out
+
+
+def _within(k: _Kernel, s: Statement, loop: c_ast.For) -> bool:
+    node = s.node
+    while node is not None:
+        if node is loop.stmt:
+            return True
+        node = k.parents.get(id(node))
+    return False
+
+
+def irregular_references(kernel, model: KernelModel) -> list[Irregular]:
+    """Every gather and segment reference of the kernel, each with its range or the
+    obstacle to reorganising it."""
+    k = _kernel(kernel, model)
+    if k is None:
+        return []
+    return _gathers(k) + _segments(k)

@@ -1,0 +1,259 @@
+"""Write a reorganisation (optimize/reorganise.py) into the program: the kernel reads its
+irregular references from the copies, each launch builds (or reuses) them first, and
+the host's writes to their source arrays are marked for the runtime
+(templates/irregular_runtime.cu.j2).
+
+In the kernel, every occurrence of a reorganised reference becomes a choice on the new
+pointer parameter, uniform over the launch: `x[P[i]]` -> `(pc_x__via_P ? pc_x__via_P[i]
+: x[P[i]])`; in a segment loop `for (k = B[r]; ...)`, preceded by the run's position in
+the copy `pc_run0 = off[r / 32] + r % 32 - 32 * B[r]` where the row's slice is copied (`pc_use0`),
+`A[k]` -> `(pc_use0 ? pc_A__by_B[pc_run0 + 32 * k] : A[k])`. A null pointer (the
+selector's choice, or a launch that cannot reuse a copy) runs the original reference.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
+from polycoal.frontend.program import Kernel, Launch, Program, Span
+from polycoal.templates import render_template
+
+
+class NotRewritable(Exception):
+    """A reference or launch the rewrite does not handle (the reason)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    """References sharing one index structure: a gather (one reference), or the
+    arrays read along one segment loop's runs."""
+
+    kind: str                        # "gather" | "segment"
+    references: tuple                # analysis.irregular.Irregular
+    pointer: str                     # gather: its copy; segment: the slices' offsets
+    copies: tuple[str, ...]          # segment: each array's copy
+
+    @property
+    def first(self):
+        return self.references[0]
+
+
+def groups(references) -> list[Group]:
+    out: list[Group] = []
+    segments: dict[tuple, list] = {}
+    for r in references:
+        if r.kind == "gather":
+            name = f"pc_{r.array}__via_{r.index_array}"
+            while any(g.pointer == name for g in out):
+                name += "_"
+            out.append(Group("gather", (r,), name, ()))
+        else:
+            segments.setdefault((r.index_array, r.length_array, r.index, r.loop_line),
+                                []).append(r)
+    for (b, _, _, line), refs in segments.items():
+        name = f"pc_{b}__slices{line}"
+        out.append(Group("segment", tuple(refs), name,
+                         tuple(f"pc_{r.array}__by_{b}{line}" for r in refs)))
+    return out
+
+
+def _same(a: str, b: str) -> bool:
+    return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
+
+
+def _kernel_tokens(program: Program, kernel: Kernel) -> list[Token]:
+    return [t for t in program.tokens if kernel.span.start <= t.start < kernel.span.end]
+
+
+def _subscripted(tokens: list[Token], text: str, array: str, index: str, first: int = 0,
+                 last: int | None = None) -> list[tuple[int, int]]:
+    """(token of the array, token of the closing `]`) of each `array[index]`."""
+    out = []
+    last = len(tokens) if last is None else last
+    for k in range(first, last - 1):
+        t = tokens[k]
+        if t.text != array or tokens[k + 1].text != "[" or \
+                k and tokens[k - 1].text in (".", "->", "::"):
+            continue
+        close = matching(tokens, k + 1)
+        if _same(text[tokens[k + 1].end:tokens[close].start], index):
+            out.append((k, close))
+    return out
+
+
+def _statement_end(tokens: list[Token], k: int) -> int:
+    """Index of the last token of the statement starting at token k (a block, or an
+    expression statement)."""
+    if tokens[k].text == "{":
+        return matching(tokens, k)
+    if tokens[k].text in ("if", "for", "while", "do", "switch", "else"):
+        raise NotRewritable("a loop body that is a control statement without braces")
+    depth = 0
+    while k < len(tokens):
+        depth += tokens[k].text in "([{"
+        depth -= tokens[k].text in ")]}"
+        if tokens[k].text == ";" and depth == 0:
+            return k
+        k += 1
+    raise NotRewritable("a loop body without an end")
+
+
+def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -> str:
+    """The kernel's text reading its reorganised references from the copies."""
+    text = program.text
+    tokens = _kernel_tokens(program, kernel)
+    edits: list[tuple[int, int, str]] = []
+    for g in plan_groups:
+        r = g.first
+        if g.kind == "gather":
+            index = r.local or f"{r.index_array}[{r.index}]"
+            hits = _subscripted(tokens, text, r.array, index)
+            if not hits:
+                raise NotRewritable(f"'{r.text}' is not written as such in the kernel")
+            for k, close in hits:
+                original = text[tokens[k].start:tokens[close].end]
+                edits.append((tokens[k].start, tokens[close].end,
+                              f"({g.pointer} ? {g.pointer}[{r.index}] : {original})"))
+            continue
+        loops = [k for k, t in enumerate(tokens) if t.text == "for" and t.line == r.loop_line]
+        if len(loops) != 1:
+            raise NotRewritable(f"the loop at line {r.loop_line} is not one `for` as written")
+        at = loops[0]
+        close = matching(tokens, at + 1)
+        end = _statement_end(tokens, close + 1)
+        run, use = f"pc_run{r.loop_line}", f"pc_use{r.loop_line}"
+        row = f"(long long)({r.index})"
+        slice_ = f"{g.pointer}[{row} >> 5]"
+        edits.append((tokens[at].start, tokens[at].start,
+                      f"{{ const bool {use} = {g.pointer} && {g.pointer}[({row} >> 5) + 1] > "
+                      f"{slice_}; const long long {run} = {use} ? {slice_} + ({row} & 31) - "
+                      f"32LL * (long long)({r.start}) : 0; "))
+        edits.append((tokens[end].end, tokens[end].end, " }"))
+        for ref, copy in zip(g.references, g.copies):
+            hits = _subscripted(tokens, text, ref.array, ref.counter, close + 1, end + 1)
+            if not hits:
+                raise NotRewritable(f"'{ref.text}' is not written as such in the loop")
+            for k, c in hits:
+                original = text[tokens[k].start:tokens[c].end]
+                edits.append((tokens[k].start, tokens[c].end,
+                              f"({use} ? {copy}[{run} + 32LL * ({ref.counter})] : "
+                              f"{original})"))
+    # the new parameters, after the last one
+    name = next(k for k, t in enumerate(tokens) if t.text == kernel.name and
+                k + 1 < len(tokens) and tokens[k + 1].text == "(")
+    params_end = matching(tokens, name + 1)
+    edits.append((tokens[params_end].start, tokens[params_end].start,
+                  "".join(", " + p for p in new_parameters(plan_groups))))
+    out, pos = [], kernel.span.start
+    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1])):
+        if start < pos:
+            raise NotRewritable("overlapping references")
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:kernel.span.end])
+    return "".join(out)
+
+
+def new_parameters(plan_groups: list[Group]) -> list[str]:
+    out = []
+    for g in plan_groups:
+        if g.kind == "gather":
+            out.append(f"const {g.first.element_type} *__restrict__ {g.pointer}")
+        else:
+            out.append(f"const long long *__restrict__ {g.pointer}")
+            out += [f"const {r.element_type} *__restrict__ {c}"
+                    for r, c in zip(g.references, g.copies)]
+    return out
+
+
+def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups: list[Group],
+                   bounds: dict[str, tuple[str, str]] | None, reuse: float, site: int
+                   ) -> str:
+    """The launch statement, preceded by the building (or reuse) of the copies at
+    this launch's values; `bounds` None: this launch reads the originals."""
+    text = program.text[launch.span.start:launch.span.end]
+    tokens = tokenize(text)
+    open_ = next(k for k, t in enumerate(tokens) if t.text == "<<<")
+    close = next(k for k, t in enumerate(tokens) if t.text == ">>>")
+    config = [text[p[0].start:p[-1].end] for p in split_top_level(tokens[open_ + 1:close])]
+    end = matching(tokens, close + 1)
+    args = [text[p[0].start:p[-1].end] for p in split_top_level(tokens[close + 2:end]) if p]
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    stream = config[3] if len(config) > 3 else "0"
+    indent = re.match(r"[ \t]*", program.text[program.text.rfind("\n", 0, launch.span.start)
+                                              + 1:launch.span.start]).group(0)
+    lines, extra = [], []
+    for g in plan_groups:
+        r = g.first
+        if bounds is None:
+            extra += [f"(const {x.element_type} *)0" for x in g.references] \
+                if g.kind == "gather" else \
+                ["(const long long *)0"] + [f"(const {x.element_type} *)0"
+                                           for x in g.references]
+            continue
+        lo, hi = bounds[r.text]
+        index = f"({args[position[r.index_array]]})"
+        var = f"pc_irregular_{len(lines)}"
+        site_name = f"polycoal_irregular_sites[{site}]"
+        if g.kind == "gather":
+            lines.append(f"const {r.element_type} *{var} = polycoal_gather({site_name}, 0, "
+                         f"({args[position[r.array]]}), {index}, {lo}, {hi}, {reuse:g}, "
+                         f"{stream});")
+            extra.append(var)
+        else:
+            length = f"({args[position[r.length_array]]})" if r.length_array else \
+                "(const int *)0"
+            lines.append(f"const long long *{var} = polycoal_segments({site_name}, {index}, "
+                         f"{length}, {lo}, {hi}, {reuse:g}, {stream});")
+            copies = []
+            for k, x in enumerate(g.references):
+                name = f"{var}_{k}"
+                lines.append(f"const {x.element_type} *{name} = polycoal_segment_copy("
+                             f"{site_name}, {k}, ({args[position[x.array]]}), {index}, "
+                             f"{length}, {stream});")
+                copies.append(name)
+            lines.append(f"if (!{site_name}.use) {var} = 0;")
+            extra += [var] + copies
+        site += 1
+    launch_text = text[:tokens[end].start] + "".join(", " + e for e in extra) + \
+        text[tokens[end].start:]
+    if not lines:
+        return launch_text
+    inner = indent + "  "
+    return ("{ /* polycoal: irregular references read from reorganised copies, built "
+            "here or reused */\n" + "".join(inner + x + "\n" for x in lines) + inner +
+            launch_text + "\n" + indent + "}")
+
+
+def sites_of(plan_groups: list[Group]) -> int:
+    return len(plan_groups)
+
+
+def mark_writes(program: Program, marks: list[tuple[Span, str]]) -> list[tuple[Span, str]]:
+    """Edits marking the host's writes to source arrays (each bumps the epoch)."""
+    out = []
+    for span, what in marks:
+        if what == "call":
+            out.append((Span(span.start, span.start), "polycoal_irregular_written("))
+            out.append((Span(span.end, span.end), ")"))
+        else:
+            out.append((Span(span.start, span.start), "{ polycoal_irregular_touch(); "))
+            out.append((Span(span.end, span.end), " }"))
+    return out
+
+
+def runtime(sites: int) -> str:
+    return render_template("irregular_runtime.cu.j2", sites=max(sites, 1))
+
+
+def runtime_position(program: Program, first_use: int) -> int:
+    """Where the runtime goes: after the last #include before `first_use` (the start of
+    its line), else at the top of the file."""
+    at = 0
+    for m in re.finditer(r"^[ \t]*#[ \t]*include[^\n]*\n", program.text, re.M):
+        if m.end() <= first_use:
+            at = m.end()
+    return at

@@ -1,0 +1,262 @@
+"""Whether, and where, a kernel's irregular references are read from a reorganised copy
+(analysis/irregular.py finds them; codegen/irregular.py writes the code).
+
+A copy is built on the GPU before a launch and is worth building only if launches reuse
+it: building reads what one original launch reads and writes the copy, so a launch that
+rebuilds it each time is slower than the original. The copy stays valid while the
+arrays it was built from are unchanged; the runtime keeps a global count of the host's
+writes to those arrays (the epoch) and rebuilds when it moved. Those writes are found in
+the host code (frontend/struct_arrays.py's scan of device pointers): a cudaMemcpy or
+cudaMemset into one, its allocation or release, a launch of a kernel that writes the
+parameter it is passed to. Where a source array is not a cudaMalloc allocation of this
+file, or escapes (pointer arithmetic, a call polycoal does not know), nothing says when
+it changes, and the copy would be rebuilt at every launch: no gain.
+
+Reuse is estimated per launch site as (launches per run) / (builds per run), from the
+host loops around the launch (optimize/layout_cost.host_loops) and the loops that also
+hold a write: a loop around both rebuilds each trip. The run-time selector in the
+runtime decides the rest with the sizes and the index arrays it sees
+(templates/irregular_runtime.cu.j2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from polycoal.analysis.aliasing import distinct_arrays
+from polycoal.analysis.irregular import Irregular, irregular_references
+from polycoal.codegen.isl_c import pw_aff_to_c
+from polycoal.codegen.launch import has_side_effects, launch_parts
+from polycoal.frontend.program import Launch, Program, Span
+from polycoal.optimize.layout_cost import host_loops, weight_at
+
+# launches per build below which a copy cannot pay for itself: the build costs about
+# one original launch plus one read of the copy (see the runtime's selector)
+MIN_REUSE = 2.0
+# element types of the device pointers whose writes the host scan follows
+SCALAR_TYPES = ("float", "double", "int", "unsigned", "long", "short", "char", "bool",
+                "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                "uint32_t", "uint64_t", "size_t", "half", "__half", "float2", "float4",
+                "double2", "int2", "int4")
+WRITING_CALLS = ("cudaMalloc", "cudaFree", "cudaMemset", "cudaMemsetAsync")
+COPIES = ("cudaMemcpy", "cudaMemcpyAsync")
+
+
+@dataclass
+class Site:
+    """One launch of a reorganised kernel: its argument texts for each source array,
+    the bounds of each reference at this launch's values, and its reuse."""
+
+    launch: Launch
+    launches: float                  # per run of the program (host loops)
+    builds: float                    # of the copies, per run
+    bounds: dict[str, tuple[str, str]] = field(default_factory=dict)   # ref text -> lo, hi
+    why_not: str | None = None       # why this launch reads the original
+
+    @property
+    def reuse(self) -> float:
+        return self.launches / self.builds if self.builds else self.launches
+
+
+@dataclass
+class Reorganisation:
+    kernel: str
+    found: list[Irregular]
+    applied: list[Irregular] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    reason: str | None = None        # why nothing is reorganised
+    text: str = ""                   # the kernel rewritten (codegen/irregular.py)
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.applied) and self.reason is None and \
+            any(s.why_not is None for s in self.sites)
+
+    def describe(self) -> str:
+        parts = []
+        for r in self.applied:
+            how = "a duplicated copy" if r.kind == "gather" else \
+                "a padded column-major copy of its rows"
+            parts.append(f"{r.text} ({r.describe}) from {how}")
+        reuse = ", ".join(f"line {s.launch.location.line}: "
+                          + (f"reused ~{s.reuse:g}x" if s.why_not is None else s.why_not)
+                          for s in self.sites)
+        return "; ".join(parts) + (f" [{reuse}]" if reuse else "")
+
+
+@dataclass
+class HostWrites:
+    """The host code's writes to device arrays: the spans to mark (each bumps the
+    runtime's epoch) and the arrays that cannot be followed."""
+
+    tracked: set[str] = field(default_factory=set)
+    escaped: set[str] = field(default_factory=set)
+    assigned: set[str] = field(default_factory=set)   # assigned to or from another one
+    marks: list[tuple[Span, str]] = field(default_factory=list)   # (span, "call"|"launch")
+    positions: list[int] = field(default_factory=list)
+
+
+def _plain_name(text: str) -> str | None:
+    t = text.strip()
+    while t.startswith("(") and ")" in t:           # casts: `(const float *)d_x`
+        close = t.index(")")
+        inner = t[1:close]
+        if re.fullmatch(r"[\w\s\*]+", inner) and not re.fullmatch(r"\s*\w+\s*", inner):
+            t = t[close + 1:].strip()
+        else:
+            break
+    return t if re.fullmatch(r"[A-Za-z_]\w*", t) else None
+
+
+def host_writes(program: Program, watched: set[str], written_params) -> HostWrites:
+    """Where the host code may write the device arrays named `watched` (and the arrays
+    assigned to or from them): calls and launches to mark. `written_params(kernel)`:
+    the kernel's written pointer parameters (None: unknown, every one)."""
+    from polycoal.frontend.struct_arrays import struct_array_uses
+    uses = struct_array_uses(program, {t: t for t in SCALAR_TYPES})
+    out = HostWrites()
+    assigned: set[str] = set()
+    for arrays in uses.values():
+        out.tracked |= arrays.variables
+        out.escaped |= arrays.escaped
+        assigned |= arrays.assigned
+    out.assigned = assigned
+    group = set(watched)
+    if group & assigned:
+        group |= assigned & out.tracked
+    for arrays in uses.values():
+        for call in arrays.calls:
+            if call.function in WRITING_CALLS + COPIES and call.arguments and \
+                    _plain_name(call.arguments[0].replace("&", "")) in group:
+                out.marks.append((call.span, "call"))
+                out.positions.append(call.span.start)
+        for launch, position in arrays.launches:
+            name = launch.arguments[position].strip()
+            if name not in group or launch.span is None:
+                continue
+            written = written_params(launch.kernel)
+            kernel = program.kernel(launch.kernel)
+            param = kernel.parameters[position].name if kernel and \
+                position < len(kernel.parameters) else None
+            if written is None or param is None or param in written:
+                if all(m[0] != launch.span for m in out.marks):
+                    out.marks.append((launch.span, "launch"))
+                    out.positions.append(launch.span.start)
+    return out
+
+
+def _builds(loops, at: int, writes: list[int]) -> float:
+    """Builds per run of a copy used at `at`: once, times the trips of every host loop
+    around it that also holds a write."""
+    builds = 1.0
+    for start, end, trips in loops:
+        if start <= at < end and any(start <= w < end for w in writes):
+            builds *= trips
+    return builds
+
+
+def _host_value(program: Program, launch: Launch, kernel, pw, names: dict) -> str:
+    """A bound (isl piecewise affine value of the kernel's parameters) in this
+    launch's host values."""
+    _, config, args = launch_parts(program.text, launch)
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    values = {}
+    for p in kernel.parameters:
+        if not p.is_pointer and position[p.name] < len(args):
+            values[p.name] = f"((long long)({args[position[p.name]]}))"
+    grid, block = config[0], config[1]
+    for a in "xyz":
+        values[f"nthreads_{a}"] = f"((long long)dim3({grid}).{a} * dim3({block}).{a})"
+        values[f"gridDim_{a}"] = f"((long long)dim3({grid}).{a})"
+        values[f"blockDim_{a}"] = f"((long long)dim3({block}).{a})"
+    text = pw_aff_to_c(pw)
+    used = set(re.findall(r"\b[A-Za-z_]\w*\b", text))
+    missing = [u for u in used if u not in values and u not in ("min", "max")]
+    if missing:
+        raise ValueError(f"'{missing[0]}' has no value at the launch")
+    names.update({u: values[u] for u in used if u in values})
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), text)
+
+
+def _arrays_of(r: Irregular) -> list[str]:
+    return [r.array, r.index_array] + ([r.length_array] if r.length_array else [])
+
+
+def plan_reorganisation(program: Program, analysis, loops=None,
+                        writes: HostWrites | None = None) -> Reorganisation:
+    """The plan for one kernel (its analysis: kernel, model)."""
+    kernel, model = analysis.kernel, analysis.model
+    found = irregular_references(kernel, model) if model is not None else []
+    plan = Reorganisation(kernel.name, found)
+    eligible = [r for r in found if r.obstacle is None]
+    if not found:
+        plan.reason = "no irregular reference"
+        return plan
+    if not eligible:
+        plan.reason = "; ".join(f"{r.text}: {r.obstacle}" for r in found)
+        return plan
+    if kernel.is_template or kernel.span is None:
+        plan.reason = "a template kernel (its copies would need each instance's types)"
+        return plan
+    distinct, why = distinct_arrays(program, kernel, model)
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    launches = program.launches_of(kernel.name)
+    if not launches:
+        plan.reason = "no launch of the kernel in this file"
+        return plan
+    if program.references.get(kernel.name):
+        plan.reason = "the kernel is named outside its launches (its signature must stay)"
+        return plan
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span]) \
+        if loops is None else loops
+    writes = writes or HostWrites()
+    plan.applied = eligible
+    for launch in launches:
+        site = Site(launch, weight_at(loops, launch.span.start if launch.span else -1), 0.0)
+        plan.sites.append(site)
+        try:
+            _, config, args = launch_parts(program.text, launch)
+        except (StopIteration, ValueError):
+            site.why_not = "its launch cannot be read"
+            continue
+        if len(args) != len(kernel.parameters) or any(has_side_effects(c) for c in config):
+            site.why_not = "its arguments or configuration cannot be evaluated twice"
+            continue
+        names = [args[position[a]] for r in eligible for a in _arrays_of(r)]
+        plain = [_plain_name(a) for a in names]
+        if any(has_side_effects(a) for a in args):
+            site.why_not = "an argument has a side effect"
+            continue
+        if any(p is None or p not in writes.tracked or p in writes.escaped for p in plain):
+            bad = next(a for a, p in zip(names, plain) if p is None or p not in writes.tracked
+                       or p in writes.escaped)
+            site.builds = site.launches
+            site.why_not = (f"'{bad.strip()}' is not followed in the host code (a cudaMalloc "
+                            "allocation of this file used only by calls polycoal knows): "
+                            "the copy would be rebuilt at every launch")
+            continue
+        targets = [_plain_name(args[position[p.name]]) for p in kernel.parameters
+                   if p.name in written and p.is_pointer]
+        if not distinct and (any(t is None or t not in writes.tracked for t in targets) or
+                             any(p in writes.assigned or p in targets for p in plain)):
+            site.why_not = (f"its pointer arguments may alias ({why}): a copy would not see "
+                            "the kernel's own writes")
+            continue
+        site.builds = _builds(loops, launch.span.start, writes.positions)
+        try:
+            for r in eligible:
+                used: dict = {}
+                site.bounds[r.text] = (_host_value(program, launch, kernel, r.range[0], used),
+                                       _host_value(program, launch, kernel, r.range[1], used))
+        except ValueError as error:
+            site.why_not = str(error)
+            continue
+        if site.reuse < MIN_REUSE:
+            site.why_not = (f"launched ~{site.launches:g}x per build of the copies (a write "
+                            "to their source arrays in the same host loop): a copy costs "
+                            "about one launch")
+    if not any(s.why_not is None for s in plan.sites):
+        plan.reason = "; ".join(sorted({s.why_not for s in plan.sites}))
+    return plan
