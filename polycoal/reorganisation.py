@@ -62,15 +62,15 @@ def plan_all(program: Program, decisions: list[KernelDecision], errors: list[Dia
             plans[d.kernel] = plan_reorganisation(program, d.analysis, loops)
         except Exception as error:              # confined: reported, the kernel stays
             _internal(program, d.kernel, error, "planning its irregular references", errors)
-    watched = set().union(*(_watched(program, p) for p in plans.values() if p.applied)) \
-        if plans else set()
+    eligible = [p for p in plans.values() if any(r.obstacle is None for r in p.found)]
+    watched = set().union(*(_watched(program, p) for p in eligible)) if eligible else set()
     if not watched:
         return [_noted(d, plans.get(d.kernel)) for d in decisions]
     writes = host_writes(program, watched, _written(decisions))
     out = []
     for d in decisions:
         plan = plans.get(d.kernel)
-        if plan is None or not plan.applied:
+        if plan is None or plan not in eligible:
             out.append(_noted(d, plan))
             continue
         try:
@@ -134,9 +134,8 @@ def edits(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span,
     watched = set().union(*(_watched(program, d.reorganisation) for d in chosen))
     writes = host_writes(program, watched, _written(decisions))
     replaced = {s.start for s, _ in out}
-    marks = [(span, what) for span, what in writes.marks
-             if not (what == "call" and span.start in replaced)]
-    out += mark_writes(program, marks)
+    marks = [m for m in writes.marks if not (m[1] == "call" and m[0].start in replaced)]
+    out += mark_writes(marks)
     first = min(min(program.kernel(d.kernel).span.start for d in chosen),
                 min(s.start for s, _ in out))
     out.append((Span(runtime_position(program, first), runtime_position(program, first)),

@@ -50,6 +50,8 @@ class Irregular:
     counter: str = ""            # segment: the loop's counter k
     loop_line: int = 0           # segment: the loop's line
     start: str = ""              # segment: the loop's first value as written (`row_start`)
+    #                              ("0" where the references add the run's start: A[B[e] + k])
+    subscript: str = ""          # segment: A's subscript as written (`k`, `start + k`)
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
     occurrences: tuple[str, ...] = ()   # statements reading it
     range: tuple[isl.PwAff, isl.PwAff] | None = field(default=None, compare=False)
@@ -59,6 +61,9 @@ class Irregular:
     def describe(self) -> str:
         if self.kind == "gather":
             return f"gather through {self.index_array}[{self.index}]"
+        if self.start == "0":
+            return (f"segment loop {self.counter} from 0 to {self.length_array}[{self.index}] "
+                    f"reading from {self.index_array}[{self.index}] (line {self.loop_line})")
         end = f"{self.index_array}[{self.index}] + {self.length_array}[{self.index}]" \
             if self.length_array else f"{self.index_array}[{self.index} + 1]"
         return (f"segment loop {self.counter} from {self.index_array}[{self.index}] to "
@@ -161,7 +166,8 @@ def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, 
         ds, da = k.definitions[text]
         return da.array, da.element_index, da, ds
     for a in s.accesses:
-        if a.kind == "read" and a.flat is not None and _same(a.text, text):
+        if a.kind == "read" and a.flat is not None and a.space == "global" and \
+                _same(a.text, text):
             return a.array, a.element_index, a, s
     return None
 
@@ -316,11 +322,53 @@ def _reached_exactly(k: _Kernel, loop: c_ast.Node) -> bool:
     return True
 
 
+def _row_text(k: _Kernel, node: c_ast.Node) -> str:
+    """The row e of a read B[e] (or of the private scalar holding it), as written."""
+    if isinstance(node, c_ast.ID):
+        return k.definitions[node.name][1].element_index
+    return _text(node.subscript)
+
+
+def _runs(k: _Kernel, counter: str, first: c_ast.Node, end: c_ast.Node, s: Statement):
+    """The runs a segment loop walks: (B, row e, L or None, the read of B[e], the run's
+    first value as written) for `for (k = B[e]; k < B[e + 1] | B[e] + L[e]; k++)`,
+    whose references are A[k]; or for `for (k = 0; k < L[e]; k++)`, whose references
+    are A[B[e] + k] (first value "0"); None for any other loop."""
+    start = _read_of(k, first, s)
+    if start is not None:
+        begin, row = start
+        end_read = _read_of(k, end, s)
+        if end_read and end_read[0] == begin and end_read[1] == row + 1:
+            return begin, row, None, first, _text(first)
+        if isinstance(end, c_ast.BinaryOp) and end.op == "+" and \
+                _read_of(k, end.left, s) == start:
+            other = _read_of(k, end.right, s)
+            if other is not None and other[1] == row:
+                return begin, row, other[0], first, _text(first)
+        return None
+    if isinstance(first, c_ast.Constant) and first.value == "0":
+        length = _read_of(k, end, s)
+        if length is not None:
+            return None, length[1], length[0], None, "0"
+    return None
+
+
+def _offset_read(k: _Kernel, node: c_ast.ArrayRef, counter: str, s: Statement, row: Poly):
+    """(B, the read of B[e]) of a reference A[S + k] (or A[k + S]) with S a read B[e]
+    at the loop's row."""
+    sub = node.subscript
+    if not (isinstance(sub, c_ast.BinaryOp) and sub.op == "+"):
+        return None
+    for this, other in ((sub.left, sub.right), (sub.right, sub.left)):
+        if isinstance(other, c_ast.ID) and other.name == counter:
+            hit = _read_of(k, this, s)
+            if hit is not None and hit[1] == row:
+                return hit[0], this
+    return None
+
+
 def _segments(k: _Kernel) -> list[Irregular]:
     out = []
-    by_line: dict[int, list[Statement]] = {}
-    for s in k.model.statements:
-        by_line.setdefault(s.location.line, []).append(s)
     for loop in (n for n in _walk(k.body) if isinstance(n, c_ast.For)):
         parts = _loop_parts(loop)
         if parts is None:
@@ -330,50 +378,40 @@ def _segments(k: _Kernel) -> list[Irregular]:
                   _within(k, s, loop)]
         if not inside:
             continue
-        start = _read_of(k, first, inside[0])
-        if start is None:
+        runs = _runs(k, counter, first, end, inside[0])
+        if runs is None:
             continue
-        begin_array, row = start
-        length = None
-        end_read = _read_of(k, end, inside[0])
-        if end_read and end_read[0] == begin_array and end_read[1] == row + 1:
-            pass
-        elif isinstance(end, c_ast.BinaryOp) and end.op == "+" and \
-                (_read_of(k, end.left, inside[0]) == start or
-                 isinstance(end.left, c_ast.ID) and end.left.name == counter):
-            other = _read_of(k, end.right, inside[0])
-            if other is None or other[1] != row:
-                continue
-            length = other[0]
-            if isinstance(end.left, c_ast.ID) and end.left.name == counter:
-                continue
-        else:
-            continue
-        row_text = k.definitions[first.name][1].element_index \
-            if isinstance(first, c_ast.ID) else _text(first.subscript)
+        begin_array, row, length, begin_read, start_text = runs
         body_writes = _assigned(loop.stmt)
-        refs: dict[str, list] = {}
+        refs: dict[tuple, list] = {}
         for n in _walk(loop.stmt):
-            if isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID) and \
-                    isinstance(n.subscript, c_ast.ID) and n.subscript.name == counter:
-                refs.setdefault(n.name.name, []).append(n)
-        for array, nodes in refs.items():
+            if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
+                continue
+            if begin_read is not None:
+                if isinstance(n.subscript, c_ast.ID) and n.subscript.name == counter:
+                    refs.setdefault((n.name.name, begin_array, begin_read), []).append(n)
+            else:
+                hit = _offset_read(k, n, counter, inside[0], row)
+                if hit is not None:
+                    refs.setdefault((n.name.name, hit[0], hit[1]), []).append(n)
+        for (array, begin, read), nodes in refs.items():
+            subscript = _text(nodes[0].subscript)
             statements = [s for s in inside if any(
                 a.array == array and a.kind == "read" and a.flat is None and
-                a.element_index == counter for a in s.accesses)]
-            if not statements:
+                _same(a.element_index, subscript) for a in s.accesses)]
+            if not statements or any(not _same(_text(n.subscript), subscript) for n in nodes):
                 continue
-            item = Irregular("segment", array, f"{array}[{counter}]", nodes[0].coord.line,
-                             k.pointers.get(array, ""), begin_array, row_text, row,
+            item = Irregular("segment", array, f"{array}[{subscript}]", nodes[0].coord.line,
+                             k.pointers.get(array, ""), begin, _row_text(k, read), row,
                              length_array=length, counter=counter,
                              loop_line=loop.coord.line if loop.coord else 0,
-                             start=_text(first),
+                             start=start_text, subscript=subscript,
                              occurrences=tuple(s.name for s in statements))
             obstacle = None
             if array not in k.pointers:
                 obstacle = f"'{array}' is written by the kernel or is not a pointer parameter"
-            elif begin_array not in k.pointers or length and length not in k.pointers:
-                obstacle = f"'{begin_array}' is written by the kernel"
+            elif begin not in k.pointers or length and length not in k.pointers:
+                obstacle = f"'{begin}' is written by the kernel"
             elif counter in body_writes:
                 obstacle = f"the loop's body writes its counter '{counter}'"
             elif any(isinstance(x, (c_ast.Break, c_ast.Return, c_ast.Goto))
@@ -388,19 +426,25 @@ def _segments(k: _Kernel) -> list[Irregular]:
                 bounds, obstacle = _bounds(k.model, statements, row)
                 if bounds and not bounds[0].ge_set(isl.PwAff.zero_on_domain(
                         bounds[0].get_domain_space())).is_equal(bounds[0].domain()):
-                    obstacle = f"the rows {row_text} may be negative"
+                    obstacle = f"the rows {item.index} may be negative"
             out.append(Irregular(**{**item.__dict__, "range": bounds,
                                     "obstacle": obstacle}))
     return out
 
 
 def _within(k: _Kernel, s: Statement, loop: c_ast.For) -> bool:
+    """Whether the statement is in the loop's body (by its node, or, for statements the
+    model made of declarations, by its position)."""
     node = s.node
     while node is not None:
         if node is loop.stmt:
             return True
         node = k.parents.get(id(node))
-    return False
+    lines = [n.coord.line for n in _walk(loop.stmt) if n.coord is not None]
+    line, col = s.location.line, s.location.col
+    first = loop.stmt.coord
+    return bool(lines) and first is not None and \
+        (first.line, first.column or 0) <= (line, col) and line <= max(lines)
 
 
 def irregular_references(kernel, model: KernelModel) -> list[Irregular]:

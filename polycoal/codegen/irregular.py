@@ -100,6 +100,28 @@ def _statement_end(tokens: list[Token], k: int) -> int:
     raise NotRewritable("a loop body without an end")
 
 
+def _unread_local(tokens: list[Token], text: str, r, g: Group, uses: int, plan_groups
+                  ) -> list[tuple[int, int, str]]:
+    """Where the local holding P[e] (`int j = P[i];`) is read only by this group's
+    reference, its definition skips the read of P when the copy is there:
+    `int j = (pc ? 0 : P[i]);`."""
+    if sum(1 for x in plan_groups if x.kind == "gather" and x.first.local == r.local) > 1:
+        return []
+    mentions = [k for k, t in enumerate(tokens) if t.text == r.local and
+                not (k and tokens[k - 1].text in (".", "->"))]
+    definitions = [k for k in mentions if k + 1 < len(tokens) and tokens[k + 1].text == "="]
+    if len(definitions) != 1 or len(mentions) != uses + 1:
+        return []
+    k = definitions[0] + 2
+    end = k
+    while end < len(tokens) and tokens[end].text not in (";", ","):
+        end += 1
+    init = text[tokens[k].start:tokens[end - 1].end]
+    if not _same(init, f"{r.index_array}[{r.index}]"):
+        return []
+    return [(tokens[k].start, tokens[end - 1].end, f"({g.pointer} ? 0 : {init})")]
+
+
 def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -> str:
     """The kernel's text reading its reorganised references from the copies."""
     text = program.text
@@ -116,6 +138,8 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
                 original = text[tokens[k].start:tokens[close].end]
                 edits.append((tokens[k].start, tokens[close].end,
                               f"({g.pointer} ? {g.pointer}[{r.index}] : {original})"))
+            if r.local:
+                edits += _unread_local(tokens, text, r, g, len(hits), plan_groups)
             continue
         loops = [k for k, t in enumerate(tokens) if t.text == "for" and t.line == r.loop_line]
         if len(loops) != 1:
@@ -123,7 +147,7 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
         at = loops[0]
         close = matching(tokens, at + 1)
         end = _statement_end(tokens, close + 1)
-        run, use = f"pc_run{r.loop_line}", f"pc_use{r.loop_line}"
+        run, use = run_names(g)
         row = f"(long long)({r.index})"
         slice_ = f"{g.pointer}[{row} >> 5]"
         edits.append((tokens[at].start, tokens[at].start,
@@ -132,7 +156,7 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
                       f"32LL * (long long)({r.start}) : 0; "))
         edits.append((tokens[end].end, tokens[end].end, " }"))
         for ref, copy in zip(g.references, g.copies):
-            hits = _subscripted(tokens, text, ref.array, ref.counter, close + 1, end + 1)
+            hits = _subscripted(tokens, text, ref.array, ref.subscript, close + 1, end + 1)
             if not hits:
                 raise NotRewritable(f"'{ref.text}' is not written as such in the loop")
             for k, c in hits:
@@ -155,6 +179,13 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
         pos = end
     out.append(text[pos:kernel.span.end])
     return "".join(out)
+
+
+def run_names(g: Group) -> tuple[str, str]:
+    """The private scalars of a segment group's loop: the run's position in the copies,
+    and whether the row's slice is copied."""
+    suffix = f"{g.first.loop_line}_{g.first.index_array}"
+    return f"pc_run{suffix}", f"pc_use{suffix}"
 
 
 def new_parameters(plan_groups: list[Group]) -> list[str]:
@@ -232,16 +263,22 @@ def sites_of(plan_groups: list[Group]) -> int:
     return len(plan_groups)
 
 
-def mark_writes(program: Program, marks: list[tuple[Span, str]]) -> list[tuple[Span, str]]:
-    """Edits marking the host's writes to source arrays (each bumps the epoch)."""
+def mark_writes(marks: list[tuple[Span, str, str]]) -> list[tuple[Span, str]]:
+    """Edits marking the host's writes to source arrays (each moves the array's
+    version): a call is wrapped (the variable read after it), a launch preceded, in a
+    block of its own."""
     out = []
-    for span, what in marks:
+    launches: dict[Span, list[str]] = {}
+    for span, what, variable in marks:
         if what == "call":
             out.append((Span(span.start, span.start), "polycoal_irregular_written("))
-            out.append((Span(span.end, span.end), ")"))
+            out.append((Span(span.end, span.end), f", &{variable})"))
         else:
-            out.append((Span(span.start, span.start), "{ polycoal_irregular_touch(); "))
-            out.append((Span(span.end, span.end), " }"))
+            launches.setdefault(span, []).append(variable)
+    for span, variables in launches.items():
+        out.append((Span(span.start, span.start), "{ " + "".join(
+            f"polycoal_irregular_wrote({v}); " for v in variables)))
+        out.append((Span(span.end, span.end), " }"))
     return out
 
 

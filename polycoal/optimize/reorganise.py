@@ -4,8 +4,8 @@
 A copy is built on the GPU before a launch and is worth building only if launches reuse
 it: building reads what one original launch reads and writes the copy, so a launch that
 rebuilds it each time is slower than the original. The copy stays valid while the
-arrays it was built from are unchanged; the runtime keeps a global count of the host's
-writes to those arrays (the epoch) and rebuilds when it moved. Those writes are found in
+arrays it was built from are unchanged; the runtime keeps, per array, the time of the
+host's last write to it (its version) and rebuilds when one moved. Those writes are found in
 the host code (frontend/struct_arrays.py's scan of device pointers): a cudaMemcpy or
 cudaMemset into one, its allocation or release, a launch of a kernel that writes the
 parameter it is passed to. Where a source array is not a cudaMalloc allocation of this
@@ -66,6 +66,7 @@ class Reorganisation:
     applied: list[Irregular] = field(default_factory=list)
     sites: list[Site] = field(default_factory=list)
     reason: str | None = None        # why nothing is reorganised
+    dropped: list[tuple[Irregular, str]] = field(default_factory=list)   # kept, and why
     text: str = ""                   # the kernel rewritten (codegen/irregular.py)
 
     @property
@@ -79,6 +80,7 @@ class Reorganisation:
             how = "a duplicated copy" if r.kind == "gather" else \
                 "a padded column-major copy of its rows"
             parts.append(f"{r.text} ({r.describe}) from {how}")
+        parts += [f"{r.text} kept: {why}" for r, why in self.dropped]
         reuse = ", ".join(f"line {s.launch.location.line}: "
                           + (f"reused ~{s.reuse:g}x" if s.why_not is None else s.why_not)
                           for s in self.sites)
@@ -93,8 +95,16 @@ class HostWrites:
     tracked: set[str] = field(default_factory=set)
     escaped: set[str] = field(default_factory=set)
     assigned: set[str] = field(default_factory=set)   # assigned to or from another one
-    marks: list[tuple[Span, str]] = field(default_factory=list)   # (span, "call"|"launch")
-    positions: list[int] = field(default_factory=list)
+    # (span, "call" | "launch", the array's variable)
+    marks: list[tuple[Span, str, str]] = field(default_factory=list)
+
+    def positions(self, variables: set[str]) -> list[int]:
+        """Where the arrays of `variables` may be written (any variable they are
+        assigned to or from counts as theirs)."""
+        group = set(variables)
+        if group & self.assigned:
+            group |= self.assigned & self.tracked
+        return [span.start for span, _, v in self.marks if v in group]
 
 
 def _plain_name(text: str) -> str | None:
@@ -127,10 +137,10 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
         group |= assigned & out.tracked
     for arrays in uses.values():
         for call in arrays.calls:
-            if call.function in WRITING_CALLS + COPIES and call.arguments and \
-                    _plain_name(call.arguments[0].replace("&", "")) in group:
-                out.marks.append((call.span, "call"))
-                out.positions.append(call.span.start)
+            target = _plain_name(call.arguments[0].replace("&", "")) if call.arguments \
+                else None
+            if call.function in WRITING_CALLS + COPIES and target in group:
+                out.marks.append((call.span, "call", target))
         for launch, position in arrays.launches:
             name = launch.arguments[position].strip()
             if name not in group or launch.span is None:
@@ -140,9 +150,8 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
             param = kernel.parameters[position].name if kernel and \
                 position < len(kernel.parameters) else None
             if written is None or param is None or param in written:
-                if all(m[0] != launch.span for m in out.marks):
-                    out.marks.append((launch.span, "launch"))
-                    out.positions.append(launch.span.start)
+                if all(m[0] != launch.span or m[2] != name for m in out.marks):
+                    out.marks.append((launch.span, "launch", name))
     return out
 
 
@@ -179,6 +188,39 @@ def _host_value(program: Program, launch: Launch, kernel, pw, names: dict) -> st
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), text)
 
 
+def _site_builds(program: Program, kernel, launch: Launch, eligible: list[Irregular],
+                 writes: HostWrites, loops, distinct: bool, why: str, written: set[str]
+                 ) -> tuple[str | None, dict[str, float]]:
+    """(why this launch cannot build copies, or None; each reference's builds per run)."""
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    try:
+        _, config, args = launch_parts(program.text, launch)
+    except (StopIteration, ValueError):
+        return "its launch cannot be read", {}
+    if len(args) != len(kernel.parameters) or any(has_side_effects(c) for c in config):
+        return "its arguments or configuration cannot be evaluated twice", {}
+    if any(has_side_effects(a) for a in args):
+        return "an argument has a side effect", {}
+    names = [args[position[a]] for r in eligible for a in _arrays_of(r)]
+    plain = [_plain_name(a) for a in names]
+    bad = [a for a, p in zip(names, plain) if p is None or p not in writes.tracked
+           or p in writes.escaped]
+    if bad:
+        return (f"'{bad[0].strip()}' is not followed in the host code (a cudaMalloc "
+                "allocation of this file used only by calls polycoal knows): the copy would "
+                "be rebuilt at every launch"), {}
+    targets = [_plain_name(args[position[p.name]]) for p in kernel.parameters
+               if p.name in written and p.is_pointer]
+    if not distinct and (any(t is None or t not in writes.tracked for t in targets) or
+                         any(p in writes.assigned or p in targets for p in plain)):
+        return (f"its pointer arguments may alias ({why}): a copy would not see the "
+                "kernel's own writes"), {}
+    at = launch.span.start
+    return None, {r: _builds(loops, at, writes.positions(
+        {_plain_name(args[position[a]]) for a in _arrays_of(ref)}))
+        for ref in eligible for r in (ref.text,)}
+
+
 def _arrays_of(r: Irregular) -> list[str]:
     return [r.array, r.index_array] + ([r.length_array] if r.length_array else [])
 
@@ -212,44 +254,30 @@ def plan_reorganisation(program: Program, analysis, loops=None,
     loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span]) \
         if loops is None else loops
     writes = writes or HostWrites()
-    plan.applied = eligible
+    # per launch: whether it can build the copies, and each reference's builds
+    builds: dict[int, dict[str, float]] = {}
     for launch in launches:
         site = Site(launch, weight_at(loops, launch.span.start if launch.span else -1), 0.0)
         plan.sites.append(site)
-        try:
-            _, config, args = launch_parts(program.text, launch)
-        except (StopIteration, ValueError):
-            site.why_not = "its launch cannot be read"
-            continue
-        if len(args) != len(kernel.parameters) or any(has_side_effects(c) for c in config):
-            site.why_not = "its arguments or configuration cannot be evaluated twice"
-            continue
-        names = [args[position[a]] for r in eligible for a in _arrays_of(r)]
-        plain = [_plain_name(a) for a in names]
-        if any(has_side_effects(a) for a in args):
-            site.why_not = "an argument has a side effect"
-            continue
-        if any(p is None or p not in writes.tracked or p in writes.escaped for p in plain):
-            bad = next(a for a, p in zip(names, plain) if p is None or p not in writes.tracked
-                       or p in writes.escaped)
+        site.why_not, builds[id(site)] = _site_builds(program, kernel, launch, eligible,
+                                                      writes, loops, distinct, why, written)
+    # a reference is reorganised where some launch reuses its copy
+    plan.applied = [r for r in eligible if any(
+        s.why_not is None and s.launches / builds[id(s)][r.text] >= MIN_REUSE
+        for s in plan.sites)]
+    dropped = [r for r in eligible if r not in plan.applied]
+    for site in plan.sites:
+        if site.why_not is not None:
             site.builds = site.launches
-            site.why_not = (f"'{bad.strip()}' is not followed in the host code (a cudaMalloc "
-                            "allocation of this file used only by calls polycoal knows): "
-                            "the copy would be rebuilt at every launch")
             continue
-        targets = [_plain_name(args[position[p.name]]) for p in kernel.parameters
-                   if p.name in written and p.is_pointer]
-        if not distinct and (any(t is None or t not in writes.tracked for t in targets) or
-                             any(p in writes.assigned or p in targets for p in plain)):
-            site.why_not = (f"its pointer arguments may alias ({why}): a copy would not see "
-                            "the kernel's own writes")
-            continue
-        site.builds = _builds(loops, launch.span.start, writes.positions)
+        site.builds = max([builds[id(site)][r.text] for r in plan.applied] or [site.launches])
         try:
-            for r in eligible:
+            for r in plan.applied:
                 used: dict = {}
-                site.bounds[r.text] = (_host_value(program, launch, kernel, r.range[0], used),
-                                       _host_value(program, launch, kernel, r.range[1], used))
+                site.bounds[r.text] = (_host_value(program, site.launch, kernel, r.range[0],
+                                                   used),
+                                       _host_value(program, site.launch, kernel, r.range[1],
+                                                   used))
         except ValueError as error:
             site.why_not = str(error)
             continue
@@ -257,6 +285,12 @@ def plan_reorganisation(program: Program, analysis, loops=None,
             site.why_not = (f"launched ~{site.launches:g}x per build of the copies (a write "
                             "to their source arrays in the same host loop): a copy costs "
                             "about one launch")
-    if not any(s.why_not is None for s in plan.sites):
-        plan.reason = "; ".join(sorted({s.why_not for s in plan.sites}))
+    plan.dropped = [(r, "its source arrays are written between its launches (a copy would "
+                     "be rebuilt at every launch)") for r in dropped if all(
+                         s.why_not is None for s in plan.sites)] + \
+        [(r, "no launch can reuse a copy") for r in dropped if not all(
+            s.why_not is None for s in plan.sites)]
+    if not any(s.why_not is None for s in plan.sites) or not plan.applied:
+        plan.reason = "; ".join(sorted({s.why_not for s in plan.sites if s.why_not} |
+                                       {why for _, why in plan.dropped}))
     return plan

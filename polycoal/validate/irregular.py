@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from pycparser import c_ast, c_generator, c_parser
 
+from polycoal.codegen.irregular import run_names
 from polycoal.model.kernel_model import KernelModel
 
 
@@ -94,7 +95,7 @@ def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[
                 if a.flat is None or r.index_poly is None or a.flat != r.index_poly:
                     problems.append(f"'{a.text}' is not read at {r.index}")
             continue
-        run = f"pc_run{r.loop_line}"
+        run, _ = run_names(g)
         expected = {_key(f"{c}[{run} + 32LL * ({x.counter})]")
                     for c, x in zip(g.copies, g.references)}
         # the slices' offsets are read (by the run position's definition) at the row's
