@@ -52,6 +52,7 @@ class Irregular:
     start: str = ""              # segment: the loop's first value as written (`row_start`)
     #                              ("0" where the references add the run's start: A[B[e] + k])
     subscript: str = ""          # segment: A's subscript as written (`k`, `start + k`)
+    body: tuple[str, ...] = ()   # segment: the statements in the loop's body
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
     occurrences: tuple[str, ...] = ()   # statements reading it
     range: tuple[isl.PwAff, isl.PwAff] | None = field(default=None, compare=False)
@@ -406,6 +407,7 @@ def _segments(k: _Kernel) -> list[Irregular]:
                              length_array=length, counter=counter,
                              loop_line=loop.coord.line if loop.coord else 0,
                              start=start_text, subscript=subscript,
+                             body=tuple(s.name for s in inside),
                              occurrences=tuple(s.name for s in statements))
             obstacle = None
             if array not in k.pointers:

@@ -127,6 +127,10 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
     text = program.text
     tokens = _kernel_tokens(program, kernel)
     edits: list[tuple[int, int, str]] = []
+    segments = []
+    if len({g.first.loop_line for g in plan_groups if g.kind == "segment"}) < \
+            sum(1 for g in plan_groups if g.kind == "segment"):
+        raise NotRewritable("one loop walks the runs of two index arrays")
     for g in plan_groups:
         r = g.first
         if g.kind == "gather":
@@ -144,41 +148,75 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
         loops = [k for k, t in enumerate(tokens) if t.text == "for" and t.line == r.loop_line]
         if len(loops) != 1:
             raise NotRewritable(f"the loop at line {r.loop_line} is not one `for` as written")
-        at = loops[0]
-        close = matching(tokens, at + 1)
-        end = _statement_end(tokens, close + 1)
-        run, use = run_names(g)
-        row = f"(long long)({r.index})"
-        slice_ = f"{g.pointer}[{row} >> 5]"
-        edits.append((tokens[at].start, tokens[at].start,
-                      f"{{ const bool {use} = {g.pointer} && {g.pointer}[({row} >> 5) + 1] > "
-                      f"{slice_}; const long long {run} = {use} ? {slice_} + ({row} & 31) - "
-                      f"32LL * (long long)({r.start}) : 0; "))
-        edits.append((tokens[end].end, tokens[end].end, " }"))
-        for ref, copy in zip(g.references, g.copies):
-            hits = _subscripted(tokens, text, ref.array, ref.subscript, close + 1, end + 1)
-            if not hits:
-                raise NotRewritable(f"'{ref.text}' is not written as such in the loop")
-            for k, c in hits:
-                original = text[tokens[k].start:tokens[c].end]
-                edits.append((tokens[k].start, tokens[c].end,
-                              f"({use} ? {copy}[{run} + 32LL * ({ref.counter})] : "
-                              f"{original})"))
+        segments.append((g, loops[0]))
+    for g, at in segments:
+        edits = _split_loop(tokens, text, g, at, edits)
     # the new parameters, after the last one
     name = next(k for k, t in enumerate(tokens) if t.text == kernel.name and
                 k + 1 < len(tokens) and tokens[k + 1].text == "(")
     params_end = matching(tokens, name + 1)
     edits.append((tokens[params_end].start, tokens[params_end].start,
                   "".join(", " + p for p in new_parameters(plan_groups))))
-    out, pos = [], kernel.span.start
-    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1])):
-        if start < pos:
+    return _applied(text, kernel.span.start, kernel.span.end, edits)
+
+
+def _applied(text: str, start: int, end: int, edits: list[tuple[int, int, str]]) -> str:
+    """text[start:end] with the edits inside it."""
+    out, pos = [], start
+    for first, last, new in sorted(edits, key=lambda e: (e[0], e[1])):
+        if first < pos:
             raise NotRewritable("overlapping references")
-        out.append(text[pos:start])
+        out.append(text[pos:first])
         out.append(new)
-        pos = end
-    out.append(text[pos:kernel.span.end])
+        pos = last
+    out.append(text[pos:end])
     return "".join(out)
+
+
+def _split_loop(tokens: list[Token], text: str, g: Group, at: int,
+                edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The edits with the segment loop at token `at` split in two: the iterations whose
+    elements the row's slice holds read the copies, the rest (and every iteration of a
+    row whose slice is not copied) the original. Same iterations, same order:
+
+        { const bool pc_use = <the slice is copied>;
+          const long long pc_run = <the row's first element in the copies> - 32 * first;
+          const long long pc_split = first + <the slice's width, 0 when not copied>;
+          init; for (; cond && k < pc_split; step) body-reading-the-copies
+          for (; cond; step) body }
+    """
+    r = g.first
+    close = matching(tokens, at + 1)
+    end = _statement_end(tokens, close + 1)
+    header = split_top_level(tokens[at + 2:close], ";")
+    if len(header) != 3 or not header[0] or not header[1]:
+        raise NotRewritable(f"the loop at line {r.loop_line} has no first value or condition")
+    part = [text[h[0].start:h[-1].end] if h else "" for h in header]
+    inner = [e for e in edits if tokens[close].end <= e[0] and e[1] <= tokens[end].end]
+    outer = [e for e in edits if e not in inner]
+    if any(tokens[at].start <= e[0] < tokens[end].end for e in outer):
+        raise NotRewritable(f"a reference in the header of the loop at line {r.loop_line}")
+    run, use = run_names(g)
+    split = run.replace("pc_run", "pc_split")
+    copied = list(inner)
+    for ref, copy in zip(g.references, g.copies):
+        hits = _subscripted(tokens, text, ref.array, ref.subscript, close + 1, end + 1)
+        if not hits:
+            raise NotRewritable(f"'{ref.text}' is not written as such in the loop")
+        for k, c in hits:
+            copied.append((tokens[k].start, tokens[c].end,
+                           f"{copy}[{run} + 32LL * ({ref.counter})]"))
+    body_start, body_end = tokens[close].end, tokens[end].end
+    row = f"(long long)({r.index})"
+    here, after = f"{g.pointer}[{row} >> 5]", f"{g.pointer}[({row} >> 5) + 1]"
+    first = f"(long long)({r.start})"
+    new = (f"{{ const bool {use} = {g.pointer} && {after} > {here}; "
+           f"const long long {run} = {use} ? {here} + ({row} & 31) - 32LL * {first} : 0; "
+           f"const long long {split} = {first} + ({use} ? ({after} - {here}) / 32 : 0); "
+           f"{part[0]}; for (; ({part[1]}) && (long long)({r.counter}) < {split}; {part[2]})"
+           f"{_applied(text, body_start, body_end, copied)}\n"
+           f"for (; {part[1]}; {part[2]}){_applied(text, body_start, body_end, inner)} }}")
+    return outer + [(tokens[at].start, tokens[end].end, new)]
 
 
 def run_names(g: Group) -> tuple[str, str]:
@@ -216,7 +254,7 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
     stream = config[3] if len(config) > 3 else "0"
     indent = re.match(r"[ \t]*", program.text[program.text.rfind("\n", 0, launch.span.start)
                                               + 1:launch.span.start]).group(0)
-    lines, extra = [], []
+    lines, extra, sites = [], [], []
     for g in plan_groups:
         r = g.first
         if bounds is None:
@@ -246,17 +284,20 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
                              f"{site_name}, {k}, ({args[position[x.array]]}), {index}, "
                              f"{length}, {stream});")
                 copies.append(name)
-            lines.append(f"if (!{site_name}.use) {var} = 0;")
+            lines.append(f"if (!{site_name}.serve) {var} = 0;")
             extra += [var] + copies
+        sites.append(site_name)
         site += 1
     launch_text = text[:tokens[end].start] + "".join(", " + e for e in extra) + \
         text[tokens[end].start:]
     if not lines:
         return launch_text
     inner = indent + "  "
+    lines += [f"polycoal_irregular_time({x}, 0, {stream});" for x in sites]
+    after = [f"polycoal_irregular_time({x}, 1, {stream});" for x in sites]
     return ("{ /* polycoal: irregular references read from reorganised copies, built "
             "here or reused */\n" + "".join(inner + x + "\n" for x in lines) + inner +
-            launch_text + "\n" + indent + "}")
+            launch_text + "\n" + "".join(inner + x + "\n" for x in after) + indent + "}")
 
 
 def sites_of(plan_groups: list[Group]) -> int:

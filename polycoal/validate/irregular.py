@@ -1,16 +1,18 @@
 """Check a kernel whose irregular references read reorganised copies, read back from the
 output (codegen/irregular.py).
 
-The rewrite is legal when (1) the kernel does everything the original does: the same
-statements over the same domains (the copies' run positions aside), the same accesses
-to the original arrays (each reorganised reference stays, as the choice's other arm);
-(2) every read of a copy is at the position the runtime built it for: a gather's copy
-at e, the very index P was read at (as a polynomial in the thread indices), over domains
-the copy's range was computed on; a segment's copy at `pc_run + 32 * k` inside its loop,
-pc_run defined from the loop's first value and row; (3) nothing writes a copy. The
-runtime builds each copy from the arrays as they are at the launch, which the kernel
-never writes (analysis/irregular.py) and which do not alias its written arrays
-(analysis/aliasing.py): so a copy's element equals the original's reference.
+The rewrite is legal when (1) the kernel does everything the original does: read with
+each copy's element in place of the original's reference (a gather's choice
+`pc ? copy[e] : A[P[e]]` read as its original arm, a segment's `copy[pc_run + 32 * k]`
+as `A[k]`), its statements are the original's over the same domains, once each, and the
+statements of a split segment loop twice (the loop's two parts); (2) every read of a
+copy is at the position the runtime built it for: a gather's copy at e, the very index P
+was read at (as a polynomial in the thread indices), in statements over the domains the
+copy's range was computed on; a segment's copy at `pc_run + 32 * k` (pc_run defined
+from the loop's first value and row), the slices' offsets at the row's slice and the
+next; (3) nothing writes a copy. The runtime builds each copy from the arrays as they
+are at the launch, which the kernel never writes (analysis/irregular.py) and which do
+not alias its written arrays: so a copy's element equals the original's reference.
 """
 
 from __future__ import annotations
@@ -24,65 +26,96 @@ from polycoal.codegen.irregular import run_names
 from polycoal.model.kernel_model import KernelModel
 
 
-def _original_arm(node):
-    """The expression with every choice `pc_... ? copy : original` replaced by its
-    original."""
-    if isinstance(node, c_ast.TernaryOp) and isinstance(node.cond, c_ast.ID) and \
+def _originals(node, copies: dict, undo: bool = True):
+    """The expression read as the original: every choice `pc_... ? copy : original` by
+    its original, every copy `C[...]` by the reference it holds (`copies`: C -> the
+    reference as written)."""
+    if undo and isinstance(node, c_ast.TernaryOp) and isinstance(node.cond, c_ast.ID) and \
             node.cond.name.startswith("pc_"):
-        return _original_arm(node.iffalse)
+        return _originals(node.iffalse, copies)
+    if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID) and \
+            node.name.name in copies:
+        return _expression(copies[node.name.name])
     for attr in getattr(node, "__slots__", ()):
         if attr in ("coord", "__weakref__"):
             continue
         value = getattr(node, attr, None)
         if isinstance(value, c_ast.Node):
-            setattr(node, attr, _original_arm(value))
+            setattr(node, attr, _originals(value, copies, undo))
         elif isinstance(value, list):
-            setattr(node, attr, [_original_arm(v) if isinstance(v, c_ast.Node) else v
+            setattr(node, attr, [_originals(v, copies, undo) if isinstance(v, c_ast.Node) else v
                                  for v in value])
     return node
 
 
+def _expression(text: str):
+    body = c_parser.CParser().parse(f"void f(void) {{ {text}; }}").ext[0].body
+    return body.block_items[0]
+
+
 @lru_cache(maxsize=4096)
-def _key(text: str, original: bool = False) -> str:
-    """An expression's text as pycparser writes it (parentheses and spaces canonical);
-    `original`: with the choices undone."""
+def _key(text: str, copies: tuple = (), undo: bool = True) -> str:
+    """An expression's text as pycparser writes it (parentheses and spaces canonical),
+    read as the original (`copies`: the pairs of _originals' map)."""
     try:
-        body = c_parser.CParser().parse(f"void f(void) {{ {text}; }}").ext[0].body
-        node = body.block_items[0]
+        node = _expression(text)
     except Exception:
         return "".join(text.split())
-    return c_generator.CGenerator().visit(_original_arm(node) if original else node)
-
-
-def _statements(model: KernelModel, copies: set[str]):
-    """The statements other than the run positions' definitions."""
-    return [s for s in model.statements
-            if not any(a.kind == "write" and _local(a.array) for a in s.accesses)]
+    return c_generator.CGenerator().visit(_originals(node, dict(copies), undo))
 
 
 def _local(name: str) -> bool:
-    """The kernel's new private scalars: a loop's run position and whether it is used."""
-    return name.startswith(("pc_run", "pc_use"))
+    """The kernel's new private scalars: a loop's run position, split, use."""
+    return name.startswith(("pc_run", "pc_use", "pc_split"))
 
 
 def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[str]:
     problems = []
-    copies = {g.pointer for g in plan_groups} | {c for g in plan_groups for c in g.copies}
-    old_statements, new_statements = old.statements, _statements(new, copies)
-    if len(old_statements) != len(new_statements):
-        return [f"{len(new_statements)} statements where the original has "
-                f"{len(old_statements)}"]
-    for s, t in zip(old_statements, new_statements):
+    pointers = {g.pointer for g in plan_groups}
+    held = tuple((c, x.text) for g in plan_groups for c, x in zip(g.copies, g.references))
+    copies = pointers | {c for c, _ in held}
+    # a split loop's first value, assigned before its two parts: `int k = first`
+    inits = {(g.first.counter, _key(g.first.start)) for g in plan_groups
+             if g.kind == "segment"}
+    twice = {name for g in plan_groups if g.kind == "segment" for name in g.first.body}
+
+    def bookkeeping(t) -> bool:
+        writes = [a for a in t.accesses if a.kind == "write"]
+        if len(writes) == 1 and "=" in t.text:
+            left, right = t.text.split("=", 1)
+            if (writes[0].array, _key(right.strip())) in inits and \
+                    left.split()[-1] == writes[0].array:
+                return True
+        return bool(writes) and all(_local(a.array) for a in writes)
+    new_statements = [t for t in new.statements if not bookkeeping(t)]
+    expected = Counter()
+    by_key = {}
+    for s in old.statements:
+        k = _key(s.text)
+        expected[k] += 2 if s.name in twice else 1
+        by_key[k] = s
+    found = Counter(_key(t.text, held) for t in new_statements)
+    if found != expected:
+        missing = list((expected - found).elements())[:1] or list((found - expected).elements())
+        return [f"the statements differ from the original's (at '{missing[0]}')"]
+    for t in new_statements:
+        s = by_key[_key(t.text, held)]
         if s.constraints != t.constraints or len(s.loops) != len(t.loops):
             problems.append(f"statement '{t.text}' runs over another domain than '{s.text}'")
-        mine = Counter((a.array, a.kind, _key(a.text)) for a in s.accesses)
-        theirs = Counter((a.array, a.kind, _key(a.text, True)) for a in t.accesses
-                         if a.array not in copies and not _local(a.array))
+        # memory accesses (private scalars: the statement's text, compared above)
+        mine = Counter((a.array, a.kind, _key(a.text)) for a in s.accesses
+                       if a.space != "private")
+        theirs = Counter()
+        for a in t.accesses:
+            if a.array in pointers or a.space == "private":
+                continue
+            original = dict(held).get(a.array)
+            array = original.split("[")[0] if original else a.array
+            theirs[(array, a.kind, _key(a.text, held))] += 1
         if mine != theirs:
             problems.append(f"statement '{t.text}' accesses other elements than '{s.text}'")
     for s, a in new.accesses():
-        if a.array in copies and a.kind == "write" or _local(a.array) and \
-                a.kind == "write" and a.space != "private":
+        if a.array in copies and a.kind == "write":
             problems.append(f"'{a.text}' writes a copy")
     for g in plan_groups:
         r = g.first
@@ -96,18 +129,18 @@ def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[
                     problems.append(f"'{a.text}' is not read at {r.index}")
             continue
         run, _ = run_names(g)
-        expected = {_key(f"{c}[{run} + 32LL * ({x.counter})]")
-                    for c, x in zip(g.copies, g.references)}
+        allowed = {_key(f"{c}[{run} + 32LL * ({x.counter})]")
+                   for c, x in zip(g.copies, g.references)}
         # the slices' offsets are read (by the run position's definition) at the row's
         # slice and the next: any offsets the runtime wrote are consistent with its copy
-        expected |= {_key(f"{g.pointer}[(long long)({r.index}) >> 5]"),
-                     _key(f"{g.pointer}[((long long)({r.index}) >> 5) + 1]")}
+        allowed |= {_key(f"{g.pointer}[(long long)({r.index}) >> 5]"),
+                    _key(f"{g.pointer}[((long long)({r.index}) >> 5) + 1]")}
         for _, a in reads:
-            if _key(a.text) not in expected:
+            if _key(a.text) not in allowed:
                 problems.append(f"'{a.text}' is not a copy's position along the runs")
         defined = [s for s in new.statements if any(
             a.kind == "write" and a.array == run for a in s.accesses)]
-        if len(defined) != 1 or _key(f"{r.start}") not in _key(defined[0].text):
+        if len(defined) != 1 or _key(r.start) not in _key(defined[0].text, undo=False):
             problems.append(f"the run position of the loop at line {r.loop_line} is not "
                             "defined from its first value")
     return problems

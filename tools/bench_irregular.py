@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Reorganised irregular references measured on the device (needs nvcc; CuPy for the
+cuSPARSE reference).
+
+    python tools/bench_irregular.py --out DIR [--rows N] [--repeat R] [--ncu]
+
+The fixtures testsuite/fixtures/irregular/spmv_csr.cu and gather_permutation.cu are
+transformed by polycoal; a harness includes the original and the output, each in a
+namespace of its own (their mains renamed), and drives their kernels and the output's
+runtime directly:
+
+- SpMV on CSR matrices of N rows (default 2^20), random columns, banded, skewed row
+  lengths (the fixture's generators): the original kernel; the remap (the launch site's
+  runtime calls: slice widths, offsets, the two copies), forced to rebuild each sample;
+  the reorganised kernel reading the copies; the fixture's loop of ITERATIONS launches
+  with the runtime deciding reuse (its builds counted); the outputs compared. Then the
+  same matrix through CuPy (cupyx.scipy.sparse.csr_matrix @ x: cuSPARSE SpMV), timed
+  in the same call, its output compared with the original's.
+- Gathers through an index array of N elements (random permutation, neighbours swapped,
+  64 threads per element): the original, the copy's build, the kernel reading it.
+Each time is the median of R samples of one launch between CUDA events, after a
+warm-up. Results: one JSON line per case and DIR/irregular.json; with --ncu, global load
+sectors per request of each SpMV kernel under Nsight Compute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, ROOT)
+
+from polycoal.frontend import read_program  # noqa: E402
+from polycoal.transform import transform_program  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "testsuite", "fixtures", "irregular")
+ITERATIONS = 10
+NCU_METRICS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,"
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,gpu__time_duration.sum")
+
+HARNESS = r"""
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <vector>
+#include <algorithm>
+namespace original_spmv {
+#define main original_spmv_main
+#include "original_spmv.cu"
+#undef main
+}
+namespace reorganised_spmv {
+#define main reorganised_spmv_main
+#include "reorganised_spmv.cu"
+#undef main
+}
+namespace original_gather {
+#define main original_gather_main
+#include "original_gather.cu"
+#undef main
+}
+#undef POLYCOAL_IRREGULAR_RUNTIME
+namespace reorganised_gather {
+#define main reorganised_gather_main
+#include "reorganised_gather.cu"
+#undef main
+}
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+static int repeat = 20;
+
+template <class F> static float timed(F launch)
+{
+  for (int k = 0; k < 3; k++) launch();
+  CHECK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int k = 0; k < repeat; k++) {
+    cudaEventRecord(a);
+    launch();
+    cudaEventRecord(b);
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+static unsigned next_random(unsigned *state)
+{
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+template <class T> static double max_relative(const std::vector<T> &a, const std::vector<T> &b)
+{
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    double d = fabs((double)a[i] - (double)b[i]) / std::max(1e-6, fabs((double)a[i]));
+    if (!(d <= worst)) worst = d;
+  }
+  return worst;
+}
+
+static void spmv(int kind, int rows, const char *dump)
+{
+  const char *names[] = {"random", "banded", "skewed"};
+  unsigned state = 12345u;
+  std::vector<int> len(rows), ptr(rows + 1);
+  long long nnz = 0;
+  for (int i = 0; i < rows; i++) {
+    len[i] = kind == 2 ? ((i % 97) == 0 ? 200 + next_random(&state) % 200 : 1 + next_random(&state) % 6)
+                       : 4 + next_random(&state) % 13;
+    nnz += len[i];
+  }
+  std::vector<int> col(nnz);
+  std::vector<float> val(nnz), x(rows);
+  ptr[0] = 0;
+  for (int i = 0; i < rows; i++) {
+    ptr[i + 1] = ptr[i] + len[i];
+    for (int k = 0; k < len[i]; k++) {
+      int c = kind == 1 ? (i - len[i] / 2 + k + rows) % rows : (int)(next_random(&state) % rows);
+      col[ptr[i] + k] = c;
+      val[ptr[i] + k] = 0.5f + (next_random(&state) % 100) / 100.0f;
+    }
+  }
+  for (int i = 0; i < rows; i++) x[i] = 0.5f + (next_random(&state) % 1000) / 1000.0f;
+  int *d_ptr, *d_col;
+  float *d_val, *d_x, *d_y0, *d_y1;
+  CHECK(cudaMalloc(&d_ptr, (rows + 1) * sizeof(int)));
+  CHECK(cudaMalloc(&d_col, nnz * sizeof(int)));
+  CHECK(cudaMalloc(&d_val, nnz * sizeof(float)));
+  CHECK(cudaMalloc(&d_x, rows * sizeof(float)));
+  CHECK(cudaMalloc(&d_y0, rows * sizeof(float)));
+  CHECK(cudaMalloc(&d_y1, rows * sizeof(float)));
+  CHECK(cudaMemcpy(d_ptr, ptr.data(), (rows + 1) * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_col, col.data(), nnz * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_val, val.data(), nnz * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_x, x.data(), rows * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(d_y0, 0xff, rows * sizeof(float)));
+  CHECK(cudaMemset(d_y1, 0xff, rows * sizeof(float)));
+  int threads = 256, blocks = (rows + threads - 1) / threads;
+  float original = timed([&] {
+    original_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y0);
+  });
+  using namespace reorganised_spmv;
+  polycoal_irregular_site &site = polycoal_irregular_sites[0];
+  const long long *off = 0;
+  const float *cval = 0;
+  const int *ccol = 0;
+  auto build = [&] {    /* the launch site's runtime calls, as the output writes them */
+    off = polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 10.0, 0);
+    cval = polycoal_segment_copy(site, 0, d_val, d_ptr, (const int *)0, 0);
+    ccol = polycoal_segment_copy(site, 1, d_col, d_ptr, (const int *)0, 0);
+    if (!site.serve) off = 0;
+  };
+  float remap = timed([&] { polycoal_irregular_wrote(d_ptr); build(); });
+  build();
+  off = site.use ? site.offsets : 0;          /* the copies, whatever the trials say */
+  cval = (const float *)site.copy[0];
+  ccol = (const int *)site.copy[1];
+  float reorganised = timed([&] {
+    reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y1,
+                                                           off, cval, ccol);
+  });
+  /* the fixture's loop: ITERATIONS launches, each through the launch site's calls */
+  polycoal_irregular_wrote(d_ptr);
+  long long builds0 = site.builds;
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a);
+  for (int it = 0; it < ITERATIONS; it++) {
+    build();
+    polycoal_irregular_time(site, 0, 0);
+    reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y1,
+                                                           off, cval, ccol);
+    polycoal_irregular_time(site, 1, 0);
+  }
+  cudaEventRecord(b);
+  CHECK(cudaEventSynchronize(b));
+  float loop;
+  cudaEventElapsedTime(&loop, a, b);
+  std::vector<float> y0(rows), y1(rows);
+  CHECK(cudaMemcpy(y0.data(), d_y0, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(y1.data(), d_y1, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  printf("{\"case\": \"spmv\", \"matrix\": \"%s\", \"rows\": %d, \"nnz\": %lld, \"padded\": %lld, "
+         "\"copies_used\": %d, \"original_ms\": %.5f, \"remap_ms\": %.5f, \"reorganised_ms\": %.5f, "
+         "\"iterations\": %d, \"loop_ms\": %.5f, \"builds_in_loop\": %lld, \"max_relative\": %.3g, "
+         "\"trial_ms\": [%.5f, %.5f], \"kept_copies\": %d}\n",
+         names[kind], rows, nnz, site.total, site.use, original, remap, reorganised, ITERATIONS,
+         loop, site.builds - builds0, max_relative(y0, y1), site.with_copies, site.without,
+         site.use);
+  FILE *f = fopen(dump, "wb");
+  fwrite(&rows, sizeof rows, 1, f);
+  fwrite(&nnz, sizeof nnz, 1, f);
+  fwrite(ptr.data(), sizeof(int), rows + 1, f);
+  fwrite(col.data(), sizeof(int), nnz, f);
+  fwrite(val.data(), sizeof(float), nnz, f);
+  fwrite(x.data(), sizeof(float), rows, f);
+  fwrite(y0.data(), sizeof(float), rows, f);
+  fclose(f);
+  cudaFree(d_ptr); cudaFree(d_col); cudaFree(d_val); cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1);
+}
+
+static void gather(int kind, int n)
+{
+  const char *names[] = {"permutation", "swapped", "duplicates"};
+  unsigned state = 777u;
+  std::vector<int> perm(n);
+  std::vector<float> x(n);
+  std::vector<double> table(n);
+  int size = kind == 2 ? (n + 63) / 64 : n;
+  for (int i = 0; i < n; i++) perm[i] = i;
+  if (kind == 0)
+    for (int i = n - 1; i > 0; i--) { int k = next_random(&state) % (i + 1); std::swap(perm[i], perm[k]); }
+  else if (kind == 1)
+    for (int i = 0; i + 1 < n; i += 2) { perm[i] = i + 1; perm[i + 1] = i; }
+  else
+    for (int i = 0; i < n; i++) perm[i] = next_random(&state) % size;
+  for (int i = 0; i < n; i++) { x[i] = 0.25f * (i % 17); table[i] = 1.0 / (1 + i % 29); }
+  float *d_x, *d_y0, *d_y1;
+  double *d_t, *d_o0, *d_o1;
+  int *d_p;
+  CHECK(cudaMalloc(&d_x, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_y0, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_y1, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_p, n * sizeof(int)));
+  CHECK(cudaMalloc(&d_t, n * sizeof(double)));
+  CHECK(cudaMalloc(&d_o0, n * sizeof(double)));
+  CHECK(cudaMalloc(&d_o1, n * sizeof(double)));
+  CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_p, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_t, table.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+  using namespace reorganised_gather;
+  polycoal_irregular_site &s0 = polycoal_irregular_sites[0], &s1 = polycoal_irregular_sites[1];
+  const float *cx = 0;
+  const double *ct = 0;
+  int g = (n + 127) / 128;
+  auto build = [&] {
+    cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 0);
+    ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0);
+  };
+  float b0 = timed([&] { polycoal_irregular_wrote(d_p); build(); });
+  build();
+  cx = (const float *)s0.copy[0];
+  ct = (const double *)s1.copy[0];
+  CHECK(cudaMemset(d_y0, 0, n * sizeof(float)));
+  CHECK(cudaMemset(d_y1, 0, n * sizeof(float)));
+  float o0 = timed([&] { original_gather::gather_axpy<<<g, 128>>>(d_y0, d_x, d_p, 0.5f, n); });
+  float r0 = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx); });
+  CHECK(cudaMemset(d_o0, 0, n * sizeof(double)));
+  CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
+  float o1 = timed([&] { original_gather::lookup<<<64, 256>>>(d_o0, d_t, d_p, n); });
+  float r1 = timed([&] { reorganised_gather::lookup<<<64, 256>>>(d_o1, d_t, d_p, n, ct); });
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  float o2 = timed([&] { original_gather::lookup<<<sms * 8, 256>>>(d_o0, d_t, d_p, n); });
+  float r2 = timed([&] { reorganised_gather::lookup<<<sms * 8, 256>>>(d_o1, d_t, d_p, n, ct); });
+  std::vector<float> y0(n), y1(n);
+  std::vector<double> z0(n), z1(n);
+  CHECK(cudaMemcpy(y0.data(), d_y0, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(y1.data(), d_y1, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(z0.data(), d_o0, n * sizeof(double), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(z1.data(), d_o1, n * sizeof(double), cudaMemcpyDeviceToHost));
+  printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"copies_used\": [%d, %d], "
+         "\"build_ms\": %.5f, \"gather_axpy_ms\": [%.5f, %.5f], \"lookup_64_blocks_ms\": [%.5f, %.5f], "
+         "\"lookup_ms\": [%.5f, %.5f], \"max_relative\": %.3g}\n",
+         names[kind], n, s0.use, s1.use, b0, o0, r0, o1, r1, o2, r2,
+         std::max(max_relative(y0, y1), max_relative(z0, z1)));
+  cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
+}
+
+int main(int argc, char **argv)
+{
+  const char *what = argv[1];
+  int kind = atoi(argv[2]), n = atoi(argv[3]);
+  repeat = atoi(argv[4]);
+  if (!strcmp(what, "spmv"))
+    spmv(kind, n, argv[5]);
+  else
+    gather(kind, n);
+  return 0;
+}
+"""
+
+
+def transformed(name: str) -> tuple[str, str]:
+    path = os.path.join(FIXTURES, name)
+    program = read_program(path)
+    result = transform_program(program)
+    assert result.text != program.text, f"{name}: nothing transformed"
+    return program.text, result.text
+
+
+def cusparse(dump: str, repeat: int) -> dict:
+    import cupy
+    import cupyx.scipy.sparse as sparse
+    import numpy as np
+    with open(dump, "rb") as f:
+        rows = int(np.frombuffer(f.read(4), np.int32)[0])
+        nnz = int(np.frombuffer(f.read(8), np.int64)[0])
+        ptr = np.frombuffer(f.read(4 * (rows + 1)), np.int32)
+        col = np.frombuffer(f.read(4 * nnz), np.int32)
+        val = np.frombuffer(f.read(4 * nnz), np.float32)
+        x = np.frombuffer(f.read(4 * rows), np.float32)
+        y0 = np.frombuffer(f.read(4 * rows), np.float32)
+    a = sparse.csr_matrix((cupy.asarray(val), cupy.asarray(col), cupy.asarray(ptr)),
+                          shape=(rows, rows))
+    xd = cupy.asarray(x)
+    for _ in range(3):
+        y = a @ xd
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        y = a @ xd
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    y = cupy.asnumpy(y)
+    rel = float(np.max(np.abs(y - y0) / np.maximum(np.abs(y0), 1e-6)))
+    return {"cusparse_ms": statistics.median(times), "cusparse_max_relative": rel}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", type=int, default=1 << 20)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--ncu", action="store_true")
+    ap.add_argument("--ranks", default="16", help="copy widths to measure: the k-th longest "
+                    "run of each slice, comma-separated (the runtime's default: 16)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, fixture in (("spmv", "spmv_csr.cu"), ("gather", "gather_permutation.cu")):
+            original, output = transformed(fixture)
+            with open(os.path.join(tmp, f"original_{case}.cu"), "w") as f:
+                f.write(original)
+            with open(os.path.join(tmp, f"reorganised_{case}.cu"), "w") as f:
+                f.write(output)
+        harness = os.path.join(tmp, "harness.cu")
+        with open(harness, "w") as f:
+            f.write(HARNESS.replace("ITERATIONS", str(ITERATIONS)))
+        exe = os.path.join(tmp, "harness")
+        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-std=c++17", "-w", harness, "-o", exe,
+                        f"-I{tmp}"], check=True)
+        for kind in range(3):
+            dump = os.path.join(tmp, f"matrix{kind}.bin")
+            for n, rank in enumerate(int(x) for x in args.ranks.split(",")):
+                line = subprocess.run([exe, "spmv", str(kind), str(args.rows),
+                                       str(args.repeat), dump], check=True,
+                                      capture_output=True, text=True,
+                                      env=dict(os.environ, POLYCOAL_IRREGULAR_RANK=str(rank))
+                                      ).stdout
+                r = json.loads(line)
+                r["rank"] = rank
+                if n == 0:
+                    try:
+                        r.update(cusparse(dump, args.repeat))
+                    except Exception as error:    # CuPy missing: the rest still stands
+                        r["cusparse_error"] = f"{type(error).__name__}: {error}"
+                r["total_original_ms"] = ITERATIONS * r["original_ms"]
+                print(json.dumps(r), flush=True)
+                results.append(r)
+        for kind in range(3):
+            line = subprocess.run([exe, "gather", str(kind), str(args.rows), str(args.repeat)],
+                                  check=True, capture_output=True, text=True).stdout
+            r = json.loads(line)
+            print(json.dumps(r), flush=True)
+            results.append(r)
+        if args.ncu:
+            for kind in range(3):
+                dump = os.path.join(tmp, f"ncu{kind}.bin")
+                r = subprocess.run(["ncu", "--metrics", NCU_METRICS, "--csv", "-k",
+                                    "regex:spmv_csr_scalar", exe, "spmv", str(kind),
+                                    str(args.rows), "1", dump],
+                                   capture_output=True, text=True)
+                with open(os.path.join(args.out, f"ncu-spmv-{kind}.csv"), "w") as f:
+                    f.write(r.stdout[-200000:])
+    with open(os.path.join(args.out, "irregular.json"), "w") as f:
+        json.dump({"date": datetime.date.today().isoformat(), "rows": args.rows,
+                   "repeat": args.repeat, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
