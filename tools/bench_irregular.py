@@ -171,6 +171,10 @@ static void spmv(int kind, int rows, const char *dump)
     if (!site.serve) off = 0;
   };
   float remap = timed([&] { polycoal_irregular_wrote(d_ptr); build(); });
+  float offsets = timed([&] {
+    polycoal_irregular_wrote(d_ptr);
+    polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 10.0, 0);
+  });
   build();
   off = site.use ? site.offsets : 0;          /* the copies, whatever the trials say */
   cval = (const float *)site.copy[0];
@@ -201,10 +205,10 @@ static void spmv(int kind, int rows, const char *dump)
   CHECK(cudaMemcpy(y0.data(), d_y0, rows * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(y1.data(), d_y1, rows * sizeof(float), cudaMemcpyDeviceToHost));
   printf("{\"case\": \"spmv\", \"matrix\": \"%s\", \"rows\": %d, \"nnz\": %lld, \"padded\": %lld, "
-         "\"copies_used\": %d, \"original_ms\": %.5f, \"remap_ms\": %.5f, \"reorganised_ms\": %.5f, "
+         "\"copies_used\": %d, \"original_ms\": %.5f, \"remap_ms\": %.5f, \"offsets_ms\": %.5f, \"reorganised_ms\": %.5f, "
          "\"iterations\": %d, \"loop_ms\": %.5f, \"builds_in_loop\": %lld, \"max_relative\": %.3g, "
          "\"trial_ms\": [%.5f, %.5f], \"kept_copies\": %d}\n",
-         names[kind], rows, nnz, site.total, site.use, original, remap, reorganised, ITERATIONS,
+         names[kind], rows, nnz, site.total, site.use, original, remap, offsets, reorganised, ITERATIONS,
          loop, site.builds - builds0, max_relative(y0, y1), site.with_copies, site.without,
          site.use);
   FILE *f = fopen(dump, "wb");

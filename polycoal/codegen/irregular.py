@@ -324,7 +324,10 @@ def mark_writes(marks: list[tuple[Span, str, str]]) -> list[tuple[Span, str]]:
 
 
 def runtime(sites: int) -> str:
-    return render_template("irregular_runtime.cu.j2", sites=max(sites, 1))
+    from polycoal.optimize.reorganise import MIN_REUSE
+    return render_template("irregular_runtime.cu.j2", sites=max(sites, 1),
+                           gather_reuse=MIN_REUSE["gather"],
+                           segment_reuse=MIN_REUSE["segment"])
 
 
 def runtime_position(program: Program, first_use: int) -> int:

@@ -31,9 +31,12 @@ from polycoal.codegen.launch import has_side_effects, launch_parts
 from polycoal.frontend.program import Launch, Program, Span
 from polycoal.optimize.layout_cost import host_loops, weight_at
 
-# launches per build below which a copy cannot pay for itself: the build costs about
-# one original launch plus one read of the copy (see the runtime's selector)
-MIN_REUSE = 2.0
+# launches per build below which a copy cannot pay for itself, by kind (the runtime's
+# selector uses the same numbers, templates/irregular_runtime.cu.j2). Measured on the
+# H200 (BENCHMARKS.md, "Irregular references"): a gather's copy costs about one launch
+# of the kernel and saves up to half of it; a segment remap (slice widths, offsets, one
+# copy per array) costs about three launches of CSR SpMV and saves about 12% of one.
+MIN_REUSE = {"gather": 2.0, "segment": 25.0}
 # element types of the device pointers whose writes the host scan follows
 SCALAR_TYPES = ("float", "double", "int", "unsigned", "long", "short", "char", "bool",
                 "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
@@ -263,7 +266,7 @@ def plan_reorganisation(program: Program, analysis, loops=None,
                                                       writes, loops, distinct, why, written)
     # a reference is reorganised where some launch reuses its copy
     plan.applied = [r for r in eligible if any(
-        s.why_not is None and s.launches / builds[id(s)][r.text] >= MIN_REUSE
+        s.why_not is None and s.launches / builds[id(s)][r.text] >= MIN_REUSE[r.kind]
         for s in plan.sites)]
     dropped = [r for r in eligible if r not in plan.applied]
     for site in plan.sites:
@@ -281,15 +284,14 @@ def plan_reorganisation(program: Program, analysis, loops=None,
         except ValueError as error:
             site.why_not = str(error)
             continue
-        if site.reuse < MIN_REUSE:
-            site.why_not = (f"launched ~{site.launches:g}x per build of the copies (a write "
-                            "to their source arrays in the same host loop): a copy costs "
-                            "about one launch")
-    plan.dropped = [(r, "its source arrays are written between its launches (a copy would "
-                     "be rebuilt at every launch)") for r in dropped if all(
-                         s.why_not is None for s in plan.sites)] + \
-        [(r, "no launch can reuse a copy") for r in dropped if not all(
-            s.why_not is None for s in plan.sites)]
+        needed = max([MIN_REUSE[r.kind] for r in plan.applied] or [0.0])
+        if site.reuse < needed:
+            site.why_not = (f"launched ~{site.launches:g}x per build of the copies, fewer "
+                            f"than the {needed:g} launches they need to pay for themselves")
+    plan.dropped = [(r, "no launch reuses its copy the "
+                     f"{MIN_REUSE[r.kind]:g} times it needs to pay for itself (a write to "
+                     "its source arrays between launches, or too few launches)")
+                    for r in dropped]
     if not any(s.why_not is None for s in plan.sites) or not plan.applied:
         plan.reason = "; ".join(sorted({s.why_not for s in plan.sites if s.why_not} |
                                        {why for _, why in plan.dropped}))
