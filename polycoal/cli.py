@@ -48,6 +48,11 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
+    p.add_argument("--reorganise", choices=("auto", "none"), default="auto",
+                   help="irregular references (gathers x[P[i]], loops over the runs of a "
+                   "CSR row pointer) read from reorganised copies built on the GPU before "
+                   "launches that reuse them: auto (where predicted and measured faster), "
+                   "none")
     p.add_argument("--layout", choices=("auto", "soa", "grouped", "none"), default="auto",
                    help="data layout of device arrays of structs read by field (p[i].x): "
                    "auto (chosen by sectors and requests over all kernels), soa (a struct "
@@ -139,7 +144,7 @@ def _transform_options(args, environ=None):
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),
-                            layout=args.layout,
+                            layout=args.layout, reorganise=args.reorganise,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
@@ -355,19 +360,28 @@ def _layouts(pa) -> list[dict]:
     return [summary(d, analyses) for d in plan_layouts(pa.program, analyses)]
 
 
+def _irregular(pa) -> list[dict]:
+    """The irregular references of the analysed kernels and their reorganisations."""
+    from polycoal.optimize.reorganise import plan_program, summary
+    analyses = [ka for ka in pa.kernels if ka.model is not None]
+    plans = plan_program(pa.program, analyses, analyses, [])
+    return [summary(plans[ka.kernel.name]) for ka in analyses
+            if ka.kernel.name in plans and plans[ka.kernel.name].found]
+
+
 def cmd_analyze(args) -> int:
     from polycoal.analysis import analyze_program
     from polycoal.report import json_report, sarif, text
     from polycoal.report.findings import program_diagnostics
     program = _read(args)
     pa = analyze_program(program, args.kernel)
-    layouts = _layouts(pa)
+    layouts, irregular = _layouts(pa), _irregular(pa)
     if args.format == "json":
-        out = json.dumps(json_report.render(pa, layouts), indent=2) + "\n"
+        out = json.dumps(json_report.render(pa, layouts, irregular), indent=2) + "\n"
     elif args.format == "sarif":
         out = json.dumps(sarif.render(pa), indent=2) + "\n"
     else:
-        out = text.render(pa, layouts)
+        out = text.render(pa, layouts, irregular)
     _write(out, args.output)
     errors = [d for d in program_diagnostics(pa) if d.severity == "error"]
     return 1 if errors else 0

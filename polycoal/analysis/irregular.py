@@ -61,7 +61,8 @@ class Irregular:
     @property
     def describe(self) -> str:
         if self.kind == "gather":
-            return f"gather through {self.index_array}[{self.index}]"
+            return f"gather through {self.index_array}[{self.index}]" if self.index_array \
+                else f"gather through {self.index}"
         if self.start == "0":
             return (f"segment loop {self.counter} from 0 to {self.length_array}[{self.index}] "
                     f"reading from {self.index_array}[{self.index}] (line {self.loop_line})")
@@ -205,22 +206,31 @@ def _bounds(model: KernelModel, statements: list[Statement], index: Poly
 
 def _gathers(k: _Kernel) -> list[Irregular]:
     found: dict[str, list] = {}
+    out, deeper = [], {}
     for s, a in k.model.accesses():
         if a.kind != "read" or a.flat is not None or a.space != "global" or a.member:
             continue
         hit = _index_read(k, s, a.element_index)
         if hit is None:
+            if "indirect" in (a.reason or "") and a.text not in deeper:
+                index = a.element_index
+                deeper[a.text] = Irregular(
+                    "gather", a.array, a.text, a.location.line, a.element_type, "", index,
+                    occurrences=(s.name,),
+                    obstacle="its index is read from memory at a position that is not "
+                             "affine in the thread indices (a second indirection)")
             continue
         found.setdefault(a.text, []).append((s, a, hit))
-    out = []
     for text, uses in found.items():
         s, a, (p, e, pa, ps) = uses[0]
         local = a.element_index if a.element_index in k.definitions else None
         item = Irregular("gather", a.array, text, a.location.line, a.element_type, p, e,
                          pa.flat, local=local, occurrences=tuple(u[0].name for u in uses))
         obstacle = None
-        if a.array not in k.pointers:
-            obstacle = f"'{a.array}' is written by the kernel or is not a pointer parameter"
+        if a.array in k.written_arrays:
+            obstacle = f"'{a.array}' is written by the kernel (a copy is only read)"
+        elif a.array not in k.pointers:
+            obstacle = f"'{a.array}' is not a pointer parameter"
         elif p not in k.pointers:
             obstacle = f"'{p}' is written by the kernel or is not a pointer parameter"
         elif not all(u[0].exact for u in uses) or not ps.exact:
@@ -237,7 +247,7 @@ def _gathers(k: _Kernel) -> list[Irregular]:
             else:
                 bounds, obstacle = _bounds(k.model, statements, pa.flat)
         out.append(Irregular(**{**item.__dict__, "range": bounds, "obstacle": obstacle}))
-    return out
+    return out + [r for text, r in deeper.items() if text not in found]
 
 
 def _covered(model: KernelModel, uses: list[Statement], definition: Statement) -> bool:
@@ -455,4 +465,5 @@ def irregular_references(kernel, model: KernelModel) -> list[Irregular]:
     k = _kernel(kernel, model)
     if k is None:
         return []
-    return _gathers(k) + _segments(k)
+    segments = _segments(k)
+    return [r for r in _gathers(k) if all(r.text != x.text for x in segments)] + segments

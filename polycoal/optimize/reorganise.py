@@ -22,7 +22,7 @@ runtime decides the rest with the sizes and the index arrays it sees
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.analysis.irregular import Irregular, irregular_references
@@ -42,6 +42,11 @@ SCALAR_TYPES = ("float", "double", "int", "unsigned", "long", "short", "char", "
                 "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
                 "uint32_t", "uint64_t", "size_t", "half", "__half", "float2", "float4",
                 "double2", "int2", "int4")
+# element types a copy may hold (the runtime's copy kernels move them as they are)
+ELEMENT_BYTES = {"float": 4, "int": 4, "unsigned": 4, "double": 8, "long": 8, "short": 2,
+                 "char": 1, "bool": 1, "int32_t": 4, "uint32_t": 4, "int64_t": 8,
+                 "uint64_t": 8, "size_t": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2,
+                 "uint16_t": 2}
 WRITING_CALLS = ("cudaMalloc", "cudaFree", "cudaMemset", "cudaMemsetAsync")
 COPIES = ("cudaMemcpy", "cudaMemcpyAsync")
 
@@ -232,7 +237,9 @@ def plan_reorganisation(program: Program, analysis, loops=None,
                         writes: HostWrites | None = None) -> Reorganisation:
     """The plan for one kernel (its analysis: kernel, model)."""
     kernel, model = analysis.kernel, analysis.model
-    found = irregular_references(kernel, model) if model is not None else []
+    found = [r if r.obstacle or r.element_type in ELEMENT_BYTES else
+             replace(r, obstacle=f"'{r.array}' has elements of type '{r.element_type}'")
+             for r in (irregular_references(kernel, model) if model is not None else [])]
     plan = Reorganisation(kernel.name, found)
     eligible = [r for r in found if r.obstacle is None]
     if not found:
@@ -296,3 +303,85 @@ def plan_reorganisation(program: Program, analysis, loops=None,
         plan.reason = "; ".join(sorted({s.why_not for s in plan.sites if s.why_not} |
                                        {why for _, why in plan.dropped}))
     return plan
+
+
+def written_parameters(analyses):
+    """kernel name -> its written arrays (None: not modelled, any)."""
+    models = {a.kernel.name: a.model for a in analyses if a.model is not None}
+
+    def written(kernel: str):
+        model = models.get(kernel)
+        if model is None:
+            return None
+        return {a.array for _, a in model.accesses() if a.kind == "write"}
+    return written
+
+
+def watched_arrays(program: Program, plan: Reorganisation, references) -> set[str]:
+    """The launch arguments behind the source arrays of `references` (the plan's)."""
+    kernel = program.kernel(plan.kernel)
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    out = set()
+    for launch in program.launches_of(plan.kernel):
+        for r in references:
+            for a in (r.array, r.index_array, r.length_array):
+                if a and a in position and position[a] < len(launch.arguments):
+                    out.add(launch.arguments[position[a]].strip())
+    return out
+
+
+def plan_program(program: Program, candidates, analyses, failed=None
+                 ) -> dict[str, Reorganisation]:
+    """The plans of the `candidates` (kernel analyses): a first pass finds the arrays
+    behind their references, the host scan where those are written, a second pass
+    prices each launch's reuse. `failed` collects (kernel, exception) of plans that
+    raised (the kernel then has none)."""
+    loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span])
+    plans: dict[str, Reorganisation] = {}
+    for a in candidates:
+        try:
+            plans[a.kernel.name] = plan_reorganisation(program, a, loops)
+        except Exception as error:
+            if failed is None:
+                raise
+            failed.append((a.kernel.name, error))
+    eligible = [p for p in plans.values() if any(r.obstacle is None for r in p.found)]
+    if not eligible:
+        return plans
+    watched = set().union(*(watched_arrays(program, p, [r for r in p.found if not r.obstacle])
+                            for p in eligible))
+    writes = host_writes(program, watched, written_parameters(analyses))
+    for a in candidates:
+        if plans.get(a.kernel.name) in eligible:
+            try:
+                plans[a.kernel.name] = plan_reorganisation(program, a, loops, writes)
+            except Exception as error:
+                if failed is None:
+                    raise
+                del plans[a.kernel.name]
+                failed.append((a.kernel.name, error))
+    return plans
+
+
+def summary(plan: Reorganisation) -> dict:
+    """Plain data for reports: each irregular reference, what reorganises it or why
+    nothing does, and each launch's reuse."""
+    applied = {r.text for r in plan.applied} if plan.changes else set()
+    dropped = dict((r.text, why) for r, why in plan.dropped)
+    refs = []
+    for r in plan.found:
+        how = ("duplication (a copy A2[e] = A[P[e]])" if r.kind == "gather" else
+               "padded column-major copy of the runs (slices of 32 rows)")
+        refs.append({
+            "reference": r.text, "line": r.line, "kind": r.kind, "array": r.array,
+            "through": r.describe, "index_array": r.index_array, "index": r.index,
+            "loop_line": r.loop_line or None,
+            "reorganisation": how if r.text in applied else None,
+            "why_not": None if r.text in applied else
+            (r.obstacle or dropped.get(r.text) or plan.reason)})
+    return {"kernel": plan.kernel, "references": refs, "applied": bool(applied),
+            "reason": None if applied else plan.reason,
+            "launches": [{"line": s.launch.location.line, "launches_per_run": s.launches,
+                          "builds_per_run": s.builds, "reuse": s.reuse,
+                          "reads_copies": s.why_not is None, "why_not": s.why_not}
+                         for s in plan.sites]}

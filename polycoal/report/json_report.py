@@ -96,7 +96,8 @@ def kernel(ka: KernelAnalysis) -> dict[str, Any]:
     return out
 
 
-def render(pa: ProgramAnalysis, layouts: list[dict] = ()) -> dict[str, Any]:
+def render(pa: ProgramAnalysis, layouts: list[dict] = (), irregular: list[dict] = ()
+           ) -> dict[str, Any]:
     names = {ka.kernel.name for ka in pa.kernels}
     return {
         "schema": "polycoal-analysis", "schema_version": SCHEMA_VERSION,
@@ -111,5 +112,6 @@ def render(pa: ProgramAnalysis, layouts: list[dict] = ()) -> dict[str, Any]:
                       "arguments": l.arguments}
                      for l in pa.program.launches if l.kernel in names],
         "struct_arrays": list(layouts),
+        "irregular": list(irregular),
         "diagnostics": [diagnostic(d) for d in program_diagnostics(pa)],
     }

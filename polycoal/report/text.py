@@ -74,12 +74,29 @@ def struct_text(summary: dict) -> list[str]:
     return lines
 
 
-def render(pa: ProgramAnalysis, layouts: list[dict] = ()) -> str:
+def irregular_text(s: dict) -> list[str]:
+    """A kernel's irregular references: how each is read, and its reorganisation."""
+    lines = [f"irregular references of kernel {s['kernel']}"]
+    rows = [[r["reference"], r["kind"], r["through"],
+             r["reorganisation"] or f"none: {r['why_not']}"] for r in s["references"]]
+    lines += ["  " + line for line in table(rows, ["reference", "kind", "read",
+                                                    "reorganisation"])]
+    for launch in s["launches"]:
+        lines.append(f"  launch at line {launch['line']}: ~{launch['launches_per_run']:g} "
+                     f"launches per run, ~{launch['builds_per_run']:g} builds of the copies"
+                     + ("" if launch["reads_copies"] else f": reads the originals "
+                        f"({launch['why_not']})"))
+    return lines
+
+
+def render(pa: ProgramAnalysis, layouts: list[dict] = (), irregular: list[dict] = ()) -> str:
     out: list[str] = []
     for ka in pa.kernels:
         out += kernel_text(ka) + [""]
     for summary in layouts:
         out += struct_text(summary) + [""]
+    for summary in irregular:
+        out += irregular_text(summary) + [""]
     diags = program_diagnostics(pa)
     if diags:
         out.append("diagnostics:")

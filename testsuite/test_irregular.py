@@ -1,0 +1,292 @@
+"""Irregular references (issue 17): gathers A[P[e]] and segment loops found in every
+spelling, planned by the reuse the host code allows, rewritten with their launches and
+the marks of the host's writes, validated, and run.
+
+Every transformed fixture is compiled with nvcc for sm_90 and run as a whole program on
+the CPU beside its original, on each of its inputs: both print the same numbers, and the
+runtime's report (POLYCOAL_IRREGULAR_REPORT) says the copies were built once and read.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import printed_numbers
+from polycoal.analysis.irregular import irregular_references
+from polycoal.codegen.irregular import groups
+from polycoal.decisions import TransformOptions
+from polycoal.frontend import read_program
+from polycoal.model.extract import extract_model
+from polycoal.transform import transform_program
+from polycoal.validate.irregular import irregular_problems
+
+IRREGULAR = Path(__file__).parent / "fixtures" / "irregular"
+
+
+def _references(path: Path) -> dict[str, list]:
+    program = read_program(str(path))
+    return {k.name: irregular_references(k, extract_model(k, program))
+            for k in program.kernels}
+
+
+def _transform(path: Path, **options):
+    program = read_program(str(path))
+    return program, transform_program(program, TransformOptions(**options))
+
+
+def _runs_alike(original: str, output: str, directory: Path, argv=()) -> str:
+    """Both programs on the CPU runtime print the same numbers; the output's report."""
+    from polycoal.runtime.cpu_program import CpuProgramRunner
+    import os
+    cpu = CpuProgramRunner(str(directory / "rt"))
+    printed, report = [], ""
+    os.environ["POLYCOAL_IRREGULAR_REPORT"] = "1"
+    try:
+        for text in (original, output):
+            run, error = cpu.compile_and_run(text, argv=tuple(argv))
+            assert run is not None and run.failure is None, (error, run and run.stderr)
+            printed.append(printed_numbers(run.stdout))
+            report = run.stderr
+    finally:
+        del os.environ["POLYCOAL_IRREGULAR_REPORT"]
+    assert printed[0] and len(printed[0]) == len(printed[1]), printed
+    for a, b in zip(*printed):
+        assert abs(a - b) <= 1e-5 * max(abs(a), 1.0), printed
+    return report
+
+
+# ---------------------------------------------------------------- finding them
+
+def test_gathers_in_their_spellings(write_cu):
+    path = write_cu("""
+        __global__ void direct(float *y, const float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = x[p[i]];
+        }
+        __global__ void local(float *y, const float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i >= n) return;
+          int j = p[i];
+          y[i] = 2.0f * x[j];
+        }
+        __global__ void strided(double *y, const double *t, const int *p, int n) {
+          for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+            y[i] = t[p[i + 1]];
+        }
+        __global__ void masked(float *y, const float *x, const int *p, const int *m, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n && m[i]) y[i] = x[p[i]];
+        }
+        __global__ void written(float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) x[i] = x[p[i]];
+        }
+    """)
+    found = _references(path)
+    d = found["direct"][0]
+    assert (d.kind, d.array, d.index_array, d.index, d.obstacle) == ("gather", "x", "p", "i",
+                                                                      None)
+    assert found["local"][0].local == "j" and found["local"][0].obstacle is None
+    s = found["strided"][0]
+    assert s.index == "i + 1" and s.obstacle is None
+    assert found["masked"][0].obstacle == "read under a condition on data"
+    assert "written by the kernel" in found["written"][0].obstacle
+
+
+def test_segment_loops_in_their_spellings(write_cu):
+    path = write_cu("""
+        __global__ void csr(int n, const int *ptr, const int *col, const float *val,
+                            const float *x, float *y) {
+          int row = blockDim.x * blockIdx.x + threadIdx.x;
+          if (row < n) {
+            float dot = 0;
+            int start = ptr[row], end = ptr[row + 1];
+            for (int k = start; k < end; k++) dot += val[k] * x[col[k]];
+            y[row] = dot;
+          }
+        }
+        __global__ void direct(float *y, const float *val, const int *rp, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n)
+            for (int j = rp[i]; j < rp[i + 1]; ++j) y[i] += val[j];
+        }
+        __global__ void lengths(float *y, const float *a, const int *first, const int *len,
+                                int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) {
+            float s = 0;
+            for (int k = first[i]; k < first[i] + len[i]; k += 1) s += a[k];
+            y[i] = s;
+          }
+        }
+        __global__ void offsets(float *y, const float *a, const int *first, const int *len,
+                                int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) {
+            float s = 0;
+            int b = first[i];
+            for (int k = 0; k < len[i]; k++) s += a[b + k] * a[k + b];
+            y[i] = s;
+          }
+        }
+        __global__ void early_exit(float *y, const float *val, const int *rp, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n)
+            for (int j = rp[i]; j < rp[i + 1]; j++) { if (val[j] < 0) break; y[i] += val[j]; }
+        }
+        __global__ void branch(float *y, const float *val, const int *rp, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n)
+            for (int j = rp[i]; j < rp[i + 1]; j++) if (j % 2) y[i] += val[j];
+        }
+        __global__ void data_guard(float *y, const float *val, const int *rp, const int *m,
+                                   int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n && m[i])
+            for (int j = rp[i]; j < rp[i + 1]; j++) y[i] += val[j];
+        }
+    """)
+    found = _references(path)
+    csr = {r.array: r for r in found["csr"]}
+    assert set(csr) == {"val", "col", "x"}
+    assert csr["val"].obstacle is None and csr["col"].obstacle is None
+    assert "second indirection" in csr["x"].obstacle
+    assert csr["val"].kind == "segment" and csr["val"].index_array == "ptr" and \
+        csr["val"].index == "row" and csr["val"].start == "start" and \
+        csr["val"].length_array is None
+    assert found["direct"][0].start == "rp[i]" and found["direct"][0].obstacle is None
+    assert found["lengths"][0].length_array == "len"
+    off = found["offsets"]
+    assert {r.subscript for r in off} == {"b + k", "k + b"} and \
+        all(r.start == "0" and r.length_array == "len" for r in off)
+    assert "may end before" in found["early_exit"][0].obstacle
+    assert "under a condition" in found["branch"][0].obstacle
+    assert "condition on data" in found["data_guard"][0].obstacle
+
+
+# ---------------------------------------------------------------- whole programs
+
+RUNS = [("spmv_csr.cu", ("0", "3000")), ("spmv_csr.cu", ("1", "3000")),
+        ("spmv_csr.cu", ("2", "3000")), ("gather_permutation.cu", ("0", "5000")),
+        ("gather_permutation.cu", ("1", "5000")), ("gather_permutation.cu", ("2", "5000")),
+        ("neighbour_list.cu", ("3000",)), ("edge_list.cu", ("2000", "6"))]
+
+
+@pytest.mark.parametrize("fixture,argv", RUNS, ids=[f"{f}-{'-'.join(a)}" for f, a in RUNS])
+def test_reorganised_programs_build_and_run_alike(fixture, argv, tmp_path, nvcc):
+    program, result = _transform(IRREGULAR / fixture)
+    changed = [d for d in result.decisions if d.action == "reorganised"]
+    assert changed, [str(x) for x in result.diagnostics]
+    assert not [x for x in result.diagnostics if x.severity == "error"]
+    out = tmp_path / fixture
+    out.write_text(result.text)
+    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    report = _runs_alike(program.text, result.text, tmp_path, argv)
+    sites = re.findall(r"irregular site \d+: (\w+), (\d+) launches, (\d+) builds", report)
+    assert len(sites) == sum(len(groups(d.reorganisation.applied)) for d in changed)
+    # built once, read by every launch after the two trials (the CPU's events time 0)
+    assert all(use == "copies" and int(n) >= 3 and b == "1" for use, n, b in sites), report
+
+
+def test_a_source_written_between_launches_keeps_its_reference():
+    _, result = _transform(IRREGULAR / "edge_list.cu")
+    push = next(d for d in result.decisions if d.kernel == "push")
+    assert push.action == "reorganised"
+    assert [r.text for r in push.reorganisation.applied] == ["inv_degree[u]"]
+    assert [r.text for r, _ in push.reorganisation.dropped] == ["rank[u]"]
+    assert "rank[u] kept" in push.reason
+
+
+def test_host_writes_are_marked_and_launches_build_first():
+    _, result = _transform(IRREGULAR / "spmv_csr.cu")
+    text = result.text
+    # a write to a source array moves its version; other arrays are left as written
+    assert "polycoal_irregular_written(cudaMemcpy(d_val, h_val" in text
+    assert "polycoal_irregular_written(cudaMemcpy(d_x," not in text
+    launch = text[text.index("const long long *pc_irregular_0 = polycoal_segments("):]
+    assert launch.index("polycoal_segment_copy(polycoal_irregular_sites[0], 0, (d_val)") < \
+        launch.index("spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, "
+                     "d_y, pc_irregular_0, pc_irregular_0_0, pc_irregular_0_1);")
+
+
+SHORT = """
+#include <cuda_runtime.h>
+__global__ void gather(float *y, const float *x, const int *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[p[i]];
+}
+int main() {
+  int n = 1000;
+  float *x, *y; int *p;
+  cudaMalloc(&x, n * sizeof(float)); cudaMalloc(&y, n * sizeof(float));
+  cudaMalloc(&p, n * sizeof(int));
+  LOOP
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("loop,reason", [
+    ("gather<<<4, 256>>>(y, x, p, n);", "no launch reuses its copy"),
+    ("for (int s = 0; s < 10; s++) { cudaMemset(p, 0, n * sizeof(int)); "
+     "gather<<<4, 256>>>(y, x, p, n); }", "no launch reuses its copy"),
+    ("for (int s = 0; s < 10; s++) gather<<<4, 256>>>(y, x + 1, p, n);",
+     "is not followed in the host code"),
+    ("for (int s = 0; s < 10; s++) { float *t = x; x = y; y = t; "
+     "gather<<<4, 256>>>(y, x, p, n); }", "may alias")])
+def test_no_reuse_no_copy(write_cu, loop, reason):
+    _, result = _transform(write_cu(SHORT.replace("LOOP", loop)))
+    d = result.decisions[0]
+    assert d.action == "unchanged" and result.text == read_program(
+        str(write_cu(SHORT.replace("LOOP", loop), "again.cu"))).text
+    assert reason in d.reorganisation.reason, d.reorganisation.reason
+    assert "its irregular references stay: " in d.reason
+
+
+def test_reorganise_none_keeps_every_kernel():
+    program, result = _transform(IRREGULAR / "gather_permutation.cu", reorganise="none")
+    assert result.text == program.text
+
+
+def test_the_validator_rejects_a_wrong_position(tmp_path):
+    program, result = _transform(IRREGULAR / "gather_permutation.cu")
+    d = next(d for d in result.decisions if d.kernel == "gather_axpy")
+    plan_groups = groups(d.reorganisation.applied)
+    old = extract_model(program.kernel("gather_axpy"), program)
+
+    def model_of(text):
+        path = tmp_path / "bad.cu"
+        path.write_text(text)
+        p = read_program(str(path))
+        return extract_model(p.kernel("gather_axpy"), p)
+    assert irregular_problems(old, model_of(result.text), plan_groups) == []
+    shifted = result.text.replace("pc_x__via_perm[i]", "pc_x__via_perm[i + 1]")
+    assert any("is not read at i" in p for p in
+               irregular_problems(old, model_of(shifted), plan_groups))
+    dropped = result.text.replace("y[i] += w * (pc_x__via_perm ?", "y[i] = w * (pc_x__via_perm ?")
+    assert irregular_problems(old, model_of(dropped), plan_groups)
+
+
+def test_the_validator_rejects_a_wrong_run_position(tmp_path):
+    program, result = _transform(IRREGULAR / "spmv_csr.cu")
+    d = result.decisions[0]
+    plan_groups = groups(d.reorganisation.applied)
+    old = extract_model(program.kernel("spmv_csr_scalar"), program)
+
+    def problems(text):
+        path = tmp_path / "bad.cu"
+        path.write_text(text)
+        p = read_program(str(path))
+        return irregular_problems(old, extract_model(p.kernel("spmv_csr_scalar"), p),
+                                  plan_groups)
+    assert problems(result.text) == []
+    assert problems(result.text.replace("pc_run16_ptr + 32LL * (jj)]",
+                                        "pc_run16_ptr + 32LL * (jj) + 1]", 1))
+    assert problems(result.text.replace("- 32LL * (long long)(row_start)",
+                                        "- 32LL * (long long)(row_end)"))
