@@ -510,12 +510,14 @@ def cmd_trace(args) -> int:
                            "device" if args.device else "cpu", args.max_records, args.seed)
     summary = trace.summarise(traces)
     hardware = _trace_hardware(args, arguments) if args.hardware else None
+    irregular = {s["kernel"]: s for s in _irregular(pa)}
     if args.format == "json":
-        out = json.dumps(trace.render_json(program.path, summary, hardware), indent=2) + "\n"
+        out = json.dumps(trace.render_json(program.path, summary, hardware, irregular),
+                         indent=2) + "\n"
     elif args.format == "sarif":
         out = json.dumps(trace.render_sarif(program.path, summary, hardware), indent=2) + "\n"
     else:
-        out = trace.render_text(summary, hardware)
+        out = trace.render_text(summary, hardware, irregular)
     _write(out, args.output)
     return 1 if any(t.error for t in traces) else 0
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
             "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
-            "structs")
+            "structs", "irregular")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -348,6 +348,9 @@ class Builder:
         if a.fill.startswith("index:"):
             bound = a.fill.split(":")[1]
             return f"fill(h_{a.name}, {cnt}, {mul}, {add}, {bound}, 1.0, 0.0);"
+        if a.fill.startswith("rowptr:"):        # a CSR row pointer: runs of 0 .. m-1
+            bound = a.fill.split(":")[1]
+            return f"fill_rowptr(h_{a.name}, {cnt}, {mul}, {add}, {bound});"
         if a.fill.startswith("linear:"):
             step = a.fill.split(":")[1]
             return f"fill(h_{a.name}, {cnt}, 1, 0, {cnt} + 1, {step}.0, 0.0);"
@@ -361,6 +364,13 @@ template <typename Elem>
 static void fill(Elem *h, long count, long a, long b, long m, double scale, double shift)
 {
   for (long t = 0; t < count; t++) h[t] = (Elem)((double)((t * a + b) % m) * scale + shift);
+}
+
+template <typename Elem>
+static void fill_rowptr(Elem *h, long count, long a, long b, long m)
+{
+  Elem s = 0;
+  for (long t = 0; t < count; t++) { h[t] = s; s += (Elem)((t * a + b) % m); }
 }
 
 template <typename Elem>
@@ -1732,6 +1742,116 @@ def fam_structs(b: Builder) -> None:
     b.variant = "structs:" + "+".join(shapes)
 
 
+# ----------------------------------------------------------------- irregular references
+
+def _source_writer(b: Builder, arr: Array, n: Size, indent: str) -> None:
+    """A kernel that rewrites an array between launches (its copies then go stale)."""
+    k = b.kernel("refresh")
+    a = k.array(arr)
+    m = k.size(n)
+    k.lines.append(thread_index(b.rng, "i", "x"))
+    value = "(a[i] + 1) % 7" if arr.ctype == "int" else f"a[i] * {literal(arr.ctype, 0.5)}"
+    k.lines.append(f"if (i < {m}) {a}[i] = {value.replace('a[i]', f'{a}[i]')};")
+    b.launch(k, [(n, b.rng.choice(BLOCKS_1D))], indent=indent)
+
+
+def fam_irregular(b: Builder) -> None:
+    """Irregular references (issue 17): gathers through an index array (`A[P[e]]`, the
+    index in a local, a grid-stride loop) and loops over CSR-style runs (row pointers,
+    lengths, `A[B[i] + k]`), launched in host loops of a few to many steps (enough to
+    reuse reorganised copies), the sources sometimes rewritten between launches, so that
+    a stale copy would show. The loops keep their order: every check is exact."""
+    rng = b.rng
+    N = b.size("N", rng.choice((40, 64, 100, 257, 300)), runtime=rng.random() < 0.5)
+    shape = rng.choice(("gather", "gather", "csr", "lengths", "offsets"))
+    steps = rng.choice((3, 12, 30) if shape == "gather" else (12, 30, 40))
+    ctype = choose_type(rng)
+    k = b.kernel(rng.choice(("gather", "spmv", "lookup", "pull")))
+    n = k.size(N)
+    writer = None
+    if shape == "gather":
+        M = b.size("M", rng.choice((N.value, 3 * N.value // 2, 17)))
+        src = b.array("table", ctype, [M])
+        idx = b.array("perm", "int", [N], fill=f"index:{M.h}")
+        out = b.array("out", ctype, [N])
+        a = k.array(src, const=rng.random() < 0.5)
+        p = k.array(idx, const=rng.random() < 0.5)
+        o = k.array(out)
+        shift = rng.choice((0, 0, 1))
+        e = "i" if not shift else "i + 1"
+        bound = n if not shift else f"{n} - 1"
+        if rng.random() < 0.4:
+            k.lines.append(f"for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < {bound}; "
+                           "i += blockDim.x * gridDim.x) {")
+        else:
+            k.lines.append(thread_index(rng, "i", "x"))
+            k.lines.append(f"if (i < {bound}) {{")
+        if rng.random() < 0.5:
+            k.lines.append(f"  int j = {p}[{e}];")
+            ref = f"{a}[j]"
+        else:
+            ref = f"{a}[{p}[{e}]]"
+        op = rng.choice(("=", "+="))
+        k.lines.append(f"  {o}[i] {op} {ref} * {literal(ctype, 2.0)};")
+        k.lines.append("}")
+        writer = rng.choice((None, None, src, idx))
+        b.shape.append(f"{k.name}: gather {ref} over {N.value} threads, {steps} launches"
+                       + (f" per round, {writer.name} rewritten between rounds" if writer
+                          else ""))
+    else:
+        width = rng.choice((3, 5, 9, 17))
+        NNZ = b.size("NNZ", N.value * width)
+        val = b.array("val", ctype, [NNZ])
+        x = b.array("x", ctype, [N])
+        y = b.array("y", ctype, [N])
+        starts = b.array("rows", "int", [N], fill=f"rowptr:{width}" if shape == "csr"
+                         else f"linear:{width}")
+        v = k.array(val, const=rng.random() < 0.5)
+        r = k.array(starts, const=rng.random() < 0.5)
+        gathered = shape == "csr" and rng.random() < 0.6
+        if gathered:
+            col = b.array("col", "int", [NNZ], fill=f"index:{N.h}")
+            c = k.array(col, const=True)
+            xs = k.array(x, const=True)
+        ys = k.array(y)
+        if shape != "csr":
+            lens = b.array("len", "int", [N], fill=f"index:{width + 1}")
+            ln = k.array(lens, const=True)
+        k.lines.append(thread_index(rng, "row", "x"))
+        k.lines.append(f"if (row < {n}) {{")
+        k.lines.append(f"  {ctype} acc = {literal(ctype, 0.0)};")
+        term = (f"{v}[k] * {xs}[{c}[k]]" if gathered else f"{v}[k]")
+        if shape == "csr" and rng.random() < 0.5:
+            k.lines.append(f"  int start = {r}[row], end = {r}[row + 1];")
+            k.lines.append("  for (int k = start; k < end; k++)")
+        elif shape == "csr":
+            k.lines.append(f"  for (int k = {r}[row]; k < {r}[row + 1]; ++k)")
+        elif shape == "lengths":
+            k.lines.append(f"  for (int k = {r}[row]; k < {r}[row] + {ln}[row]; k++)")
+        else:
+            k.lines.append(f"  int first = {r}[row];")
+            k.lines.append(f"  for (int k = 0; k < {ln}[row]; k++)")
+            term = f"{v}[first + k]"
+        k.lines.append(f"    acc += {term};")
+        k.lines.append(f"  {ys}[row] {rng.choice(('=', '+='))} acc;")
+        k.lines.append("}")
+        writer = rng.choice((None, None, val))
+        b.shape.append(f"{k.name}: {shape} runs of up to {width} over {N.value} rows, "
+                       f"{steps} launches" + (" per round, values rewritten between rounds"
+                                              if writer else ""))
+    # a rewrite of a source between rounds of launches: the copies are rebuilt each round
+    indent = "    " if writer is not None else "  "
+    if writer is not None:
+        b.main.append(f"  for (int sweep = 0; sweep < {rng.choice((2, 3))}; sweep++) {{")
+        _source_writer(b, writer, writer.dims[0], indent)
+    b.main.append(f"{indent}for (int step = 0; step < {steps}; step++) {{")
+    b.launch(k, [(N, rng.choice(BLOCKS_1D))], indent=indent + "  ")
+    b.main.append(f"{indent}}}")
+    if writer is not None:
+        b.main.append("  }")
+    b.variant = f"irregular:{shape}"
+
+
 STYLE_BASES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
                "hostloop", "racy", "nearmiss", "product", "stencil")
 STYLES = ("template", "namespace", "struct", "pointer", "macro", "assert")
@@ -1915,7 +2035,8 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "runtime": fam_runtime, "hostloop": fam_hostloop, "racy": fam_racy,
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
                     "transpose": fam_transpose, "product": fam_product,
-                    "stencil": fam_stencil, "structs": fam_structs}
+                    "stencil": fam_stencil, "structs": fam_structs,
+                    "irregular": fam_irregular}
 
 
 def generate(seed: int, family: str | None = None) -> GeneratedProgram:

@@ -58,6 +58,7 @@ OPTION_SETS: dict[str, list[str]] = {
     "collapse": ["--collapse-redundant-threads"],
     "layout=soa": ["--layout", "soa"],
     "layout=none": ["--layout", "none"],
+    "reorganise=none": ["--reorganise", "none"],
 }
 
 TRANSFORM_TIMEOUT = 120          # seconds per transform

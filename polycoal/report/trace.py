@@ -159,7 +159,18 @@ def diagnostics(summary: Summary, hardware: Hardware | None = None,
     return out
 
 
-def render_text(summary: Summary, hardware: Hardware | None = None) -> str:
+def _reorganisation(irregular: dict | None, kernel: str, text: str) -> str | None:
+    """What reorganises an irregular reference (optimize/reorganise.summary), in words."""
+    for r in (irregular or {}).get(kernel, {}).get("references", ()):
+        if "".join(r["reference"].split()) == "".join(text.split()):
+            how = r["reorganisation"] or f"none ({r['why_not']})"
+            return f"{r['through']}; reorganisation: {how}"
+    return None
+
+
+def render_text(summary: Summary, hardware: Hardware | None = None,
+                irregular: dict | None = None) -> str:
+    """`irregular`: kernel -> the summary of its irregular references' plan."""
     out = []
     for t, stats in summary:
         result = None if hardware is None else hardware_result(t, hardware)
@@ -186,6 +197,9 @@ def render_text(summary: Summary, hardware: Hardware | None = None) -> str:
             if s.irregular:
                 notes.append(f"  {s.text} ({s.kind}) is irregular; strides (elements: share): "
                              f"{_histogram(st)}")
+                how = _reorganisation(irregular, t.kernel, s.text)
+                if how:
+                    notes.append(f"  {s.text} ({s.kind}): {how}")
         if rows:
             out += table(rows, ["reference", "type", "line:col", "requests",
                                  "stride min/avg/max", "sectors/ideal", "largest gap",
@@ -244,7 +258,8 @@ def kernel_hardware(result: HardwareResult) -> dict[str, Any]:
 
 
 def kernel(t: KernelTrace, stats: list[SiteStats],
-           hardware: HardwareResult | None = None) -> dict[str, Any]:
+           hardware: HardwareResult | None = None, irregular: dict | None = None
+           ) -> dict[str, Any]:
     out: dict[str, Any] = {"name": t.kernel, "location": location(t.analysis.kernel.location),
                            "executor": t.executor, "error": t.error}
     if t.error:
@@ -262,15 +277,17 @@ def kernel(t: KernelTrace, stats: list[SiteStats],
     })
     if hardware is not None:
         out["hardware"] = kernel_hardware(hardware)
+    if irregular and t.kernel in irregular:
+        out["irregular"] = irregular[t.kernel]
     return out
 
 
-def render_json(path: str, summary: Summary, hardware: Hardware | None = None
-                ) -> dict[str, Any]:
+def render_json(path: str, summary: Summary, hardware: Hardware | None = None,
+                irregular: dict | None = None) -> dict[str, Any]:
     results = None if hardware is None else [hardware_result(t, hardware) for t, _ in summary]
     out = {"schema": "polycoal-trace", "schema_version": SCHEMA_VERSION,
            "tool": {"name": "polycoal", "version": __version__}, "file": path,
-           "kernels": [kernel(t, stats, r) for (t, stats), r in
+           "kernels": [kernel(t, stats, r, irregular) for (t, stats), r in
                        zip(summary, results or [None] * len(summary))],
            "diagnostics": [diagnostic(d) for d in diagnostics(summary, hardware, results)]}
     if hardware is not None:
