@@ -170,14 +170,18 @@ def test_segment_loops_in_their_spellings(write_cu):
 
 # ---------------------------------------------------------------- whole programs
 
-RUNS = [("spmv_csr.cu", ("0", "3000")), ("spmv_csr.cu", ("1", "3000")),
-        ("spmv_csr.cu", ("2", "3000")), ("gather_permutation.cu", ("0", "5000")),
-        ("gather_permutation.cu", ("1", "5000")), ("gather_permutation.cu", ("2", "5000")),
-        ("neighbour_list.cu", ("3000",)), ("edge_list.cu", ("2000", "6"))]
+# (fixture, argv, whether the runtime's selector builds the copies): the banded matrix's
+# second indirection (x[col[k]]) reads a few sectors per warp, so its remap is declined
+RUNS = [("spmv_csr.cu", ("0", "3000"), True), ("spmv_csr.cu", ("1", "3000"), False),
+        ("spmv_csr.cu", ("2", "3000"), True), ("gather_permutation.cu", ("0", "5000"), True),
+        ("gather_permutation.cu", ("1", "5000"), True),
+        ("gather_permutation.cu", ("2", "5000"), True),
+        ("neighbour_list.cu", ("3000",), True), ("edge_list.cu", ("2000", "6"), True)]
 
 
-@pytest.mark.parametrize("fixture,argv", RUNS, ids=[f"{f}-{'-'.join(a)}" for f, a in RUNS])
-def test_reorganised_programs_build_and_run_alike(fixture, argv, tmp_path, nvcc):
+@pytest.mark.parametrize("fixture,argv,built", RUNS,
+                         ids=[f"{f}-{'-'.join(a)}" for f, a, _ in RUNS])
+def test_reorganised_programs_build_and_run_alike(fixture, argv, built, tmp_path, nvcc):
     program, result = _transform(IRREGULAR / fixture)
     changed = [d for d in result.decisions if d.action == "reorganised"]
     assert changed, [str(x) for x in result.diagnostics]
@@ -191,7 +195,10 @@ def test_reorganised_programs_build_and_run_alike(fixture, argv, tmp_path, nvcc)
     sites = re.findall(r"irregular site \d+: (\w+), (\d+) launches, (\d+) builds", report)
     assert len(sites) == sum(len(groups(d.reorganisation.applied)) for d in changed)
     # built once, read by every launch after the two trials (the CPU's events time 0)
-    assert all(use == "copies" and int(n) >= 3 and b == "1" for use, n, b in sites), report
+    if built:
+        assert all(use == "copies" and int(n) >= 3 and b == "1" for use, n, b in sites), report
+    else:
+        assert all(use == "original" and b == "0" for use, n, b in sites), report
 
 
 def test_a_source_written_between_launches_keeps_its_reference():

@@ -166,7 +166,8 @@ static void spmv(int kind, int rows, const char *dump)
   const float *cval = 0;
   const int *ccol = 0;
   auto build = [&] {    /* the launch site's runtime calls, as the output writes them */
-    off = polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 30.0, 0);
+    off = polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 30.0,
+                            (const int *)d_col, (int)sizeof(float), 0);
     cval = polycoal_segment_copy(site, 0, d_val, d_ptr, (const int *)0, 0);
     ccol = polycoal_segment_copy(site, 1, d_col, d_ptr, (const int *)0, 0);
     if (!site.serve) off = 0;
@@ -178,7 +179,8 @@ static void spmv(int kind, int rows, const char *dump)
     polycoal_irregular_wrote(d_ptr);
     do {
       if (copies) build();
-      else polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 30.0, 0);
+      else polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 30.0,
+                            (const int *)d_col, (int)sizeof(float), 0);
     } while (site.stage != 4 && (copies || site.stage < 2));
     CHECK(cudaStreamSynchronize(site.side));
     return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();

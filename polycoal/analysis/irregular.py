@@ -53,6 +53,10 @@ class Irregular:
     #                              ("0" where the references add the run's start: A[B[e] + k])
     subscript: str = ""          # segment: A's subscript as written (`k`, `start + k`)
     body: tuple[str, ...] = ()   # segment: the statements in the loop's body
+    # segment: an array the loop reads through this one (x in `x[col[k]]`, `j = nbr[b + k];
+    # px[j]`), and its element type: the second indirection the runtime's selector measures
+    feeds: str = ""
+    feeds_type: str = ""
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
     occurrences: tuple[str, ...] = ()   # statements reading it
     range: tuple[isl.PwAff, isl.PwAff] | None = field(default=None, compare=False)
@@ -378,6 +382,31 @@ def _offset_read(k: _Kernel, node: c_ast.ArrayRef, counter: str, s: Statement, r
     return None
 
 
+def _second_indirections(inside: list[Statement], refs) -> dict[str, tuple[str, str]]:
+    """Segment array C -> (X, X's element type) for a read `X[C[sub]]` in the loop, or
+    `j = C[sub]; ... X[j]`."""
+    texts = {}
+    for (array, _, _), nodes in refs.items():
+        texts[_text(nodes[0]).replace(" ", "")] = array
+    locals_ = {}
+    for s in inside:
+        scalars = [a for a in s.accesses if a.kind == "write" and a.space == "private"]
+        if len(scalars) == 1 and "=" in s.text:
+            held = texts.get(s.text.split("=", 1)[1].strip().replace(" ", ""))
+            if held:
+                locals_[scalars[0].array] = held
+    out: dict[str, tuple[str, str]] = {}
+    for s in inside:
+        for a in s.accesses:
+            if a.kind != "read" or a.flat is not None or a.space != "global":
+                continue
+            index = a.element_index.replace(" ", "")
+            array = texts.get(index) or locals_.get(index)
+            if array and array not in out:
+                out[array] = (a.array, a.element_type)
+    return out
+
+
 def _segments(k: _Kernel) -> list[Irregular]:
     out = []
     for loop in (n for n in _walk(k.body) if isinstance(n, c_ast.For)):
@@ -405,6 +434,7 @@ def _segments(k: _Kernel) -> list[Irregular]:
                 hit = _offset_read(k, n, counter, inside[0], row)
                 if hit is not None:
                     refs.setdefault((n.name.name, hit[0], hit[1]), []).append(n)
+        feeds = _second_indirections(inside, refs)
         for (array, begin, read), nodes in refs.items():
             subscript = _text(nodes[0].subscript)
             statements = [s for s in inside if any(
@@ -418,6 +448,8 @@ def _segments(k: _Kernel) -> list[Irregular]:
                              loop_line=loop.coord.line if loop.coord else 0,
                              start=start_text, subscript=subscript,
                              body=tuple(s.name for s in inside),
+                             feeds=feeds.get(array, ("", ""))[0],
+                             feeds_type=feeds.get(array, ("", ""))[1],
                              occurrences=tuple(s.name for s in statements))
             obstacle = None
             if array not in k.pointers:

@@ -275,8 +275,11 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
         else:
             length = f"({args[position[r.length_array]]})" if r.length_array else \
                 "(const int *)0"
+            fed = next((x for x in g.references if x.feeds), None)
+            gather = (f"({args[position[fed.array]]}), (int)sizeof({fed.feeds_type})"
+                      if fed and fed.feeds in position else "(const int *)0, 0")
             lines.append(f"const long long *{var} = polycoal_segments({site_name}, {index}, "
-                         f"{length}, {lo}, {hi}, {reuse:g}, {stream});")
+                         f"{length}, {lo}, {hi}, {reuse:g}, {gather}, {stream});")
             copies = []
             for k, x in enumerate(g.references):
                 name = f"{var}_{k}"
