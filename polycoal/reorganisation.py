@@ -17,8 +17,8 @@ from polycoal.frontend.program import Program, Span
 from polycoal.optimize.reorganise import (Reorganisation, host_writes, plan_program,
                                           watched_arrays, written_parameters)
 
-def plan_all(program: Program, decisions: list[KernelDecision], errors: list[Diagnostic]
-             ) -> list[KernelDecision]:
+def plan_all(program: Program, decisions: list[KernelDecision], errors: list[Diagnostic],
+             preprocessor=None) -> list[KernelDecision]:
     """The decisions with kernels kept by the other passes reorganised where planned
     and rewritable; a failure is confined to its kernel (the kernel stays)."""
     candidates = [d.analysis for d in decisions if d.action == "unchanged" and
@@ -38,6 +38,7 @@ def plan_all(program: Program, decisions: list[KernelDecision], errors: list[Dia
             out.append(_noted(d, plan))
             continue
         try:
+            plan.preprocessor = preprocessor
             if plan.changes:
                 plan.text = rewrite_kernel(program, program.kernel(d.kernel),
                                            groups(plan.applied))

@@ -57,7 +57,7 @@ from polycoal.codegen.layout import (NotRewritable, definition_end, group_parame
                                      rewrite_call, rewrite_kernel, runtime)
 from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
 from polycoal.validate.layout import layout_is_injective, layout_problems
-from polycoal.validate.irregular import irregular_problems
+from polycoal.validate.irregular import checked_text, irregular_problems
 from polycoal import reorganisation
 from polycoal.codegen.irregular import groups as irregular_groups
 
@@ -751,11 +751,21 @@ def _reorganised(program: Program, new_program: Program | None, d: KernelDecisio
                  ) -> list[str]:
     """A kernel reading reorganised copies: read back, checked against the original
     (validate/irregular.py)."""
+    plan_groups = irregular_groups(d.reorganisation.applied)
+    if any(g.shared for g in plan_groups) and new_program is not None:
+        text = checked_text(new_program.text, plan_groups)
+        if text is None:
+            return ["a shared form's load is not in the kernel once"]
+        try:
+            new_program = read_program(program.path, d.reorganisation.preprocessor, text=text,
+                                       constants=program.constants)
+        except InputError:
+            new_program = None
     new_model = _read_back(new_program, d)
     if isinstance(new_model, str):
         return [new_model]
     old_model = extract_model(program.kernel(d.kernel), program)
-    return irregular_problems(old_model, new_model, irregular_groups(d.reorganisation.applied))
+    return irregular_problems(old_model, new_model, plan_groups)
 
 
 VALIDATORS = {"layout": (_layout,), "reorganised": (_reorganised,),
@@ -1114,7 +1124,7 @@ def _transform(program: Program, options: TransformOptions,
                          else p for d, p in zip(decisions, promoted)]
         decisions, text = _rendered(program, decisions, errors)
     if options.reorganise != "none" and options.kernel is None:
-        decisions = reorganisation.plan_all(program, decisions, errors)
+        decisions = reorganisation.plan_all(program, decisions, errors, options.preprocessor)
         if any(d.action == "reorganised" for d in decisions):
             decisions, text = _rendered(program, decisions, errors)
             checked = iter(_validate(program, text, [d for d in decisions

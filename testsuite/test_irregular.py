@@ -22,7 +22,7 @@ from polycoal.decisions import TransformOptions
 from polycoal.frontend import read_program
 from polycoal.model.extract import extract_model
 from polycoal.transform import transform_program
-from polycoal.validate.irregular import irregular_problems
+from polycoal.validate.irregular import checked_text, irregular_problems
 
 IRREGULAR = Path(__file__).parent / "fixtures" / "irregular"
 
@@ -38,13 +38,16 @@ def _transform(path: Path, **options):
     return program, transform_program(program, TransformOptions(**options))
 
 
-def _runs_alike(original: str, output: str, directory: Path, argv=()) -> str:
-    """Both programs on the CPU runtime print the same numbers; the output's report."""
+def _runs_alike(original: str, output: str, directory: Path, argv=(), variant=None) -> str:
+    """Both programs on the CPU runtime print the same numbers; the output's report.
+    `variant`: the runtime serves it at every launch (POLYCOAL_IRREGULAR_VARIANT)."""
     from polycoal.runtime.cpu_program import CpuProgramRunner
     import os
     cpu = CpuProgramRunner(str(directory / "rt"))
     printed, report = [], ""
     os.environ["POLYCOAL_IRREGULAR_REPORT"] = "1"
+    if variant:
+        os.environ["POLYCOAL_IRREGULAR_VARIANT"] = variant
     try:
         for text in (original, output):
             run, error = cpu.compile_and_run(text, argv=tuple(argv))
@@ -53,6 +56,7 @@ def _runs_alike(original: str, output: str, directory: Path, argv=()) -> str:
             report = run.stderr
     finally:
         del os.environ["POLYCOAL_IRREGULAR_REPORT"]
+        os.environ.pop("POLYCOAL_IRREGULAR_VARIANT", None)
     assert printed[0] and len(printed[0]) == len(printed[1]), printed
     for a, b in zip(*printed):
         assert abs(a - b) <= 1e-5 * max(abs(a), 1.0), printed
@@ -201,6 +205,16 @@ def test_reorganised_programs_build_and_run_alike(fixture, argv, built, tmp_path
         assert all(use == "original" and b == "0" for use, n, b in sites), report
 
 
+@pytest.mark.parametrize("kind", ["0", "2"])
+def test_every_launch_reading_the_shared_form_runs_alike(kind, tmp_path):
+    """The gathers of one-dimensional kernels read their block's elements from shared
+    memory at every launch (the variant forced), the grid-stride one its copy."""
+    program, result = _transform(IRREGULAR / "gather_permutation.cu")
+    report = _runs_alike(program.text, result.text, tmp_path, (kind, "3000"), "shared")
+    sites = re.findall(r"irregular site \d+: (\w+)", report)
+    assert sites == ["shared", "shared", "copies"], report
+
+
 def test_a_source_written_between_launches_keeps_its_reference():
     _, result = _transform(IRREGULAR / "edge_list.cu")
     push = next(d for d in result.decisions if d.kernel == "push")
@@ -269,14 +283,19 @@ def test_the_validator_rejects_a_wrong_position(tmp_path):
 
     def model_of(text):
         path = tmp_path / "bad.cu"
-        path.write_text(text)
+        path.write_text(checked_text(text, plan_groups))
         p = read_program(str(path))
         return extract_model(p.kernel("gather_axpy"), p)
     assert irregular_problems(old, model_of(result.text), plan_groups) == []
     shifted = result.text.replace("pc_x__via_perm[i]", "pc_x__via_perm[i + 1]")
     assert any("is not read at i" in p for p in
                irregular_problems(old, model_of(shifted), plan_groups))
-    dropped = result.text.replace("y[i] += w * (pc_x__via_perm ?", "y[i] = w * (pc_x__via_perm ?")
+    slot = result.text.replace("pc_x__via_perm_slot[i]", "pc_x__via_perm_slot[i - 1]")
+    assert any("is not read at i" in p for p in
+               irregular_problems(old, model_of(slot), plan_groups))
+    assert checked_text(result.text.replace("__syncthreads(); }", "}", 1), plan_groups) is None
+    dropped = result.text.replace("y[i] += w * (pc_x", "y[i] = w * (pc_x")
+    assert dropped != result.text
     assert irregular_problems(old, model_of(dropped), plan_groups)
 
 

@@ -223,7 +223,7 @@ static void spmv(int kind, int rows, const char *dump)
          "\"iterations\": %d, \"loop_ms\": %.5f, \"builds_in_loop\": %lld, \"max_relative\": %.3g, "
          "\"trial_ms\": [%.5f, %.5f], \"kept_copies\": %d}\n",
          names[kind], rows, nnz, site.total, site.use, original, remap, offsets, reorganised, ITERATIONS,
-         loop, site.builds - builds0, max_relative(y0, y1), site.with_copies, site.without,
+         loop, site.builds - builds0, max_relative(y0, y1), site.times[1], site.times[0],
          site.use);
   FILE *f = fopen(dump, "wb");
   fwrite(&rows, sizeof rows, 1, f);
@@ -267,41 +267,89 @@ static void gather(int kind, int n)
   CHECK(cudaMemcpy(d_p, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(d_t, table.data(), n * sizeof(double), cudaMemcpyHostToDevice));
   using namespace reorganised_gather;
-  polycoal_irregular_site &s0 = polycoal_irregular_sites[0], &s1 = polycoal_irregular_sites[1];
-  const float *cx = 0;
-  const double *ct = 0;
-  int g = (n + 127) / 128;
+  polycoal_irregular_site &s0 = polycoal_irregular_sites[0], &s1 = polycoal_irregular_sites[1],
+                          &s2 = polycoal_irregular_sites[2];
+  int g = (n + 127) / 128, g2 = (n + 255) / 256;
+  polycoal_gathered<float> cx;
+  polycoal_gathered<double> ct, cs;
   auto build = [&] {
-    cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 0);
-    ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0);
+    cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 128u, (unsigned)g, 0);
+    ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 256u, (unsigned)g2, 0);
+    cs = polycoal_gather(s2, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0u, 0u, 0);
   };
   float b0 = timed([&] { polycoal_irregular_wrote(d_p); build(); });
-  build();
-  cx = (const float *)s0.copy[0];
-  ct = (const double *)s1.copy[0];
-  CHECK(cudaMemset(d_y0, 0, n * sizeof(float)));
-  CHECK(cudaMemset(d_y1, 0, n * sizeof(float)));
-  float o0 = timed([&] { original_gather::gather_axpy<<<g, 128>>>(d_y0, d_x, d_p, 0.5f, n); });
-  float r0 = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx); });
-  CHECK(cudaMemset(d_o0, 0, n * sizeof(double)));
-  CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
-  float o1 = timed([&] { original_gather::lookup<<<64, 256>>>(d_o0, d_t, d_p, n); });
-  float r1 = timed([&] { reorganised_gather::lookup<<<64, 256>>>(d_o1, d_t, d_p, n, ct); });
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  float o2 = timed([&] { original_gather::lookup<<<sms * 8, 256>>>(d_o0, d_t, d_p, n); });
-  float r2 = timed([&] { reorganised_gather::lookup<<<sms * 8, 256>>>(d_o1, d_t, d_p, n, ct); });
+  /* each variant, from the site's buffers */
+  const float *dup_x = (const float *)s0.copy[0];
+  const double *dup_t = (const double *)s1.copy[0], *dup_s = (const double *)s2.copy[0];
+  /* validation: one launch of each variant from zeroed outputs, against the original */
+  double worst = 0;
   std::vector<float> y0(n), y1(n);
   std::vector<double> z0(n), z1(n);
-  CHECK(cudaMemcpy(y0.data(), d_y0, n * sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(y1.data(), d_y1, n * sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(z0.data(), d_o0, n * sizeof(double), cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(z1.data(), d_o1, n * sizeof(double), cudaMemcpyDeviceToHost));
-  printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"copies_used\": [%d, %d], "
-         "\"build_ms\": %.5f, \"gather_axpy_ms\": [%.5f, %.5f], \"lookup_64_blocks_ms\": [%.5f, %.5f], "
-         "\"lookup_ms\": [%.5f, %.5f], \"max_relative\": %.3g}\n",
-         names[kind], n, s0.use, s1.use, b0, o0, r0, o1, r1, o2, r2,
-         std::max(max_relative(y0, y1), max_relative(z0, z1)));
+  for (int v = 0; v < 4; v++) {
+    CHECK(cudaMemset(d_y1, 0, n * sizeof(float)));
+    CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
+    if (v == 0) {
+      original_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n);
+      original_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n);
+    } else if (v == 1) {
+      reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0);
+      reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0);
+    } else if (v == 2) {
+      reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
+          (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3]);
+      reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0,
+          (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3]);
+    } else {
+      reorganised_gather::lookup_strided<<<64, 256>>>(d_o1, d_t, d_p, n, dup_s);
+    }
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(y1.data(), d_y1, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(z1.data(), d_o1, n * sizeof(double), cudaMemcpyDeviceToHost));
+    if (v == 0) { y0 = y1; z0 = z1; continue; }
+    if (v == 3) {
+      CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
+      original_gather::lookup_strided<<<64, 256>>>(d_o1, d_t, d_p, n);
+      CHECK(cudaMemcpy(z0.data(), d_o1, n * sizeof(double), cudaMemcpyDeviceToHost));
+      worst = std::max(worst, max_relative(z0, z1));
+      continue;
+    }
+    worst = std::max(worst, std::max(max_relative(y0, y1), max_relative(z0, z1)));
+  }
+  float ax[3], lk[3], st[2];
+  ax[0] = timed([&] { original_gather::gather_axpy<<<g, 128>>>(d_y0, d_x, d_p, 0.5f, n); });
+  ax[1] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0); });
+  ax[2] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
+      (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3]); });
+  lk[0] = timed([&] { original_gather::lookup<<<g2, 256>>>(d_o0, d_t, d_p, n); });
+  lk[1] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0); });
+  lk[2] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0,
+      (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3]); });
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  st[0] = timed([&] { original_gather::lookup_strided<<<sms * 8, 256>>>(d_o0, d_t, d_p, n); });
+  st[1] = timed([&] { reorganised_gather::lookup_strided<<<sms * 8, 256>>>(d_o1, d_t, d_p, n, dup_s); });
+  /* the selector: the launch site's calls from a fresh key, the trials, the choice */
+  polycoal_irregular_wrote(d_p);
+  for (int it = 0; it < 6; it++) {
+    build();
+    polycoal_irregular_time(s0, 0, 0);
+    reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx.copy, cx.shared, cx.slot, cx.count);
+    polycoal_irregular_time(s0, 1, 0);
+    polycoal_irregular_time(s1, 0, 0);
+    reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, ct.copy, ct.shared, ct.slot, ct.count);
+    polycoal_irregular_time(s1, 1, 0);
+  }
+  CHECK(cudaDeviceSynchronize());
+  const char *variants[] = {"original", "duplication", "sharing"};
+  printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"build_ms\": %.5f, "
+         "\"gather_axpy_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
+         "\"gather_axpy_chosen\": \"%s\", "
+         "\"lookup_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
+         "\"lookup_chosen\": \"%s\", "
+         "\"lookup_strided_ms\": {\"original\": %.5f, \"duplication\": %.5f}, "
+         "\"max_relative\": %.3g}\n",
+         names[kind], n, b0, ax[0], ax[1], ax[2], variants[s0.use ? s0.choice : 0],
+         lk[0], lk[1], lk[2], variants[s1.use ? s1.choice : 0], st[0], st[1], worst);
   cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
 }
 

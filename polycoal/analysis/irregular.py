@@ -58,6 +58,9 @@ class Irregular:
     feeds: str = ""
     feeds_type: str = ""
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
+    # gather: e is the thread's global index along x of a one-dimensional kernel without
+    # shared memory of its own, so its block's elements can be staged in shared memory
+    shareable: bool = False
     occurrences: tuple[str, ...] = ()   # statements reading it
     range: tuple[isl.PwAff, isl.PwAff] | None = field(default=None, compare=False)
     obstacle: str | None = None  # why it cannot be reorganised
@@ -140,6 +143,7 @@ class _Kernel:
     pointers: dict[str, str]           # read-only pointer parameter -> element type
     written_arrays: set[str]
     definitions: dict[str, tuple[Statement, Access]]   # private scalar -> its P[e] read
+    one_dimensional: bool = False      # one global thread dim gx, no shared memory
 
     def thread_only(self, p: Poly | None) -> bool:
         return p is not None and p.is_affine() and \
@@ -162,7 +166,11 @@ def _kernel(kernel, model: KernelModel) -> _Kernel | None:
                 and reads[0].flat is not None and not s.loops and \
                 _same(s.text.split("=", 1)[-1].strip(), reads[0].text):
             definitions[scalars[0].array] = (s, reads[0])
-    return _Kernel(model, body, _parents(body), writes, pointers, written, definitions)
+    flat = [d.name for d in model.thread_dims] == ["gx"] and \
+        not model.thread_dims[0].strided and not kernel.shared_lines and \
+        not any(isinstance(n, c_ast.Decl) and "__shared__" in (n.quals or []) + (n.storage or [])
+                for n in _walk(body))
+    return _Kernel(model, body, _parents(body), writes, pointers, written, definitions, flat)
 
 
 def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, Statement] | None:
@@ -229,7 +237,8 @@ def _gathers(k: _Kernel) -> list[Irregular]:
         s, a, (p, e, pa, ps) = uses[0]
         local = a.element_index if a.element_index in k.definitions else None
         item = Irregular("gather", a.array, text, a.location.line, a.element_type, p, e,
-                         pa.flat, local=local, occurrences=tuple(u[0].name for u in uses))
+                         pa.flat, local=local, occurrences=tuple(u[0].name for u in uses),
+                         shareable=k.one_dimensional and pa.flat == Poly.var("gx"))
         obstacle = None
         if a.array in k.written_arrays:
             obstacle = f"'{a.array}' is written by the kernel (a copy is only read)"

@@ -39,6 +39,16 @@ class Group:
     def first(self):
         return self.references[0]
 
+    @property
+    def shared(self) -> bool:
+        """A gather whose shared-memory form the kernel can read."""
+        return self.kind == "gather" and self.first.shareable
+
+    def shared_names(self) -> tuple[str, str, str, str]:
+        """(values, slots, counts, tile) of the shared form."""
+        return (f"{self.pointer}_shared", f"{self.pointer}_slot", f"{self.pointer}_count",
+                "pc_tile" + self.pointer[2:])
+
 
 def groups(references) -> list[Group]:
     out: list[Group] = []
@@ -119,7 +129,29 @@ def _unread_local(tokens: list[Token], text: str, r, g: Group, uses: int, plan_g
     init = text[tokens[k].start:tokens[end - 1].end]
     if not _same(init, f"{r.index_array}[{r.index}]"):
         return []
-    return [(tokens[k].start, tokens[end - 1].end, f"({g.pointer} ? 0 : {init})")]
+    skip = f"({g.pointer} ? 0 : {init})"
+    if g.shared:
+        skip = f"({g.shared_names()[0]} ? 0 : {skip})"
+    return [(tokens[k].start, tokens[end - 1].end, skip)]
+
+
+def shared_prefix(g: Group) -> str:
+    """The shared form's load, first in the kernel's body (one line, whole statements):
+    the block's elements into shared memory, every thread of the block taking part."""
+    values, _, counts, tile = g.shared_names()
+    t = g.first.element_type
+    return (f" __shared__ {t} {tile}[1024]; if ({values}) {{ const int {tile}_count = "
+            f"{counts}[blockIdx.x]; for (int pc_q = threadIdx.x; pc_q < {tile}_count; "
+            f"pc_q += blockDim.x) {tile}[pc_q] = {values}[(long long)blockIdx.x * blockDim.x "
+            f"+ pc_q]; __syncthreads(); }}")
+
+
+def _shared_prefix_edit(tokens: list[Token], kernel: Kernel, g: Group) -> tuple[int, int, str]:
+    name = next(k for k, t in enumerate(tokens) if t.text == kernel.name and
+                k + 1 < len(tokens) and tokens[k + 1].text == "(")
+    body = next(k for k in range(matching(tokens, name + 1), len(tokens))
+                if tokens[k].text == "{")
+    return (tokens[body].end, tokens[body].end, shared_prefix(g))
 
 
 def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -> str:
@@ -140,8 +172,13 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
                 raise NotRewritable(f"'{r.text}' is not written as such in the kernel")
             for k, close in hits:
                 original = text[tokens[k].start:tokens[close].end]
-                edits.append((tokens[k].start, tokens[close].end,
-                              f"({g.pointer} ? {g.pointer}[{r.index}] : {original})"))
+                choice = f"({g.pointer} ? {g.pointer}[{r.index}] : {original})"
+                if g.shared:
+                    values, slots, _, tile = g.shared_names()
+                    choice = f"({values} ? {tile}[{slots}[{r.index}]] : {choice})"
+                edits.append((tokens[k].start, tokens[close].end, choice))
+            if g.shared:
+                edits.append(_shared_prefix_edit(tokens, kernel, g))
             if r.local:
                 edits += _unread_local(tokens, text, r, g, len(hits), plan_groups)
             continue
@@ -231,6 +268,10 @@ def new_parameters(plan_groups: list[Group]) -> list[str]:
     for g in plan_groups:
         if g.kind == "gather":
             out.append(f"const {g.first.element_type} *__restrict__ {g.pointer}")
+            if g.shared:
+                values, slots, counts, _ = g.shared_names()
+                out += [f"const {g.first.element_type} *__restrict__ {values}",
+                        f"const int *__restrict__ {slots}", f"const int *__restrict__ {counts}"]
         else:
             out.append(f"const long long *__restrict__ {g.pointer}")
             out += [f"const {r.element_type} *__restrict__ {c}"
@@ -262,16 +303,25 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
                 if g.kind == "gather" else \
                 ["(const long long *)0"] + [f"(const {x.element_type} *)0"
                                            for x in g.references]
+            if g.shared:
+                extra += [f"(const {r.element_type} *)0", "(const int *)0", "(const int *)0"]
             continue
         lo, hi = bounds[r.text]
         index = f"({args[position[r.index_array]]})"
         var = f"pc_irregular_{len(lines)}"
         site_name = f"polycoal_irregular_sites[{site}]"
         if g.kind == "gather":
-            lines.append(f"const {r.element_type} *{var} = polycoal_gather({site_name}, 0, "
-                         f"({args[position[r.array]]}), {index}, {lo}, {hi}, {reuse:g}, "
-                         f"{stream});")
-            extra.append(var)
+            geometry = f"dim3({config[1]}).x, dim3({config[0]}).x" if g.shared else "0u, 0u"
+            if g.shared:      # one-dimensional launches only: the runtime checks the rest
+                geometry = (f"dim3({config[1]}).y * dim3({config[1]}).z * dim3({config[0]}).y"
+                            f" * dim3({config[0]}).z == 1 ? {geometry.split(', ')[0]} : 0u, "
+                            f"{geometry.split(', ')[1]}")
+            lines.append(f"polycoal_gathered<{r.element_type}> {var} = polycoal_gather("
+                         f"{site_name}, 0, ({args[position[r.array]]}), {index}, {lo}, {hi}, "
+                         f"{reuse:g}, {geometry}, {stream});")
+            extra.append(f"{var}.copy")
+            if g.shared:
+                extra += [f"{var}.shared", f"{var}.slot", f"{var}.count"]
         else:
             length = f"({args[position[r.length_array]]})" if r.length_array else \
                 "(const int *)0"

@@ -76,6 +76,7 @@ class Reorganisation:
     reason: str | None = None        # why nothing is reorganised
     dropped: list[tuple[Irregular, str]] = field(default_factory=list)   # kept, and why
     text: str = ""                   # the kernel rewritten (codegen/irregular.py)
+    preprocessor: object = None      # the options the program was read with
 
     @property
     def changes(self) -> bool:
@@ -85,8 +86,9 @@ class Reorganisation:
     def describe(self) -> str:
         parts = []
         for r in self.applied:
-            how = "a duplicated copy" if r.kind == "gather" else \
-                "a padded column-major copy of its rows"
+            how = ("a duplicated copy, or its block's elements in shared memory (the trials "
+                   "choose)" if r.shareable else "a duplicated copy") if r.kind == "gather" \
+                else "a padded column-major copy of its rows"
             parts.append(f"{r.text} ({r.describe}) from {how}")
         parts += [f"{r.text} kept: {why}" for r, why in self.dropped]
         reuse = ", ".join(f"line {s.launch.location.line}: "
@@ -370,7 +372,9 @@ def summary(plan: Reorganisation) -> dict:
     dropped = dict((r.text, why) for r, why in plan.dropped)
     refs = []
     for r in plan.found:
-        how = ("duplication (a copy A2[e] = A[P[e]])" if r.kind == "gather" else
+        how = ("duplication (a copy A2[e] = A[P[e]])" + (
+            " or sharing (each block's elements in shared memory), chosen by trial launches"
+            if r.shareable else "") if r.kind == "gather" else
                "padded column-major copy of the runs (slices of 32 rows)")
         refs.append({
             "reference": r.text, "line": r.line, "kind": r.kind, "array": r.array,

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from pycparser import c_ast, c_generator, c_parser
 
-from polycoal.codegen.irregular import run_names
+from polycoal.codegen.irregular import run_names, shared_prefix
 from polycoal.model.kernel_model import KernelModel
 
 
@@ -64,6 +64,19 @@ def _key(text: str, copies: tuple = (), undo: bool = True) -> str:
     return c_generator.CGenerator().visit(_originals(node, dict(copies), undo))
 
 
+def checked_text(text: str, plan_groups) -> str | None:
+    """The output as the validator reads it: without the shared forms' loads (runtime
+    machinery in statements of their own, first in the kernel); None when one is not
+    there exactly once."""
+    for g in plan_groups:
+        if g.shared:
+            prefix = shared_prefix(g)
+            if text.count(prefix) != 1:
+                return None
+            text = text.replace(prefix, "")
+    return text
+
+
 def _local(name: str) -> bool:
     """The kernel's new private scalars: a loop's run position, split, use."""
     return name.startswith(("pc_run", "pc_use", "pc_split"))
@@ -71,7 +84,8 @@ def _local(name: str) -> bool:
 
 def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[str]:
     problems = []
-    pointers = {g.pointer for g in plan_groups}
+    pointers = {g.pointer for g in plan_groups} | \
+        {n for g in plan_groups if g.shared for n in g.shared_names()}
     held = tuple((c, x.text) for g in plan_groups for c, x in zip(g.copies, g.references))
     copies = pointers | {c for c, _ in held}
     # a split loop's first value, assigned before its two parts: `int k = first`
@@ -122,11 +136,24 @@ def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[
         reads = [(s, a) for s, a in new.accesses() if a.array in (g.pointer,) + g.copies]
         if g.kind == "gather":
             originals = sum(1 for _, a in old.accesses() if _key(a.text) == _key(r.text))
-            if len(reads) != originals:
-                problems.append(f"{len(reads)} reads of {g.pointer} for {originals} of {r.text}")
-            for _, a in reads:
-                if a.flat is None or r.index_poly is None or a.flat != r.index_poly:
-                    problems.append(f"'{a.text}' is not read at {r.index}")
+            # the duplicated copy and the shared form's slots, each at e where the
+            # original read A[P[e]]; the tile (shared memory) at the slot
+            names = (g.pointer,) + (g.shared_names()[1:2] if g.shared else ())
+            for name in names:
+                at = [a for _, a in new.accesses() if a.array == name]
+                if len(at) != originals:
+                    problems.append(f"{len(at)} reads of {name} for {originals} of {r.text}")
+                for a in at:
+                    if a.flat is None or r.index_poly is None or a.flat != r.index_poly:
+                        problems.append(f"'{a.text}' is not read at {r.index}")
+            if g.shared:
+                values, slots, counts, tile = g.shared_names()
+                for _, a in new.accesses():
+                    if a.array in (values, counts) or a.array == tile and (
+                            a.kind == "write" or not _key(a.text).startswith(
+                                _key(f"{tile}[{slots}[")) and "[" in a.text):
+                        problems.append(f"'{a.text}': the shared form is read outside its "
+                                        "load and its slots")
             continue
         run, _ = run_names(g)
         allowed = {_key(f"{c}[{run} + 32LL * ({x.counter})]")
