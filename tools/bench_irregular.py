@@ -54,6 +54,7 @@ HARNESS = r"""
 #include <vector>
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 namespace original_spmv {
 #define main original_spmv_main
 #include "original_spmv.cu"
@@ -256,16 +257,19 @@ static void gather(int kind, int n)
   float *d_x, *d_y0, *d_y1;
   double *d_t, *d_o0, *d_o1;
   int *d_p;
-  CHECK(cudaMalloc(&d_x, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_x, size * sizeof(float)));
   CHECK(cudaMalloc(&d_y0, n * sizeof(float)));
   CHECK(cudaMalloc(&d_y1, n * sizeof(float)));
   CHECK(cudaMalloc(&d_p, n * sizeof(int)));
-  CHECK(cudaMalloc(&d_t, n * sizeof(double)));
+  CHECK(cudaMalloc(&d_t, size * sizeof(double)));
   CHECK(cudaMalloc(&d_o0, n * sizeof(double)));
   CHECK(cudaMalloc(&d_o1, n * sizeof(double)));
-  CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_x, x.data(), size * sizeof(float), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(d_p, perm.data(), n * sizeof(int), cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(d_t, table.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_t, table.data(), size * sizeof(double), cudaMemcpyHostToDevice));
+  /* the allocations as the output's marks record them (the selector reads their sizes) */
+  reorganised_gather::polycoal_irregular_wrote(d_x, size * sizeof(float));
+  reorganised_gather::polycoal_irregular_wrote(d_t, size * sizeof(double));
   using namespace reorganised_gather;
   polycoal_irregular_site &s0 = polycoal_irregular_sites[0], &s1 = polycoal_irregular_sites[1],
                           &s2 = polycoal_irregular_sites[2];
@@ -278,7 +282,22 @@ static void gather(int kind, int n)
     cs = polycoal_gather(s2, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0u, 0u, 0);
   };
   float b0 = timed([&] { polycoal_irregular_wrote(d_p); build(); });
-  /* each variant, from the site's buffers */
+  /* each variant, from the site's buffers; the shared form built here too where the
+     selector does not build it (threads <= elements: not a candidate), to measure it */
+  int candidates[2] = {s0.shareable, s1.shareable};
+  auto shared_form = [&](polycoal_irregular_site &site, auto *a, int block, int blocks) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(a)>>;
+    if (site.shareable) return;
+    T *u; int *slot, *count;
+    CHECK(cudaMalloc(&u, (size_t)blocks * block * sizeof(T)));
+    CHECK(cudaMalloc(&slot, (size_t)n * sizeof(int)));
+    CHECK(cudaMalloc(&count, (size_t)blocks * sizeof(int)));
+    polycoal_gather_share<<<blocks, block>>>(u, slot, count, a, (const int *)d_p, 0LL, (long long)n);
+    site.copy[1] = u; site.copy[2] = slot; site.copy[3] = count;
+  };
+  shared_form(s0, (const float *)d_x, 128, g);
+  shared_form(s1, (const double *)d_t, 256, g2);
+  CHECK(cudaDeviceSynchronize());
   const float *dup_x = (const float *)s0.copy[0];
   const double *dup_t = (const double *)s1.copy[0], *dup_s = (const double *)s2.copy[0];
   /* validation: one launch of each variant from zeroed outputs, against the original */
@@ -343,12 +362,13 @@ static void gather(int kind, int n)
   const char *variants[] = {"original", "duplication", "sharing"};
   printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"build_ms\": %.5f, "
          "\"gather_axpy_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
-         "\"gather_axpy_chosen\": \"%s\", "
+         "\"gather_axpy_chosen\": \"%s\", \"sharing_candidate\": [%d, %d], "
          "\"lookup_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
          "\"lookup_chosen\": \"%s\", "
          "\"lookup_strided_ms\": {\"original\": %.5f, \"duplication\": %.5f}, "
          "\"max_relative\": %.3g}\n",
          names[kind], n, b0, ax[0], ax[1], ax[2], variants[s0.use ? s0.choice : 0],
+         candidates[0], candidates[1],
          lk[0], lk[1], lk[2], variants[s1.use ? s1.choice : 0], st[0], st[1], worst);
   cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
 }

@@ -357,16 +357,17 @@ def sites_of(plan_groups: list[Group]) -> int:
     return len(plan_groups)
 
 
-def mark_writes(marks: list[tuple[Span, str, str]]) -> list[tuple[Span, str]]:
+def mark_writes(marks: list[tuple[Span, str, str, str | None]]) -> list[tuple[Span, str]]:
     """Edits marking the host's writes to source arrays (each moves the array's
-    version): a call is wrapped (the variable read after it), a launch preceded, in a
-    block of its own."""
+    version): a call is wrapped (the variable read after it; an allocation's size
+    recorded), a launch preceded, in a block of its own."""
     out = []
     launches: dict[Span, list[str]] = {}
-    for span, what, variable in marks:
+    for span, what, variable, size in marks:
         if what == "call":
             out.append((Span(span.start, span.start), "polycoal_irregular_written("))
-            out.append((Span(span.end, span.end), f", &{variable})"))
+            out.append((Span(span.end, span.end), f", &{variable}" +
+                        (f", (size_t)({size}))" if size else ")")))
         else:
             launches.setdefault(span, []).append(variable)
     for span, variables in launches.items():

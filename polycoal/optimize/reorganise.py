@@ -105,8 +105,9 @@ class HostWrites:
     tracked: set[str] = field(default_factory=set)
     escaped: set[str] = field(default_factory=set)
     assigned: set[str] = field(default_factory=set)   # assigned to or from another one
-    # (span, "call" | "launch", the array's variable)
-    marks: list[tuple[Span, str, str]] = field(default_factory=list)
+    # (span, "call" | "launch", the array's variable, its allocation's bytes as written
+    # when the call is a cudaMalloc, else None)
+    marks: list[tuple[Span, str, str, str | None]] = field(default_factory=list)
 
     def positions(self, variables: set[str]) -> list[int]:
         """Where the arrays of `variables` may be written (any variable they are
@@ -114,7 +115,7 @@ class HostWrites:
         group = set(variables)
         if group & self.assigned:
             group |= self.assigned & self.tracked
-        return [span.start for span, _, v in self.marks if v in group]
+        return [span.start for span, _, v, _ in self.marks if v in group]
 
 
 def _plain_name(text: str) -> str | None:
@@ -150,7 +151,10 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
             target = _plain_name(call.arguments[0].replace("&", "")) if call.arguments \
                 else None
             if call.function in WRITING_CALLS + COPIES and target in group:
-                out.marks.append((call.span, "call", target))
+                size = call.arguments[1] if call.function == "cudaMalloc" and \
+                    len(call.arguments) == 2 and not has_side_effects(call.arguments[1]) \
+                    else None
+                out.marks.append((call.span, "call", target, size))
         for launch, position in arrays.launches:
             name = launch.arguments[position].strip()
             if name not in group or launch.span is None:
@@ -161,7 +165,7 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
                 position < len(kernel.parameters) else None
             if written is None or param is None or param in written:
                 if all(m[0] != launch.span or m[2] != name for m in out.marks):
-                    out.marks.append((launch.span, "launch", name))
+                    out.marks.append((launch.span, "launch", name, None))
     return out
 
 
