@@ -349,7 +349,7 @@ static void gather(int kind, int n)
   st[1] = timed([&] { reorganised_gather::lookup_strided<<<sms * 8, 256>>>(d_o1, d_t, d_p, n, dup_s); });
   /* the selector: the launch site's calls from a fresh key, the trials, the choice */
   polycoal_irregular_wrote(d_p);
-  for (int it = 0; it < 6; it++) {
+  for (int it = 0; it < 10; it++) {
     build();
     polycoal_irregular_time(s0, 0, 0);
     reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx.copy, cx.shared, cx.slot, cx.count);
