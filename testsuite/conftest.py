@@ -65,6 +65,14 @@ def runs_alike(original: str, output: str, directory: Path, include_dirs=(), arg
         assert abs(a - b) <= 1e-4 * max(abs(a), 1.0), printed
 
 
+def compile_sm90(nvcc: str, source: Path) -> None:
+    """nvcc -arch=sm_90 -c compiles `source` (the generated program's build check)."""
+    import subprocess
+    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(source), "-o", str(source) + ".o"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 def polybench_programs() -> list[Path]:
     """polybench_inputs/<name>/<name>.cu, for whatever programs exist right now."""
     if not POLYBENCH.is_dir():

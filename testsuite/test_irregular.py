@@ -10,12 +10,11 @@ runtime's report (POLYCOAL_IRREGULAR_REPORT) says the copies were built once and
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import printed_numbers
+from conftest import compile_sm90, printed_numbers
 from polycoal.analysis.irregular import irregular_references
 from polycoal.codegen.irregular import groups
 from polycoal.decisions import TransformOptions
@@ -192,9 +191,7 @@ def test_reorganised_programs_build_and_run_alike(fixture, argv, built, tmp_path
     assert not [x for x in result.diagnostics if x.severity == "error"]
     out = tmp_path / fixture
     out.write_text(result.text)
-    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    compile_sm90(nvcc, out)
     report = _runs_alike(program.text, result.text, tmp_path, argv)
     sites = re.findall(r"irregular site \d+: (\w+), (\d+) launches, (\d+) builds", report)
     assert len(sites) == sum(len(groups(d.reorganisation.applied)) for d in changed)

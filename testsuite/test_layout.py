@@ -7,12 +7,11 @@ the CPU beside its original: both print the same numbers.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import runs_alike
+from conftest import compile_sm90, runs_alike
 from polycoal.analysis import analyze_program
 from polycoal.codegen.layout import group_parameters
 from polycoal.decisions import TransformOptions
@@ -188,9 +187,7 @@ def test_layout_programs_build_and_run_alike(fixture, argv, layout, tmp_path, nv
     assert not [x for x in result.diagnostics if x.severity == "error"]
     out = tmp_path / fixture
     out.write_text(result.text)
-    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    compile_sm90(nvcc, out)
     runs_alike(program.text, result.text, tmp_path, argv=argv)
 
 

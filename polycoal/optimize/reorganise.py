@@ -266,7 +266,6 @@ def plan_reorganisation(program: Program, analysis, loops=None,
     if program.references.get(kernel.name):
         plan.reason = "the kernel is named outside its launches (its signature must stay)"
         return plan
-    position = {p.name: k for k, p in enumerate(kernel.parameters)}
     loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span]) \
         if loops is None else loops
     writes = writes or HostWrites()
