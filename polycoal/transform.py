@@ -753,7 +753,9 @@ def _reorganised(program: Program, new_program: Program | None, d: KernelDecisio
     (validate/irregular.py)."""
     plan_groups = irregular_groups(d.reorganisation.applied)
     if any(g.shared for g in plan_groups) and new_program is not None:
-        text = checked_text(new_program.text, plan_groups)
+        kernel = new_program.kernel(d.emitted)
+        text = checked_text(new_program.text, plan_groups,
+                            kernel.span if kernel is not None else None)
         if text is None:
             return ["a shared form's load is not in the kernel once"]
         try:

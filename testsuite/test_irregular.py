@@ -166,7 +166,7 @@ def test_segment_loops_in_their_spellings(write_cu):
     off = found["offsets"]
     assert {r.subscript for r in off} == {"b + k", "k + b"} and \
         all(r.start == "0" and r.length_array == "len" for r in off)
-    assert "may end before" in found["early_exit"][0].obstacle
+    assert "may end or skip" in found["early_exit"][0].obstacle
     assert "under a condition" in found["branch"][0].obstacle
     assert "condition on data" in found["data_guard"][0].obstacle
 
@@ -315,3 +315,142 @@ def test_the_validator_rejects_a_wrong_run_position(tmp_path):
                                         "pc_run16_ptr + 32LL * (jj) + 1]", 1))
     assert problems(result.text.replace("- 32LL * (long long)(row_start)",
                                         "- 32LL * (long long)(row_end)"))
+
+
+# ---------------------------------------------------------------- review findings
+
+HOST = """
+#include <cuda_runtime.h>
+DEFINES
+KERNELS
+int main(int argc, char **argv) {
+  int n = argc * 1000;
+  float *d_x, *d_y; int *d_p;
+  cudaMalloc(&d_x, n * sizeof(float));
+  cudaMalloc(&d_y, n * sizeof(float));
+  cudaMalloc(&d_p, n * sizeof(int));
+  for (int it = 0; it < 10; it++) {
+    LOOP
+  }
+  return 0;
+}
+"""
+GATHER = """__global__ void g(float *y, const float *x, const int *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += x[p[i]];
+}
+"""
+
+
+def _host(write_cu, kernels, loop, defines=""):
+    text = HOST.replace("DEFINES", defines).replace("KERNELS", kernels).replace("LOOP", loop)
+    return _transform(write_cu(text))
+
+
+def test_a_source_written_through_pointer_arithmetic_is_written(write_cu):
+    """`atomicAdd(x + p[i], ...)` writes x though the model records no write of it: the
+    kernel's own gather of x keeps reading x; another kernel's launch that does it is a
+    marked write of the array."""
+    _, result = _host(write_cu, """__global__ void g(float *y, float *x, const int *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { y[i] = x[p[i]]; atomicAdd(x + p[i], 1.0f); }
+}
+""", "g<<<(n + 255) / 256, 256>>>(d_y, d_x, d_p, n);")
+    assert result.decisions[0].action == "unchanged"
+    assert "'x' is written by the kernel" in result.decisions[0].reason
+    _, result = _host(write_cu, GATHER + """__global__ void bump(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(x + i, 1.0f);
+}
+""", "g<<<(n + 255) / 256, 256>>>(d_y, d_x, d_p, n);\n  }\n  for (int t = 0; t < 2; t++) {"
+         "\n    bump<<<(n + 255) / 256, 256>>>(d_x, n);")
+    assert result.decisions[0].action == "reorganised"
+    assert "{ polycoal_irregular_wrote(d_x); bump<<<" in result.text
+
+
+def test_a_source_a_macro_writes_is_not_followed(write_cu):
+    _, result = _host(write_cu, GATHER, "g<<<(n + 255) / 256, 256>>>(d_y, d_x, d_p, n);\n"
+                      "    if (it == 4) REFRESH;",
+                      "#define REFRESH cudaMemset(d_x, 0, 4)")
+    assert result.decisions[0].action == "unchanged"
+    assert "'d_x' is not followed" in result.decisions[0].reason
+
+
+def test_a_local_read_through_a_macro_keeps_its_value(write_cu, tmp_path):
+    _, result = _host(write_cu, """__global__ void g(float *y, int *s, const float *x, const int *p, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { int j = p[i]; y[i] += x[j]; RECORD(i); }
+}
+""", "g<<<(n + 255) / 256, 256>>>(d_y, (int *)d_y, d_x, d_p, n);", "#define RECORD(k) s[k] = j")
+    d = result.decisions[0]
+    assert d.action == "reorganised", d.reason
+    assert "int j = p[i];" in result.text              # the local keeps its value
+
+
+def test_copies_are_bounded_where_the_reference_runs(write_cu):
+    _, result = _host(write_cu, """__global__ void g(float *y, const float *x, const int *p, int n, int mode) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && mode == 1) y[i] += x[p[i]];
+}
+""", "g<<<(n + 255) / 256, 256>>>(d_y, d_x, d_p, n, argc);")
+    assert result.decisions[0].action == "reorganised"
+    call = re.search(r"polycoal_gather\(polycoal_irregular_sites\[0\][^;]*;", result.text).group(0)
+    assert "((long long)(argc)) == 1" in call       # no copy where the gather does not run
+
+
+def test_a_loop_guarded_by_data_through_a_local_is_not_remapped(write_cu):
+    found = _references(write_cu("""
+        __global__ void spmv(int n, const int *ptr, const int *on, const float *val, float *y) {
+          int row = blockDim.x * blockIdx.x + threadIdx.x;
+          if (row < n) {
+            int active = on[row];
+            float dot = 0;
+            if (active) for (int k = ptr[row]; k < ptr[row + 1]; k++) dot += val[k];
+            y[row] = dot;
+          }
+        }
+        __global__ void skip(int n, const int *ptr, const float *val, float *y) {
+          int row = blockDim.x * blockIdx.x + threadIdx.x;
+          if (row < n)
+            for (int k = ptr[row]; k < ptr[row + 1]; k++) { if (k % 2) continue; y[row] += val[k]; }
+        }
+    """))
+    assert "condition on data" in found["spmv"][0].obstacle
+    assert "skip an iteration" in found["skip"][0].obstacle
+
+
+def test_the_runtime_goes_after_the_includes_outside_conditionals(write_cu, tmp_path, nvcc):
+    text = (IRREGULAR / "gather_permutation.cu").read_text().replace(
+        "#include <cuda_runtime.h>\n",
+        "#include <cuda_runtime.h>\n#define SCALE 2\n#ifdef _WIN32\n#include <windows.h>\n#endif\n")
+    program, result = _transform(write_cu(text, "g.cu"))
+    assert any(d.action == "reorganised" for d in result.decisions)
+    assert "polycoal_irregular_reporter_instance;\n#define SCALE 2\n#ifdef _WIN32" in result.text
+    out = tmp_path / "g_out.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)
+
+
+def test_one_loop_gives_copies_to_seven_arrays_at_most(write_cu, tmp_path, nvcc):
+    arrays = [f"a{k}" for k in range(9)]
+    kernel = ("__global__ void many(int n, const int *ptr, " +
+              ", ".join(f"const float *{a}" for a in arrays) + ", float *y) {\n"
+              "  int row = blockDim.x * blockIdx.x + threadIdx.x;\n  if (row < n) {\n"
+              "    float dot = 0;\n    for (int k = ptr[row]; k < ptr[row + 1]; k++)\n"
+              "      dot += " + " + ".join(f"{a}[k]" for a in arrays) + ";\n"
+              "    y[row] = dot;\n  }\n}\n")
+    host = "".join(f"  float *d_{a}; cudaMalloc(&d_{a}, 64 * n * sizeof(float));\n"
+                   for a in arrays)
+    text = ("#include <cuda_runtime.h>\n" + kernel + "int main(int argc, char **argv) {\n"
+            "  int n = 1000 * argc; int *d_ptr; float *d_y;\n"
+            "  cudaMalloc(&d_ptr, (n + 1) * sizeof(int)); cudaMalloc(&d_y, n * sizeof(float));\n"
+            + host + "  for (int it = 0; it < 100; it++)\n"
+            "    many<<<(n + 255) / 256, 256>>>(n, d_ptr, " +
+            ", ".join(f"d_{a}" for a in arrays) + ", d_y);\n  return 0;\n}\n")
+    program, result = _transform(write_cu(text, "many.cu"))
+    d = result.decisions[0]
+    assert d.action == "reorganised" and len(d.reorganisation.applied) == 7
+    assert [r.text for r, _ in d.reorganisation.dropped] == ["a7[k]", "a8[k]"]
+    out = tmp_path / "many_out.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)

@@ -58,6 +58,7 @@ class Irregular:
     feeds: str = ""
     feeds_type: str = ""
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
+    local_reads: int = 0         # gather: the model's reads of that scalar (macros expanded)
     # gather: e is the thread's global index along x of a one-dimensional kernel without
     # shared memory of its own, so its block's elements can be staged in shared memory
     shareable: bool = False
@@ -150,11 +151,40 @@ class _Kernel:
             not any(v.startswith("c") and v[1:].isdigit() for v in p.variables)
 
 
+def read_only_parameters(kernel) -> set[str] | None:
+    """The kernel's pointer parameters it provably only reads: every mention of one is
+    an element read `p[e]` (not assigned, incremented, or its address taken: `&p[i]`
+    passed to atomicAdd or __stcs writes it) and the name is never used otherwise
+    (`p + i`, passed to a function, assigned). None when the kernel was not parsed."""
+    if kernel.ast is None:
+        return None
+    body = kernel.ast.body
+    parents = _parents(body)
+    names = {p.name for p in kernel.parameters if p.is_pointer}
+    out = set(names)
+    for n in _walk(body):
+        if not (isinstance(n, c_ast.ID) and n.name in names):
+            continue
+        parent = parents.get(id(n))
+        if isinstance(parent, c_ast.StructRef) and parent.field is n:
+            continue                              # `blockIdx.x`: a field, not the array
+        ok = isinstance(parent, c_ast.ArrayRef) and parent.name is n
+        if ok:
+            up = parents.get(id(parent))
+            ok = not (isinstance(up, c_ast.Assignment) and up.lvalue is parent) and \
+                not (isinstance(up, c_ast.UnaryOp) and up.op in ("&", "++", "--", "p++", "p--"))
+        if not ok:
+            out.discard(n.name)
+    return out
+
+
 def _kernel(kernel, model: KernelModel) -> _Kernel | None:
     if kernel.ast is None:
         return None
     body = kernel.ast.body
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    read_only = read_only_parameters(kernel) or set()
+    written |= {p.name for p in kernel.parameters if p.is_pointer and p.name not in read_only}
     pointers = {p.name: p.type for p in kernel.parameters
                 if p.is_pointer and p.name not in written}
     writes = _assigned(body)
@@ -238,7 +268,9 @@ def _gathers(k: _Kernel) -> list[Irregular]:
         local = a.element_index if a.element_index in k.definitions else None
         item = Irregular("gather", a.array, text, a.location.line, a.element_type, p, e,
                          pa.flat, local=local, occurrences=tuple(u[0].name for u in uses),
-                         shareable=k.one_dimensional and pa.flat == Poly.var("gx"))
+                         shareable=k.one_dimensional and pa.flat == Poly.var("gx"),
+                         local_reads=sum(1 for _, x in k.model.accesses()
+                                         if local and x.array == local and x.kind == "read"))
         obstacle = None
         if a.array in k.written_arrays:
             obstacle = f"'{a.array}' is written by the kernel (a copy is only read)"
@@ -328,19 +360,33 @@ def _unconditional(k: _Kernel, node: c_ast.Node, stop: c_ast.Node) -> bool:
     return parent is stop
 
 
-def _reached_exactly(k: _Kernel, loop: c_ast.Node) -> bool:
-    """Whether the loop runs under conditions that read no memory (so the model states
-    them exactly): its enclosing branches, and every early exit in the kernel."""
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize")
+
+
+def _data_free(k: _Kernel, condition: c_ast.Node, s: Statement) -> bool:
+    """Whether a condition depends on no data: no memory read, and every name a kernel
+    parameter, a thread index, or a local the model holds as affine (a local loaded from
+    memory, `int on = active[i]; if (on)`, is data)."""
+    if _reads_memory(condition):
+        return False
+    known = set(k.model.parameters) | set(s.bindings) | set(_BUILTINS)
+    return all(n.name in known for n in _walk(condition) if isinstance(n, c_ast.ID))
+
+
+def _reached_exactly(k: _Kernel, loop: c_ast.Node, s: Statement) -> bool:
+    """Whether the loop runs under conditions on no data (so the model states them
+    exactly and the remap reads only the runs the original reads): its enclosing
+    branches, and every early exit in the kernel."""
     parent = k.parents.get(id(loop))
     while parent is not None:
         if isinstance(parent, (c_ast.If, c_ast.While, c_ast.DoWhile, c_ast.Switch,
-                               c_ast.TernaryOp)) and _reads_memory(parent.cond):
+                               c_ast.TernaryOp)) and not _data_free(k, parent.cond, s):
             return False
         if isinstance(parent, c_ast.For):
             return False                    # inside another loop: not a thread's row
         parent = k.parents.get(id(parent))
     for n in _walk(k.body):
-        if isinstance(n, c_ast.If) and _reads_memory(n.cond) and \
+        if isinstance(n, c_ast.If) and not _data_free(k, n.cond, s) and \
                 any(isinstance(x, (c_ast.Return, c_ast.Goto)) for x in _walk(n)):
             return False
     return True
@@ -467,12 +513,12 @@ def _segments(k: _Kernel) -> list[Irregular]:
                 obstacle = f"'{begin}' is written by the kernel"
             elif counter in body_writes:
                 obstacle = f"the loop's body writes its counter '{counter}'"
-            elif any(isinstance(x, (c_ast.Break, c_ast.Return, c_ast.Goto))
+            elif any(isinstance(x, (c_ast.Break, c_ast.Return, c_ast.Goto, c_ast.Continue))
                      for x in _walk(loop.stmt)):
-                obstacle = "the loop may end before its last iteration"
+                obstacle = "the loop may end or skip an iteration before its reads"
             elif not all(_unconditional(k, n, loop) for n in nodes):
                 obstacle = f"'{item.text}' is read under a condition"
-            elif not _reached_exactly(k, loop):
+            elif not _reached_exactly(k, loop, inside[0]):
                 obstacle = "the loop runs under a condition on data"
             bounds = None
             if obstacle is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
+from polycoal.optimize.reorganise import MAX_SEGMENT_COPIES, MIN_REUSE
 from polycoal.templates import render_template
 
 
@@ -63,6 +64,7 @@ def groups(references) -> list[Group]:
             segments.setdefault((r.index_array, r.length_array, r.index, r.loop_line),
                                 []).append(r)
     for (b, _, _, line), refs in segments.items():
+        refs = refs[:MAX_SEGMENT_COPIES]          # the runtime's slots; the rest as written
         name = f"pc_{b}__slices{line}"
         out.append(Group("segment", tuple(refs), name,
                          tuple(f"pc_{r.array}__by_{b}{line}" for r in refs)))
@@ -116,6 +118,8 @@ def _unread_local(tokens: list[Token], text: str, r, g: Group, uses: int, plan_g
     reference, its definition skips the read of P when the copy is there:
     `int j = (pc ? 0 : P[i]);`."""
     if sum(1 for x in plan_groups if x.kind == "gather" and x.first.local == r.local) > 1:
+        return []
+    if r.local_reads != uses:       # read elsewhere too (maybe through a macro)
         return []
     mentions = [k for k, t in enumerate(tokens) if t.text == r.local and
                 not (k and tokens[k - 1].text in (".", "->"))]
@@ -378,17 +382,27 @@ def mark_writes(marks: list[tuple[Span, str, str, str | None]]) -> list[tuple[Sp
 
 
 def runtime(sites: int) -> str:
-    from polycoal.optimize.reorganise import MIN_REUSE
     return render_template("irregular_runtime.cu.j2", sites=max(sites, 1),
                            gather_reuse=MIN_REUSE["gather"],
-                           segment_reuse=MIN_REUSE["segment"])
+                           segment_reuse=MIN_REUSE["segment"]) + "\n"
 
 
 def runtime_position(program: Program, first_use: int) -> int:
-    """Where the runtime goes: after the last #include before `first_use` (the start of
-    its line), else at the top of the file."""
-    at = 0
-    for m in re.finditer(r"^[ \t]*#[ \t]*include[^\n]*\n", program.text, re.M):
-        if m.end() <= first_use:
-            at = m.end()
+    """Where the runtime goes: after the last #include before `first_use` outside any
+    conditional block of the preprocessor (the start of the next line), else at the top
+    of the file."""
+    at, depth, pos = 0, 0, 0
+    for line in program.text.splitlines(keepends=True):
+        end = pos + len(line)
+        if end > first_use:
+            break
+        directive = re.match(r"[ \t]*#[ \t]*(\w+)", line)
+        word = directive.group(1) if directive else ""
+        if word in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif word == "endif":
+            depth -= 1
+        elif word == "include" and depth == 0 and line.endswith("\n"):
+            at = end
+        pos = end
     return at

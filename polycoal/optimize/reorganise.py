@@ -25,8 +25,10 @@ import re
 from dataclasses import dataclass, field, replace
 
 from polycoal.analysis.aliasing import distinct_arrays
-from polycoal.analysis.irregular import Irregular, irregular_references
-from polycoal.codegen.isl_c import pw_aff_to_c
+from polycoal.analysis.irregular import Irregular, irregular_references, read_only_parameters
+import islpy as isl
+
+from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import has_side_effects, launch_parts
 from polycoal.frontend.program import Launch, Program, Span
 from polycoal.optimize.layout_cost import host_loops, weight_at
@@ -37,6 +39,9 @@ from polycoal.optimize.layout_cost import host_loops, weight_at
 # of the kernel and saves up to half of it; a segment remap (slice widths, offsets, one
 # copy per array) costs about three launches of CSR SpMV and saves about 12% of one.
 MIN_REUSE = {"gather": 2.0, "segment": 25.0}
+# copies one launch site holds (templates/irregular_runtime.cu.j2: POLYCOAL_IRREGULAR_COPIES
+# slots, the last one the segments' offsets): arrays read along one loop's runs
+MAX_SEGMENT_COPIES = 7
 # element types of the device pointers whose writes the host scan follows
 SCALAR_TYPES = ("float", "double", "int", "unsigned", "long", "short", "char", "bool",
                 "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
@@ -143,6 +148,10 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
         out.escaped |= arrays.escaped
         assigned |= arrays.assigned
     out.assigned = assigned
+    # a macro naming an array may write it where the scan does not look (its uses are
+    # not at the array's mentions): such an array is not followed
+    for m in re.finditer(r"^[ \t]*#[ \t]*define[^\n]*(?:\\\n[^\n]*)*", program.text, re.M):
+        out.escaped |= set(re.findall(r"\b[A-Za-z_]\w*\b", m.group(0))) & out.tracked
     group = set(watched)
     if group & assigned:
         group |= assigned & out.tracked
@@ -194,8 +203,13 @@ def _host_value(program: Program, launch: Launch, kernel, pw, names: dict) -> st
         values[f"gridDim_{a}"] = f"((long long)dim3({grid}).{a})"
         values[f"blockDim_{a}"] = f"((long long)dim3({block}).{a})"
     text = pw_aff_to_c(pw)
+    where = pw.domain().params()
+    if not where.is_equal(isl.Set.universe(where.get_space())):
+        # outside the parameters' values where the reference runs, the range is empty:
+        # the bound is the lowest one (nothing built)
+        text = f"(({condition_to_c(where)}) ? ({text}) : (long long)0)"
     used = set(re.findall(r"\b[A-Za-z_]\w*\b", text))
-    missing = [u for u in used if u not in values and u not in ("min", "max")]
+    missing = [u for u in used if u not in values and u not in ("min", "max", "long")]
     if missing:
         raise ValueError(f"'{missing[0]}' has no value at the launch")
     names.update({u: values[u] for u in used if u in values})
@@ -280,7 +294,16 @@ def plan_reorganisation(program: Program, analysis, loops=None,
     plan.applied = [r for r in eligible if any(
         s.why_not is None and s.launches / builds[id(s)][r.text] >= MIN_REUSE[r.kind]
         for s in plan.sites)]
+    per_loop: dict[tuple, int] = {}
+    for r in list(plan.applied):
+        key = (r.kind, r.index_array, r.length_array, r.index, r.loop_line)
+        per_loop[key] = per_loop.get(key, 0) + 1
+        if r.kind == "segment" and per_loop[key] > MAX_SEGMENT_COPIES:
+            plan.applied.remove(r)
     dropped = [r for r in eligible if r not in plan.applied]
+    crowded = [r for r in dropped if per_loop.get((r.kind, r.index_array, r.length_array,
+                                                    r.index, r.loop_line), 0) >
+               MAX_SEGMENT_COPIES]
     for site in plan.sites:
         if site.why_not is not None:
             site.builds = site.launches
@@ -300,7 +323,9 @@ def plan_reorganisation(program: Program, analysis, loops=None,
         if site.reuse < needed:
             site.why_not = (f"launched ~{site.launches:g}x per build of the copies, fewer "
                             f"than the {needed:g} launches they need to pay for themselves")
-    plan.dropped = [(r, "no launch reuses its copy the "
+    plan.dropped = [(r, f"one loop's runs give copies to {MAX_SEGMENT_COPIES} arrays at most")
+                    if r in crowded else
+                    (r, "no launch reuses its copy the "
                      f"{MIN_REUSE[r.kind]:g} times it needs to pay for itself (a write to "
                      "its source arrays between launches, or too few launches)")
                     for r in dropped]
@@ -311,14 +336,16 @@ def plan_reorganisation(program: Program, analysis, loops=None,
 
 
 def written_parameters(analyses):
-    """kernel name -> its written arrays (None: not modelled, any)."""
-    models = {a.kernel.name: a.model for a in analyses if a.model is not None}
+    """kernel name -> its pointer parameters that may be written (every one not provably
+    only read, analysis/irregular.read_only_parameters; None: not parsed, any)."""
+    kernels = {a.kernel.name: a.kernel for a in analyses}
 
     def written(kernel: str):
-        model = models.get(kernel)
-        if model is None:
+        k = kernels.get(kernel)
+        read_only = read_only_parameters(k) if k is not None else None
+        if read_only is None:
             return None
-        return {a.array for _, a in model.accesses() if a.kind == "write"}
+        return {p.name for p in k.parameters if p.is_pointer and p.name not in read_only}
     return written
 
 

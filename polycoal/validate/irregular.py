@@ -64,17 +64,19 @@ def _key(text: str, copies: tuple = (), undo: bool = True) -> str:
     return c_generator.CGenerator().visit(_originals(node, dict(copies), undo))
 
 
-def checked_text(text: str, plan_groups) -> str | None:
+def checked_text(text: str, plan_groups, span=None) -> str | None:
     """The output as the validator reads it: without the shared forms' loads (runtime
-    machinery in statements of their own, first in the kernel); None when one is not
-    there exactly once."""
+    machinery in statements of their own, first in the kernel, whose text is `span` of
+    the output when given); None when one is not there exactly once."""
+    start, end = (span.start, span.end) if span is not None else (0, len(text))
+    kernel = text[start:end]
     for g in plan_groups:
         if g.shared:
             prefix = shared_prefix(g)
-            if text.count(prefix) != 1:
+            if kernel.count(prefix) != 1:
                 return None
-            text = text.replace(prefix, "")
-    return text
+            kernel = kernel.replace(prefix, "")
+    return text[:start] + kernel + text[end:]
 
 
 def _local(name: str) -> bool:
