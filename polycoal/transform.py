@@ -752,7 +752,7 @@ def _reorganised(program: Program, new_program: Program | None, d: KernelDecisio
     """A kernel reading reorganised copies: read back, checked against the original
     (validate/irregular.py)."""
     plan_groups = irregular_groups(d.reorganisation.applied)
-    if any(g.shared for g in plan_groups) and new_program is not None:
+    if any(g.shared or g.padded for g in plan_groups) and new_program is not None:
         kernel = new_program.kernel(d.emitted)
         text = checked_text(new_program.text, plan_groups,
                             kernel.span if kernel is not None else None)

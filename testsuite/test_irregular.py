@@ -214,6 +214,41 @@ def test_every_launch_reading_the_shared_form_runs_alike(kind, shared, tmp_path)
     assert sites == (["shared", "shared", "copies"] if shared else ["copies"] * 3), report
 
 
+@pytest.mark.parametrize("kind", ["0", "1", "2"])
+def test_every_launch_reading_the_padded_form_runs_alike(kind, tmp_path):
+    """Padding: the threads of the one-dimensional gather kernels reordered by their
+    index (a counting sort on the GPU), each reading its element packed in that order;
+    forced at every launch, every input; the grid-stride kernel (its threads' index not
+    one local) reads its copy."""
+    program, result = _transform(IRREGULAR / "gather_permutation.cu")
+    assert "int i = (pc_x__via_perm_order ? pc_x__via_perm_order[blockIdx.x * blockDim.x + " \
+        "threadIdx.x] : (blockIdx.x * blockDim.x + threadIdx.x));" in result.text
+    report = _runs_alike(program.text, result.text, tmp_path, (kind, "3000"), "padded")
+    sites = re.findall(r"irregular site \d+: (\w+)", report)
+    assert sites == ["padded", "padded", "copies"], report
+
+
+def test_threads_that_share_a_written_element_are_not_reordered(write_cu):
+    found = _references(write_cu("""
+        __global__ void pairs(float *y, const float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i / 2] += x[p[i]];
+        }
+        __global__ void twice(float *y, const float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          int lane = threadIdx.x;
+          if (i < n) y[i] = x[p[i]] + lane;
+        }
+        __global__ void free_order(float *y, const float *x, const int *p, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = 2.0f * y[i] + x[p[i]];
+        }
+    """))
+    assert found["pairs"][0].thread_index == ""        # y[i / 2]: two threads, one element
+    assert found["twice"][0].thread_index == ""        # threadIdx.x read again
+    assert found["free_order"][0].thread_index == "i"
+
+
 def test_a_source_written_between_launches_keeps_its_reference():
     _, result = _transform(IRREGULAR / "edge_list.cu")
     push = next(d for d in result.decisions if d.kernel == "push")
@@ -286,6 +321,14 @@ def test_the_validator_rejects_a_wrong_position(tmp_path):
         p = read_program(str(path))
         return extract_model(p.kernel("gather_axpy"), p)
     assert irregular_problems(old, model_of(result.text), plan_groups) == []
+    reordered = result.text.replace(
+        "pc_x__via_perm_order[blockIdx.x * blockDim.x + threadIdx.x]",
+        "pc_x__via_perm_order[blockIdx.x * blockDim.x + threadIdx.x + 1]")
+    assert checked_text(reordered, plan_groups) is None
+    rank = result.text.replace("pc_x__via_perm_rank[blockIdx.x * blockDim.x + threadIdx.x]",
+                               "pc_x__via_perm_rank[blockIdx.x * blockDim.x + threadIdx.x + 1]")
+    assert any("is not read at i" in p for p in
+               irregular_problems(old, model_of(rank), plan_groups))
     shifted = result.text.replace("pc_x__via_perm[i]", "pc_x__via_perm[i + 1]")
     assert any("is not read at i" in p for p in
                irregular_problems(old, model_of(shifted), plan_groups))

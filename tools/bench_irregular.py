@@ -277,11 +277,25 @@ static void gather(int kind, int n)
   polycoal_gathered<float> cx;
   polycoal_gathered<double> ct, cs;
   auto build = [&] {
-    cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 128u, (unsigned)g, 0);
-    ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 256u, (unsigned)g2, 0);
+    cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 128u, (unsigned)g, 0, 1);
+    ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 256u, (unsigned)g2, 0, 1);
     cs = polycoal_gather(s2, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0u, 0u, 0);
   };
   float b0 = timed([&] { polycoal_irregular_wrote(d_p); build(); });
+  /* the padded form is built only when asked for: once more with it, to measure it */
+  setenv("POLYCOAL_IRREGULAR_VARIANT", "padded", 1);
+  CHECK(cudaDeviceSynchronize());
+  cudaEvent_t p0, p1;
+  cudaEventCreate(&p0);
+  cudaEventCreate(&p1);
+  polycoal_irregular_wrote(d_p);
+  cudaEventRecord(p0);
+  build();
+  cudaEventRecord(p1);
+  CHECK(cudaEventSynchronize(p1));
+  float pad_build;
+  cudaEventElapsedTime(&pad_build, p0, p1);
+  unsetenv("POLYCOAL_IRREGULAR_VARIANT");
   /* each variant, from the site's buffers; the shared form built here too where the
      selector does not build it (threads <= elements: not a candidate), to measure it */
   int candidates[2] = {s0.shareable, s1.shareable};
@@ -304,20 +318,25 @@ static void gather(int kind, int n)
   double worst = 0;
   std::vector<float> y0(n), y1(n);
   std::vector<double> z0(n), z1(n);
-  for (int v = 0; v < 4; v++) {
+  for (int v = 0; v < 5; v++) {
     CHECK(cudaMemset(d_y1, 0, n * sizeof(float)));
     CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
     if (v == 0) {
       original_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n);
       original_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n);
     } else if (v == 1) {
-      reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0);
-      reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0);
+      reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0, 0, 0, 0);
+      reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0, 0, 0, 0);
     } else if (v == 2) {
       reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
-          (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3]);
+          (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3], 0, 0, 0);
       reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0,
-          (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3]);
+          (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3], 0, 0, 0);
+    } else if (v == 4) {
+      reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0, 0, 0, 0,
+          (const int *)s0.copy[4], (const float *)s0.copy[6], (const int *)s0.copy[5]);
+      reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0, 0, 0, 0,
+          (const int *)s1.copy[4], (const double *)s1.copy[6], (const int *)s1.copy[5]);
     } else {
       reorganised_gather::lookup_strided<<<64, 256>>>(d_o1, d_t, d_p, n, dup_s);
     }
@@ -334,15 +353,19 @@ static void gather(int kind, int n)
     }
     worst = std::max(worst, std::max(max_relative(y0, y1), max_relative(z0, z1)));
   }
-  float ax[3], lk[3], st[2];
+  float ax[4], lk[4], st[2];
   ax[0] = timed([&] { original_gather::gather_axpy<<<g, 128>>>(d_y0, d_x, d_p, 0.5f, n); });
-  ax[1] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0); });
+  ax[1] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0, 0, 0, 0); });
   ax[2] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
-      (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3]); });
+      (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3], 0, 0, 0); });
+  ax[3] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0, 0, 0, 0,
+      (const int *)s0.copy[4], (const float *)s0.copy[6], (const int *)s0.copy[5]); });
   lk[0] = timed([&] { original_gather::lookup<<<g2, 256>>>(d_o0, d_t, d_p, n); });
-  lk[1] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0); });
+  lk[1] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0, 0, 0, 0); });
   lk[2] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0,
-      (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3]); });
+      (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3], 0, 0, 0); });
+  lk[3] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0, 0, 0, 0,
+      (const int *)s1.copy[4], (const double *)s1.copy[6], (const int *)s1.copy[5]); });
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   st[0] = timed([&] { original_gather::lookup_strided<<<sms * 8, 256>>>(d_o0, d_t, d_p, n); });
@@ -352,24 +375,25 @@ static void gather(int kind, int n)
   for (int it = 0; it < 10; it++) {
     build();
     polycoal_irregular_time(s0, 0, 0);
-    reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx.copy, cx.shared, cx.slot, cx.count);
+    reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, cx.copy, cx.shared, cx.slot, cx.count, cx.order, cx.packed, cx.rank);
     polycoal_irregular_time(s0, 1, 0);
     polycoal_irregular_time(s1, 0, 0);
-    reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, ct.copy, ct.shared, ct.slot, ct.count);
+    reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, ct.copy, ct.shared, ct.slot, ct.count, ct.order, ct.packed, ct.rank);
     polycoal_irregular_time(s1, 1, 0);
   }
   CHECK(cudaDeviceSynchronize());
-  const char *variants[] = {"original", "duplication", "sharing"};
+  const char *variants[] = {"original", "duplication", "sharing", "padding"};
   printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"build_ms\": %.5f, "
-         "\"gather_axpy_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
+         "\"build_with_padding_ms\": %.5f, "
+         "\"gather_axpy_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f, \"padding\": %.5f}, "
          "\"gather_axpy_chosen\": \"%s\", \"sharing_candidate\": [%d, %d], "
-         "\"lookup_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f}, "
+         "\"lookup_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f, \"padding\": %.5f}, "
          "\"lookup_chosen\": \"%s\", "
          "\"lookup_strided_ms\": {\"original\": %.5f, \"duplication\": %.5f}, "
          "\"max_relative\": %.3g}\n",
-         names[kind], n, b0, ax[0], ax[1], ax[2], variants[s0.use ? s0.choice : 0],
+         names[kind], n, b0, pad_build, ax[0], ax[1], ax[2], ax[3], variants[s0.use ? s0.choice : 0],
          candidates[0], candidates[1],
-         lk[0], lk[1], lk[2], variants[s1.use ? s1.choice : 0], st[0], st[1], worst);
+         lk[0], lk[1], lk[2], lk[3], variants[s1.use ? s1.choice : 0], st[0], st[1], worst);
   cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
 }
 

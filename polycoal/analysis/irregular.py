@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 from pycparser import c_ast, c_generator
 
-from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope
+from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, builtin
 from polycoal.model.isl_helpers import all_dims, domain, without_gaps
 from polycoal.model.kernel_model import Access, KernelModel, Statement
 from polycoal.model.poly import Poly
@@ -59,6 +59,10 @@ class Irregular:
     feeds_type: str = ""
     local: str | None = None     # gather: the private scalar holding P[e] (`j`)
     local_reads: int = 0         # gather: the model's reads of that scalar (macros expanded)
+    # gather: the kernel's threads may run in any order (independent, the global index
+    # read only through one local, `thread_index = thread_init`): padding reorders them
+    thread_index: str = ""
+    thread_init: str = ""
     # gather: e is the thread's global index along x of a one-dimensional kernel without
     # shared memory of its own, so its block's elements can be staged in shared memory
     shareable: bool = False
@@ -145,6 +149,7 @@ class _Kernel:
     written_arrays: set[str]
     definitions: dict[str, tuple[Statement, Access]]   # private scalar -> its P[e] read
     one_dimensional: bool = False      # one global thread dim gx, no shared memory
+    order: tuple[str, str] | None = None   # (variable, its initialiser): see _reorderable
 
     def thread_only(self, p: Poly | None) -> bool:
         return p is not None and p.is_affine() and \
@@ -200,7 +205,43 @@ def _kernel(kernel, model: KernelModel) -> _Kernel | None:
         not model.thread_dims[0].strided and not kernel.shared_lines and \
         not any(isinstance(n, c_ast.Decl) and "__shared__" in (n.quals or []) + (n.storage or [])
                 for n in _walk(body))
-    return _Kernel(model, body, _parents(body), writes, pointers, written, definitions, flat)
+    k = _Kernel(model, body, _parents(body), writes, pointers, written, definitions, flat)
+    k.order = _reorderable(k)
+    return k
+
+
+def _reorderable(k: _Kernel) -> tuple[str, str] | None:
+    """(variable, initialiser) when the kernel's threads may run in any order: one
+    dimension; no barrier, atomic or warp intrinsic; every written array accessed at one
+    position a gx + b (a != 0) by every access, so that a thread touches only its own
+    elements of what is written; the thread indices read only in one local's
+    initialiser, `int i = blockIdx.x * blockDim.x + threadIdx.x;`, the local bound to gx
+    and never written again."""
+    if not k.one_dimensional or any(o.construct in ("atomic", "__syncthreads", "warp intrinsic")
+                                    for o in k.model.outside):
+        return None
+    gx = Poly.var("gx")
+    for array in k.written_arrays:
+        flats = {a.flat for _, a in k.model.accesses() if a.array == array}
+        if any(a.space == "private" for _, a in k.model.accesses() if a.array == array):
+            continue
+        if len(flats) != 1:
+            return None
+        flat = next(iter(flats))
+        if flat is None or not flat.is_affine() or flat.variables - {"gx"} or \
+                flat.coefficient("gx") == Poly.const(0):
+            return None
+    builtins = [n for n in _walk(k.body) if builtin(n) is not None]
+    decls = [n for n in _walk(k.body) if isinstance(n, c_ast.Decl) and n.init is not None
+             and any(builtin(x) is not None for x in _walk(n.init))]
+    if len(decls) != 1 or k.writes.get(decls[0].name) != 1:
+        return None
+    inside = {id(x) for x in _walk(decls[0].init)}
+    if any(id(n) not in inside for n in builtins):
+        return None
+    if not any(s.bindings.get(decls[0].name) == gx for s in k.model.statements):
+        return None
+    return decls[0].name, _text(decls[0].init)
 
 
 def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, Statement] | None:
@@ -269,6 +310,10 @@ def _gathers(k: _Kernel) -> list[Irregular]:
         item = Irregular("gather", a.array, text, a.location.line, a.element_type, p, e,
                          pa.flat, local=local, occurrences=tuple(u[0].name for u in uses),
                          shareable=k.one_dimensional and pa.flat == Poly.var("gx"),
+                         thread_index=k.order[0] if k.order and pa.flat == Poly.var("gx")
+                         else "",
+                         thread_init=k.order[1] if k.order and pa.flat == Poly.var("gx")
+                         else "",
                          local_reads=sum(1 for _, x in k.model.accesses()
                                          if local and x.array == local and x.kind == "read"))
         obstacle = None

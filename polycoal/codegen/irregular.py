@@ -14,7 +14,7 @@ selector's choice, or a launch that cannot reuse a copy) runs the original refer
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
@@ -45,6 +45,15 @@ class Group:
         """A gather whose shared-memory form the kernel can read."""
         return self.kind == "gather" and self.first.shareable
 
+    @property
+    def padded(self) -> bool:
+        """A gather whose padded form (threads reordered) the kernel can read."""
+        return self.kind == "gather" and bool(self.first.thread_index)
+
+    def padded_names(self) -> tuple[str, str, str]:
+        """(order, packed, rank) of the padded form."""
+        return f"{self.pointer}_order", f"{self.pointer}_packed", f"{self.pointer}_rank"
+
     def shared_names(self) -> tuple[str, str, str, str]:
         """(values, slots, counts, tile) of the shared form."""
         return (f"{self.pointer}_shared", f"{self.pointer}_slot", f"{self.pointer}_count",
@@ -54,7 +63,11 @@ class Group:
 def groups(references) -> list[Group]:
     out: list[Group] = []
     segments: dict[tuple, list] = {}
+    reordering = sum(1 for r in references if r.kind == "gather" and r.thread_index)
     for r in references:
+        if r.kind == "gather" and r.thread_index and reordering > 1:
+            # one order of the threads per kernel: two gathers cannot both choose it
+            r = replace(r, thread_index="", thread_init="")
         if r.kind == "gather":
             name = f"pc_{r.array}__via_{r.index_array}"
             while any(g.pointer == name for g in out):
@@ -136,7 +149,40 @@ def _unread_local(tokens: list[Token], text: str, r, g: Group, uses: int, plan_g
     skip = f"({g.pointer} ? 0 : {init})"
     if g.shared:
         skip = f"({g.shared_names()[0]} ? 0 : {skip})"
+    if g.padded:
+        skip = f"({g.padded_names()[1]} ? 0 : {skip})"
     return [(tokens[k].start, tokens[end - 1].end, skip)]
+
+
+def _index_definition(tokens: list[Token], text: str, r) -> tuple[int, int, str]:
+    """(start, end, text) of the initialiser of the kernel's one global thread index
+    (`int i = blockIdx.x * blockDim.x + threadIdx.x;`) as written."""
+    for k in range(len(tokens) - 2):
+        if tokens[k].text == r.thread_index and tokens[k + 1].text == "=" and \
+                k and (tokens[k - 1].kind == "id" or tokens[k - 1].text in ("*", ",")):
+            end = k + 2
+            depth = 0
+            while end < len(tokens) and not (depth == 0 and tokens[end].text in (";", ",")):
+                depth += tokens[end].text in "([{"
+                depth -= tokens[end].text in ")]}"
+                end += 1
+            start, stop = tokens[k + 2].start, tokens[end - 1].end
+            if "threadIdx" in text[start:stop]:
+                return start, stop, text[start:stop]
+    raise NotRewritable(f"the thread index '{r.thread_index}' is not defined as written")
+
+
+def reordered_index(g: Group, physical: str) -> str:
+    """The padded form's thread index: the launch's thread `physical` runs the thread
+    the order gives it."""
+    order = g.padded_names()[0]
+    return f"({order} ? {order}[{physical}] : ({physical}))"
+
+
+def _reordered_index(tokens: list[Token], text: str, g: Group, definition
+                     ) -> tuple[int, int, str]:
+    start, stop, physical = definition
+    return start, stop, reordered_index(g, physical)
 
 
 def shared_prefix(g: Group) -> str:
@@ -167,6 +213,9 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
     if len({g.first.loop_line for g in plan_groups if g.kind == "segment"}) < \
             sum(1 for g in plan_groups if g.kind == "segment"):
         raise NotRewritable("one loop walks the runs of two index arrays")
+    padded = [g for g in plan_groups if g.padded]
+    definition = _index_definition(tokens, text, padded[0].first) if padded else None
+    physical = definition[2] if definition else ""
     for g in plan_groups:
         r = g.first
         if g.kind == "gather":
@@ -180,9 +229,14 @@ def rewrite_kernel(program: Program, kernel: Kernel, plan_groups: list[Group]) -
                 if g.shared:
                     values, slots, _, tile = g.shared_names()
                     choice = f"({values} ? {tile}[{slots}[{r.index}]] : {choice})"
+                if g.padded:
+                    order, packed, rank = g.padded_names()
+                    choice = f"({packed} ? {packed}[{rank}[{physical}]] : {choice})"
                 edits.append((tokens[k].start, tokens[close].end, choice))
             if g.shared:
                 edits.append(_shared_prefix_edit(tokens, kernel, g))
+            if g.padded:
+                edits.append(_reordered_index(tokens, text, g, definition))
             if r.local:
                 edits += _unread_local(tokens, text, r, g, len(hits), plan_groups)
             continue
@@ -276,6 +330,11 @@ def new_parameters(plan_groups: list[Group]) -> list[str]:
                 values, slots, counts, _ = g.shared_names()
                 out += [f"const {g.first.element_type} *__restrict__ {values}",
                         f"const int *__restrict__ {slots}", f"const int *__restrict__ {counts}"]
+            if g.padded:
+                order, packed, rank = g.padded_names()
+                out += [f"const int *__restrict__ {order}",
+                        f"const {g.first.element_type} *__restrict__ {packed}",
+                        f"const int *__restrict__ {rank}"]
         else:
             out.append(f"const long long *__restrict__ {g.pointer}")
             out += [f"const {r.element_type} *__restrict__ {c}"
@@ -309,23 +368,28 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
                                            for x in g.references]
             if g.shared:
                 extra += [f"(const {r.element_type} *)0", "(const int *)0", "(const int *)0"]
+            if g.padded:
+                extra += ["(const int *)0", f"(const {r.element_type} *)0", "(const int *)0"]
             continue
         lo, hi = bounds[r.text]
         index = f"({args[position[r.index_array]]})"
         var = f"pc_irregular_{len(lines)}"
         site_name = f"polycoal_irregular_sites[{site}]"
         if g.kind == "gather":
-            geometry = f"dim3({config[1]}).x, dim3({config[0]}).x" if g.shared else "0u, 0u"
-            if g.shared:      # one-dimensional launches only: the runtime checks the rest
+            geometry = f"dim3({config[1]}).x, dim3({config[0]}).x" \
+                if g.shared or g.padded else "0u, 0u"
+            if g.shared or g.padded:   # one-dimensional launches only: checked at run time
                 geometry = (f"dim3({config[1]}).y * dim3({config[1]}).z * dim3({config[0]}).y"
                             f" * dim3({config[0]}).z == 1 ? {geometry.split(', ')[0]} : 0u, "
                             f"{geometry.split(', ')[1]}")
             lines.append(f"polycoal_gathered<{r.element_type}> {var} = polycoal_gather("
                          f"{site_name}, 0, ({args[position[r.array]]}), {index}, {lo}, {hi}, "
-                         f"{reuse:g}, {geometry}, {stream});")
+                         f"{reuse:g}, {geometry}, {stream}, {int(g.padded)});")
             extra.append(f"{var}.copy")
             if g.shared:
                 extra += [f"{var}.shared", f"{var}.slot", f"{var}.count"]
+            if g.padded:
+                extra += [f"{var}.order", f"{var}.packed", f"{var}.rank"]
         else:
             length = f"({args[position[r.length_array]]})" if r.length_array else \
                 "(const int *)0"

@@ -17,6 +17,7 @@ not alias its written arrays: so a copy's element equals the original's referenc
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
 
@@ -76,6 +77,17 @@ def checked_text(text: str, plan_groups, span=None) -> str | None:
             if kernel.count(prefix) != 1:
                 return None
             kernel = kernel.replace(prefix, "")
+        if g.padded:
+            # the padded form's thread index, `(order ? order[t] : (t))`: checked as the
+            # original's `t` (the order is a permutation of the launch's threads, which
+            # may run in any order: analysis/irregular._reorderable)
+            order = re.escape(g.padded_names()[0])
+            found = [m for m in re.finditer(rf"\({order} \? {order}\[(.+?)\] : \((.+?)\)\)",
+                                            kernel) if m.group(1) == m.group(2)]
+            if len(found) != 1:
+                return None
+            m = found[0]
+            kernel = kernel[:m.start()] + m.group(1) + kernel[m.end():]
     return text[:start] + kernel + text[end:]
 
 
@@ -87,7 +99,8 @@ def _local(name: str) -> bool:
 def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[str]:
     problems = []
     pointers = {g.pointer for g in plan_groups} | \
-        {n for g in plan_groups if g.shared for n in g.shared_names()}
+        {n for g in plan_groups if g.shared for n in g.shared_names()} | \
+        {n for g in plan_groups if g.padded for n in g.padded_names()}
     held = tuple((c, x.text) for g in plan_groups for c, x in zip(g.copies, g.references))
     copies = pointers | {c for c, _ in held}
     # a split loop's first value, assigned before its two parts: `int k = first`
@@ -140,7 +153,8 @@ def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[
             originals = sum(1 for _, a in old.accesses() if _key(a.text) == _key(r.text))
             # the duplicated copy and the shared form's slots, each at e where the
             # original read A[P[e]]; the tile (shared memory) at the slot
-            names = (g.pointer,) + (g.shared_names()[1:2] if g.shared else ())
+            names = (g.pointer,) + (g.shared_names()[1:2] if g.shared else ()) + \
+                (g.padded_names()[2:3] if g.padded else ())
             for name in names:
                 at = [a for _, a in new.accesses() if a.array == name]
                 if len(at) != originals:
@@ -148,6 +162,14 @@ def irregular_problems(old: KernelModel, new: KernelModel, plan_groups) -> list[
                 for a in at:
                     if a.flat is None or r.index_poly is None or a.flat != r.index_poly:
                         problems.append(f"'{a.text}' is not read at {r.index}")
+            if g.padded:
+                order, packed, rank = g.padded_names()
+                for _, a in new.accesses():
+                    if a.array == order or a.array == packed and (
+                            a.kind == "write" or not _key(a.text).startswith(
+                                _key(f"{packed}[{rank}["))):
+                        problems.append(f"'{a.text}': the padded form is read outside its "
+                                        "order and its ranks")
             if g.shared:
                 values, slots, counts, tile = g.shared_names()
                 for _, a in new.accesses():
