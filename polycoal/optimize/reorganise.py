@@ -404,7 +404,9 @@ def summary(plan: Reorganisation) -> dict:
     for r in plan.found:
         how = ("duplication (a copy A2[e] = A[P[e]])" + (
             " or sharing (each block's elements in shared memory), chosen by trial launches"
-            if r.shareable else "") if r.kind == "gather" else
+            if r.shareable else "") + (
+            "; padding (threads reordered by P) on request" if r.thread_index else "")
+            if r.kind == "gather" else
                "padded column-major copy of the runs (slices of 32 rows)")
         refs.append({
             "reference": r.text, "line": r.line, "kind": r.kind, "array": r.array,
