@@ -152,3 +152,16 @@ class TransformResult:
     # kernels of the input read through Clang: the C-subset front end's diagnostics about
     # them no longer apply
     superseded: frozenset = frozenset()
+
+
+def internal_error(kernel: str, location, error: Exception, stage: str
+                   ) -> tuple[Diagnostic, str]:
+    """A failure inside polycoal while working on one kernel: the error reported at its
+    definition (file:line, naming the exception), and the reason the kernel is kept."""
+    message = (str(error).splitlines() or [""])[0]
+    what = type(error).__name__ + (f": {message}" if message else "")
+    return (Diagnostic("error", "internal-error", f"kernel '{kernel}': internal error in "
+                       f"polycoal while {stage} ({what}); the kernel is left unchanged",
+                       location, kernel),
+            f"internal error while {stage} ({what})")
+

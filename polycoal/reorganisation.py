@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from polycoal.codegen.irregular import (NotRewritable, groups, mark_writes, rewrite_kernel,
                                         rewrite_launch, runtime, runtime_position)
-from polycoal.decisions import KernelDecision
+from polycoal.decisions import KernelDecision, internal_error
 from polycoal.diagnostics import Diagnostic
 from polycoal.frontend.program import Program, Span
 from polycoal.optimize.reorganise import (Reorganisation, host_writes, plan_program,
@@ -67,11 +67,7 @@ def _noted(d: KernelDecision, plan: Reorganisation | None) -> KernelDecision:
 
 def _internal(program: Program, kernel: str, error: Exception, stage: str,
               errors: list[Diagnostic]) -> None:
-    message = (str(error).splitlines() or [""])[0]
-    errors.append(Diagnostic("error", "internal-error",
-                             f"kernel '{kernel}': internal error in polycoal while {stage} "
-                             f"({type(error).__name__}: {message}); the kernel is left "
-                             "unchanged", program.kernel(kernel).location, kernel))
+    errors.append(internal_error(kernel, program.kernel(kernel).location, error, stage)[0])
 
 
 def edits(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span, str]]:

@@ -24,7 +24,7 @@ from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.codegen.kernel import _describe_dim, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOptions,
-                                TransformResult)
+                                TransformResult, internal_error)
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import lower, read_program
@@ -809,13 +809,10 @@ def _fail(program: Program, d: KernelDecision, error: Exception, stage: str,
           errors: list[Diagnostic]) -> KernelDecision:
     """A failure inside polycoal while working on one kernel: the kernel is left as it
     is, with an error at its definition (file:line) that names the exception."""
-    message = (str(error).splitlines() or [""])[0]
-    what = type(error).__name__ + (f": {message}" if message else "")
-    errors.append(Diagnostic("error", "internal-error",
-                             f"kernel '{d.kernel}': internal error in polycoal while {stage} "
-                             f"({what}); the kernel is left unchanged",
-                             program.kernel(d.kernel).location, d.kernel))
-    return d.keep("internal-error", f"internal error while {stage} ({what})")
+    diagnostic, reason = internal_error(d.kernel, program.kernel(d.kernel).location, error,
+                                        stage)
+    errors.append(diagnostic)
+    return d.keep("internal-error", reason)
 
 
 def _planned(program: Program, kernel: Kernel, options: TransformOptions,

@@ -48,21 +48,35 @@ def printed_numbers(stdout: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", stdout)]
 
 
-def runs_alike(original: str, output: str, directory: Path, include_dirs=(), argv=()) -> None:
-    """Both programs run on the CPU runtime (with the command-line arguments `argv`)
-    and print the same numbers (to the rounding of reassociated float sums);
-    `directory` holds the runtime's build."""
+def runs_alike(original: str, output: str, directory: Path, include_dirs=(), argv=(),
+               env: dict | None = None, tolerance: float = 1e-4) -> str:
+    """Both programs run on the CPU runtime (with the command-line arguments `argv`, the
+    environment variables `env` set) and print the same numbers (to the rounding of
+    reassociated float sums, relative `tolerance`); `directory` holds the runtime's
+    build. Returns what the output printed on standard error."""
+    import os
     from polycoal.runtime.cpu_program import CpuProgramRunner
     cpu = CpuProgramRunner(str(directory / "rt"))
-    printed = []
-    for name, text in (("original", original), ("output", output)):
-        run, error = cpu.compile_and_run(text, include_dirs=tuple(str(d) for d in include_dirs),
-                                         argv=tuple(argv))
-        assert run is not None and run.failure is None, (name, error, run and run.stderr)
-        printed.append(printed_numbers(run.stdout))
+    printed, stderr = [], ""
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    try:
+        for name, text in (("original", original), ("output", output)):
+            run, error = cpu.compile_and_run(
+                text, include_dirs=tuple(str(d) for d in include_dirs), argv=tuple(argv))
+            assert run is not None and run.failure is None, (name, error, run and run.stderr)
+            printed.append(printed_numbers(run.stdout))
+            stderr = run.stderr
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     assert printed[0] and len(printed[0]) == len(printed[1]), printed
     for a, b in zip(*printed):
-        assert abs(a - b) <= 1e-4 * max(abs(a), 1.0), printed
+        assert abs(a - b) <= tolerance * max(abs(a), 1.0), printed
+    return stderr
 
 
 def compile_sm90(nvcc: str, source: Path) -> None:

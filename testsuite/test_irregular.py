@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_sm90, printed_numbers
+from conftest import compile_sm90, runs_alike
 from polycoal.analysis.irregular import irregular_references
 from polycoal.codegen.irregular import groups
 from polycoal.decisions import TransformOptions
@@ -40,26 +40,10 @@ def _transform(path: Path, **options):
 def _runs_alike(original: str, output: str, directory: Path, argv=(), variant=None) -> str:
     """Both programs on the CPU runtime print the same numbers; the output's report.
     `variant`: the runtime serves it at every launch (POLYCOAL_IRREGULAR_VARIANT)."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    import os
-    cpu = CpuProgramRunner(str(directory / "rt"))
-    printed, report = [], ""
-    os.environ["POLYCOAL_IRREGULAR_REPORT"] = "1"
+    env = {"POLYCOAL_IRREGULAR_REPORT": "1"}
     if variant:
-        os.environ["POLYCOAL_IRREGULAR_VARIANT"] = variant
-    try:
-        for text in (original, output):
-            run, error = cpu.compile_and_run(text, argv=tuple(argv))
-            assert run is not None and run.failure is None, (error, run and run.stderr)
-            printed.append(printed_numbers(run.stdout))
-            report = run.stderr
-    finally:
-        del os.environ["POLYCOAL_IRREGULAR_REPORT"]
-        os.environ.pop("POLYCOAL_IRREGULAR_VARIANT", None)
-    assert printed[0] and len(printed[0]) == len(printed[1]), printed
-    for a, b in zip(*printed):
-        assert abs(a - b) <= 1e-5 * max(abs(a), 1.0), printed
-    return report
+        env["POLYCOAL_IRREGULAR_VARIANT"] = variant
+    return runs_alike(original, output, directory, argv=argv, env=env, tolerance=1e-5)
 
 
 # ---------------------------------------------------------------- finding them

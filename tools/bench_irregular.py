@@ -104,6 +104,21 @@ template <class F> static float timed(F launch)
   return t[t.size() / 2];
 }
 
+/* One run of `work` between two events on the default stream (ms). */
+template <class F> static float once(F work)
+{
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a);
+  work();
+  cudaEventRecord(b);
+  CHECK(cudaEventSynchronize(b));
+  float ms;
+  cudaEventElapsedTime(&ms, a, b);
+  return ms;
+}
+
 static unsigned next_random(unsigned *state)
 {
   *state = *state * 1664525u + 1013904223u;
@@ -201,21 +216,15 @@ static void spmv(int kind, int rows, const char *dump)
   /* the fixture's loop: ITERATIONS launches, each through the launch site's calls */
   polycoal_irregular_wrote(d_ptr);
   long long builds0 = site.builds;
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  cudaEventRecord(a);
-  for (int it = 0; it < ITERATIONS; it++) {
-    build();
-    polycoal_irregular_time(site, 0, 0);
-    reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y1,
-                                                           off, cval, ccol);
-    polycoal_irregular_time(site, 1, 0);
-  }
-  cudaEventRecord(b);
-  CHECK(cudaEventSynchronize(b));
-  float loop;
-  cudaEventElapsedTime(&loop, a, b);
+  float loop = once([&] {
+    for (int it = 0; it < ITERATIONS; it++) {
+      build();
+      polycoal_irregular_time(site, 0, 0);
+      reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x,
+                                                             d_y1, off, cval, ccol);
+      polycoal_irregular_time(site, 1, 0);
+    }
+  });
   std::vector<float> y0(rows), y1(rows);
   CHECK(cudaMemcpy(y0.data(), d_y0, rows * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(y1.data(), d_y1, rows * sizeof(float), cudaMemcpyDeviceToHost));
@@ -285,16 +294,8 @@ static void gather(int kind, int n)
   /* the padded form is built only when asked for: once more with it, to measure it */
   setenv("POLYCOAL_IRREGULAR_VARIANT", "padded", 1);
   CHECK(cudaDeviceSynchronize());
-  cudaEvent_t p0, p1;
-  cudaEventCreate(&p0);
-  cudaEventCreate(&p1);
   polycoal_irregular_wrote(d_p);
-  cudaEventRecord(p0);
-  build();
-  cudaEventRecord(p1);
-  CHECK(cudaEventSynchronize(p1));
-  float pad_build;
-  cudaEventElapsedTime(&pad_build, p0, p1);
+  float pad_build = once(build);
   unsetenv("POLYCOAL_IRREGULAR_VARIANT");
   /* each variant, from the site's buffers; the shared form built here too where the
      selector does not build it (threads <= elements: not a candidate), to measure it */

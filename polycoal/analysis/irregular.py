@@ -23,6 +23,7 @@ before it). What fails says why (`Irregular.obstacle`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -135,8 +136,9 @@ def _assigned(body: c_ast.Node) -> dict[str, int]:
     return out
 
 
-def _same(a: str, b: str) -> bool:
-    return a.replace(" ", "") == b.replace(" ", "")
+def same_text(a: str, b: str) -> bool:
+    """Whether two pieces of C text are the same but for white space."""
+    return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
 
 
 @dataclass
@@ -199,7 +201,7 @@ def _kernel(kernel, model: KernelModel) -> _Kernel | None:
         reads = [a for a in s.accesses if a.kind == "read" and a.space != "private"]
         if len(scalars) == 1 and len(reads) == 1 and writes.get(scalars[0].array) == 1 \
                 and reads[0].flat is not None and not s.loops and \
-                _same(s.text.split("=", 1)[-1].strip(), reads[0].text):
+                same_text(s.text.split("=", 1)[-1].strip(), reads[0].text):
             definitions[scalars[0].array] = (s, reads[0])
     flat = [d.name for d in model.thread_dims] == ["gx"] and \
         not model.thread_dims[0].strided and not kernel.shared_lines and \
@@ -252,7 +254,7 @@ def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, 
         return da.array, da.element_index, da, ds
     for a in s.accesses:
         if a.kind == "read" and a.flat is not None and a.space == "global" and \
-                _same(a.text, text):
+                same_text(a.text, text):
             return a.array, a.element_index, a, s
     return None
 
@@ -539,8 +541,8 @@ def _segments(k: _Kernel) -> list[Irregular]:
             subscript = _text(nodes[0].subscript)
             statements = [s for s in inside if any(
                 a.array == array and a.kind == "read" and a.flat is None and
-                _same(a.element_index, subscript) for a in s.accesses)]
-            if not statements or any(not _same(_text(n.subscript), subscript) for n in nodes):
+                same_text(a.element_index, subscript) for a in s.accesses)]
+            if not statements or any(not same_text(_text(n.subscript), subscript) for n in nodes):
                 continue
             item = Irregular("segment", array, f"{array}[{subscript}]", nodes[0].coord.line,
                              k.pointers.get(array, ""), begin, _row_text(k, read), row,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from polycoal.analysis.irregular import same_text
+from polycoal.codegen.launch import launch_parts, statement_indent
 from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
 from polycoal.optimize.reorganise import MAX_SEGMENT_COPIES, MIN_REUSE
@@ -84,10 +86,6 @@ def groups(references) -> list[Group]:
     return out
 
 
-def _same(a: str, b: str) -> bool:
-    return re.sub(r"\s+", "", a) == re.sub(r"\s+", "", b)
-
-
 def _kernel_tokens(program: Program, kernel: Kernel) -> list[Token]:
     return [t for t in program.tokens if kernel.span.start <= t.start < kernel.span.end]
 
@@ -103,7 +101,7 @@ def _subscripted(tokens: list[Token], text: str, array: str, index: str, first: 
                 k and tokens[k - 1].text in (".", "->", "::"):
             continue
         close = matching(tokens, k + 1)
-        if _same(text[tokens[k + 1].end:tokens[close].start], index):
+        if same_text(text[tokens[k + 1].end:tokens[close].start], index):
             out.append((k, close))
     return out
 
@@ -144,7 +142,7 @@ def _unread_local(tokens: list[Token], text: str, r, g: Group, uses: int, plan_g
     while end < len(tokens) and tokens[end].text not in (";", ","):
         end += 1
     init = text[tokens[k].start:tokens[end - 1].end]
-    if not _same(init, f"{r.index_array}[{r.index}]"):
+    if not same_text(init, f"{r.index_array}[{r.index}]"):
         return []
     skip = f"({g.pointer} ? 0 : {init})"
     if g.shared:
@@ -349,15 +347,11 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
     this launch's values; `bounds` None: this launch reads the originals."""
     text = program.text[launch.span.start:launch.span.end]
     tokens = tokenize(text)
-    open_ = next(k for k, t in enumerate(tokens) if t.text == "<<<")
-    close = next(k for k, t in enumerate(tokens) if t.text == ">>>")
-    config = [text[p[0].start:p[-1].end] for p in split_top_level(tokens[open_ + 1:close])]
-    end = matching(tokens, close + 1)
-    args = [text[p[0].start:p[-1].end] for p in split_top_level(tokens[close + 2:end]) if p]
+    _, config, args = launch_parts(program.text, launch)
+    end = matching(tokens, next(k for k, t in enumerate(tokens) if t.text == ">>>") + 1)
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
     stream = config[3] if len(config) > 3 else "0"
-    indent = re.match(r"[ \t]*", program.text[program.text.rfind("\n", 0, launch.span.start)
-                                              + 1:launch.span.start]).group(0)
+    indent = statement_indent(program.text, launch)
     lines, extra, sites = [], [], []
     for g in plan_groups:
         r = g.first

@@ -113,7 +113,8 @@ def _substitute(expr: str, values: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), expr)
 
 
-def _indent(original: str, launch: Launch) -> str:
+def statement_indent(original: str, launch: Launch) -> str:
+    """The white space before the launch statement on its line."""
     line_start = original.rfind("\n", 0, launch.span.start) + 1
     return re.match(r"[ \t]*", original[line_start:launch.span.start]).group(0)
 
@@ -200,7 +201,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         named = copy if copy and st.kernel == kernel.name else st.kernel
         launches.append({"name": qualifier + named + suffix, "grid": grid,
                          "block": list(st.block)})
-    indent = _indent(original, launch)
+    indent = statement_indent(original, launch)
     main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
     checks, fallback = [], None
     if condition:

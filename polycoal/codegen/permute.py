@@ -8,7 +8,7 @@ its block mates. Nothing else in the text changes.
 
 from __future__ import annotations
 
-from polycoal.codegen.launch import _indent, _plain, launch_parts, qualified_names
+from polycoal.codegen.launch import _plain, launch_parts, qualified_names, statement_indent
 from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
@@ -63,7 +63,7 @@ def permute_launch(original: str, launch: Launch, perm: Permutation,
     (a permuted copy's name) and a guarded permutation, the copy runs where the launch's
     geometry fits the permuted axes and the original kernel elsewhere."""
     name, config, args = launch_parts(original, launch)
-    indent = _indent(original, launch)
+    indent = statement_indent(original, launch)
     permuted = {"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
                 "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}
     checks, fallback = [], None
