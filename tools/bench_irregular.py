@@ -82,28 +82,6 @@ namespace reorganised_gather {
 
 static int repeat = 20;
 
-template <class F> static float timed(F launch)
-{
-  for (int k = 0; k < 3; k++) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int k = 0; k < repeat; k++) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms);
-  }
-  CHECK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 /* One run of `work` between two events on the default stream (ms). */
 template <class F> static float once(F work)
 {
@@ -116,7 +94,22 @@ template <class F> static float once(F work)
   CHECK(cudaEventSynchronize(b));
   float ms;
   cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
   return ms;
+}
+
+/* The median of `repeat` single launches, after three warm-up launches (ms). */
+template <class F> static float timed(F launch)
+{
+  for (int k = 0; k < 3; k++) launch();
+  CHECK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int k = 0; k < repeat; k++)
+    t.push_back(once(launch));
+  CHECK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 static unsigned next_random(unsigned *state)
