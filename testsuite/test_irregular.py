@@ -195,7 +195,8 @@ def test_every_launch_reading_the_shared_form_runs_alike(kind, shared, tmp_path)
     program, result = _transform(IRREGULAR / "gather_permutation.cu")
     report = _runs_alike(program.text, result.text, tmp_path, (kind, "3000"), "shared")
     sites = re.findall(r"irregular site \d+: (\w+)", report)
-    assert sites == (["shared", "shared", "copies"] if shared else ["copies"] * 3), report
+    assert sites == (["shared", "shared", "copies", "shared"] if shared else ["copies"] * 4), \
+        report
 
 
 @pytest.mark.parametrize("kind", ["0", "1", "2"])
@@ -209,7 +210,25 @@ def test_every_launch_reading_the_padded_form_runs_alike(kind, tmp_path):
         "threadIdx.x] : (blockIdx.x * blockDim.x + threadIdx.x));" in result.text
     report = _runs_alike(program.text, result.text, tmp_path, (kind, "3000"), "padded")
     sites = re.findall(r"irregular site \d+: (\w+)", report)
-    assert sites == ["padded", "padded", "copies"], report
+    assert sites == ["padded", "padded", "copies", "padded"], report
+
+
+@pytest.mark.parametrize("kind", ["0", "2"])
+def test_padding_is_a_candidate_where_every_read_follows_the_index(kind, tmp_path):
+    """The paper's selector: a kernel with a single access pattern (its only reads are
+    P[e] and A[P[e]]: `permute`) has its padded form built for the trial launches
+    without being asked; the kernels that also read y[i] or out[i] (which the reordering
+    would scatter) do not."""
+    program, result = _transform(IRREGULAR / "gather_permutation.cu")
+    found = {d.kernel: d.reorganisation.applied for d in result.decisions
+             if d.action == "reorganised"}
+    assert [r.single_pattern for k in ("gather_axpy", "lookup", "lookup_strided", "permute")
+            for r in found[k]] == [False, False, False, True]
+    report = _runs_alike(program.text, result.text, tmp_path, (kind, "3000"))
+    candidates = re.findall(r"irregular site \d+: .*candidates: ([\w ]+)", report)
+    shared = " shared" if kind == "2" else ""
+    assert candidates == [f"original copies{shared}"] * 2 + ["original copies"] + \
+        [f"original copies{shared} padded"], report
 
 
 def test_threads_that_share_a_written_element_are_not_reordered(write_cu):

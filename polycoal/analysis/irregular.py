@@ -64,6 +64,9 @@ class Irregular:
     # read only through one local, `thread_index = thread_init`): padding reorders them
     thread_index: str = ""
     thread_init: str = ""
+    # gather, reorderable: the kernel's only global reads are P[e] and this reference (the
+    # paper's "single access pattern": the reordering scatters no other read)
+    single_pattern: bool = False
     # gather: e is the thread's global index along x of a one-dimensional kernel without
     # shared memory of its own, so its block's elements can be staged in shared memory
     shareable: bool = False
@@ -316,6 +319,10 @@ def _gathers(k: _Kernel) -> list[Irregular]:
                          else "",
                          thread_init=k.order[1] if k.order and pa.flat == Poly.var("gx")
                          else "",
+                         single_pattern=bool(k.order) and pa.flat == Poly.var("gx") and all(
+                             same_text(x.text, text) or x.array == p and x.flat == pa.flat
+                             for _, x in k.model.accesses()
+                             if x.kind == "read" and x.space == "global"),
                          local_reads=sum(1 for _, x in k.model.accesses()
                                          if local and x.array == local and x.kind == "read"))
         obstacle = None

@@ -52,6 +52,12 @@ class Group:
         """A gather whose padded form (threads reordered) the kernel can read."""
         return self.kind == "gather" and bool(self.first.thread_index)
 
+    @property
+    def padding(self) -> int:
+        """The runtime's `reorderable`: 0 no padded form, 1 built on request, 2 a
+        candidate of the selector (the kernel's reads all follow P)."""
+        return int(self.padded) + int(self.padded and self.first.single_pattern)
+
     def padded_names(self) -> tuple[str, str, str]:
         """(order, packed, rank) of the padded form."""
         return f"{self.pointer}_order", f"{self.pointer}_packed", f"{self.pointer}_rank"
@@ -69,7 +75,7 @@ def groups(references) -> list[Group]:
     for r in references:
         if r.kind == "gather" and r.thread_index and reordering > 1:
             # one order of the threads per kernel: two gathers cannot both choose it
-            r = replace(r, thread_index="", thread_init="")
+            r = replace(r, thread_index="", thread_init="", single_pattern=False)
         if r.kind == "gather":
             name = f"pc_{r.array}__via_{r.index_array}"
             while any(g.pointer == name for g in out):
@@ -378,7 +384,7 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel, plan_groups
                             f"{geometry.split(', ')[1]}")
             lines.append(f"polycoal_gathered<{r.element_type}> {var} = polycoal_gather("
                          f"{site_name}, 0, ({args[position[r.array]]}), {index}, {lo}, {hi}, "
-                         f"{reuse:g}, {geometry}, {stream}, {int(g.padded)});")
+                         f"{reuse:g}, {geometry}, {stream}, {g.padding});")
             extra.append(f"{var}.copy")
             if g.shared:
                 extra += [f"{var}.shared", f"{var}.slot", f"{var}.count"]

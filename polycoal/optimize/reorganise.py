@@ -91,15 +91,28 @@ class Reorganisation:
     def describe(self) -> str:
         parts = []
         for r in self.applied:
-            how = ("a duplicated copy, or its block's elements in shared memory (the trials "
-                   "choose)" if r.shareable else "a duplicated copy") if r.kind == "gather" \
-                else "a padded column-major copy of its rows"
-            parts.append(f"{r.text} ({r.describe}) from {how}")
+            parts.append(f"{r.text} ({r.describe}) from {reading(r)}")
         parts += [f"{r.text} kept: {why}" for r, why in self.dropped]
         reuse = ", ".join(f"line {s.launch.location.line}: "
                           + (f"reused ~{s.reuse:g}x" if s.why_not is None else s.why_not)
                           for s in self.sites)
         return "; ".join(parts) + (f" [{reuse}]" if reuse else "")
+
+
+def reading(r: Irregular) -> str:
+    """What the reorganised kernel reads for reference r: the variants the runtime
+    builds (the trial launches choose among them and the original)."""
+    if r.kind != "gather":
+        return "a padded column-major copy of its runs (slices of 32 rows)"
+    variants = ["a duplicated copy (A2[e] = A[P[e]])"]
+    if r.shareable:
+        variants.append("its block's elements in shared memory (sharing)")
+    if r.single_pattern:
+        variants.append("its threads reordered by P and A packed (padding)")
+    how = ", or ".join(variants) + (" (the trials choose)" if len(variants) > 1 else "")
+    if r.thread_index and not r.single_pattern:
+        how += "; padding on request (POLYCOAL_IRREGULAR_VARIANT=padded)"
+    return how
 
 
 @dataclass
@@ -402,12 +415,7 @@ def summary(plan: Reorganisation) -> dict:
     dropped = dict((r.text, why) for r, why in plan.dropped)
     refs = []
     for r in plan.found:
-        how = ("duplication (a copy A2[e] = A[P[e]])" + (
-            " or sharing (each block's elements in shared memory), chosen by trial launches"
-            if r.shareable else "") + (
-            "; padding (threads reordered by P) on request" if r.thread_index else "")
-            if r.kind == "gather" else
-               "padded column-major copy of the runs (slices of 32 rows)")
+        how = reading(r)
         refs.append({
             "reference": r.text, "line": r.line, "kind": r.kind, "array": r.array,
             "through": r.describe, "index_array": r.index_array, "index": r.index,
