@@ -39,7 +39,7 @@ static const int warpSize = 32;
 // ---- host API ----
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-       cudaErrorInvalidConfiguration = 9 };
+       cudaErrorInvalidConfiguration = 9, cudaErrorNotReady = 600 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1,
                       cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3,
                       cudaMemcpyDefault = 4 };
@@ -84,7 +84,10 @@ inline cudaError_t cudaStreamCreate(cudaStream_t* s) { *s = 0; return cudaSucces
 enum { cudaStreamDefault = 0, cudaStreamNonBlocking = 1 };
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { *s = 0; return cudaSuccess; }
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) { return cudaSuccess; }
-inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+// Work is done when it is queued here; PC_CPU_EVENTS_LATE=1 makes an event report its work
+// not done until synchronized, as a busy device may (to run a program's slow paths).
+inline cudaError_t cudaEventQuery(cudaEvent_t) {
+  return std::getenv("PC_CPU_EVENTS_LATE") ? cudaErrorNotReady : cudaSuccess; }
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = 0; return cudaSuccess; }

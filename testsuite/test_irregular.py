@@ -186,6 +186,22 @@ def test_reorganised_programs_build_and_run_alike(fixture, argv, built, tmp_path
         assert all(use == "original" and b == "0" for use, n, b in sites), report
 
 
+def test_launches_read_the_chunks_of_the_remap_complete_so_far(tmp_path):
+    """The segment remap's copies filled in chunks of slices, each on a stream of its
+    own (asked for: POLYCOAL_IRREGULAR_CHUNKS=4; one by default); while they complete (the CPU runtime's events late: each reports its work
+    done only once synchronized), each launch waits for the next chunk only and reads
+    the copies of the chunks done, the original for the rest: three launches read 1, 2
+    and 3 of the 4 chunks, then every launch reads all of them; the results equal the
+    original's."""
+    program, result = _transform(IRREGULAR / "spmv_csr.cu")
+    env = {"POLYCOAL_IRREGULAR_REPORT": "1", "POLYCOAL_IRREGULAR_CHUNKS": "4",
+           "PC_CPU_EVENTS_LATE": "1"}
+    report = runs_alike(program.text, result.text, tmp_path, argv=("0", "3000"), env=env,
+                        tolerance=1e-5)
+    assert re.findall(r"irregular site 0: (\w+), 30 launches, 1 builds.*, (\d+) early",
+                      report) == [("copies", "3")], report
+
+
 @pytest.mark.parametrize("kind,shared", [("0", False), ("2", True)])
 def test_every_launch_reading_the_shared_form_runs_alike(kind, shared, tmp_path):
     """With more threads than elements in the table (its allocation), the gathers of
@@ -213,13 +229,18 @@ def test_every_launch_reading_the_padded_form_runs_alike(kind, tmp_path):
     assert sites == ["padded", "padded", "copies", "padded"], report
 
 
-@pytest.mark.parametrize("kind", ["0", "2"])
-def test_padding_is_a_candidate_where_every_read_follows_the_index(kind, tmp_path):
+@pytest.mark.parametrize("kind,steps", [("0", 64), ("2", 64), ("0", None)])
+def test_padding_is_a_candidate_where_every_read_follows_the_index(kind, steps, write_cu,
+                                                                  tmp_path):
     """The paper's selector: a kernel with a single access pattern (its only reads are
     P[e] and A[P[e]]: `permute`) has its padded form built for the trial launches
-    without being asked; the kernels that also read y[i] or out[i] (which the reordering
-    would scatter) do not."""
-    program, result = _transform(IRREGULAR / "gather_permutation.cu")
+    without being asked, where its launch site reuses it often enough to pay for the
+    sort (64 steps of the loop; not 10, the estimate for a loop of unknown trips); the
+    kernels that also read y[i] or out[i] (which the reordering would scatter) never."""
+    text = (IRREGULAR / "gather_permutation.cu").read_text()
+    if steps:
+        text = text.replace("s < steps", f"s < {steps}")
+    program, result = _transform(write_cu(text, "g.cu"))
     found = {d.kernel: d.reorganisation.applied for d in result.decisions
              if d.action == "reorganised"}
     assert [r.single_pattern for k in ("gather_axpy", "lookup", "lookup_strided", "permute")
@@ -228,7 +249,7 @@ def test_padding_is_a_candidate_where_every_read_follows_the_index(kind, tmp_pat
     candidates = re.findall(r"irregular site \d+: .*candidates: ([\w ]+)", report)
     shared = " shared" if kind == "2" else ""
     assert candidates == [f"original copies{shared}"] * 2 + ["original copies"] + \
-        [f"original copies{shared} padded"], report
+        [f"original copies{shared}" + (" padded" if steps else "")], report
 
 
 def test_threads_that_share_a_written_element_are_not_reordered(write_cu):

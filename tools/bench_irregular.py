@@ -17,7 +17,12 @@ runtime directly:
   same matrix through CuPy (cupyx.scipy.sparse.csr_matrix @ x: cuSPARSE SpMV), timed
   in the same call, its output compared with the original's.
 - Gathers through an index array of N elements (random permutation, neighbours swapped,
-  64 threads per element): the original, the copy's build, the kernel reading it.
+  64 threads per element): the original, the copies' builds, each kernel reading each
+  variant (duplication, sharing, padding), and the selector's choice after its trials.
+- The fixture's loop with the remap's copies filled on one stream (the default), and in
+  4 chunks over 4 streams (POLYCOAL_IRREGULAR_CHUNKS=4), the median of 5 loops each;
+  and the same loops waiting for each launch (a loop reading a result back each step),
+  against the original's.
 Each time is the median of R samples of one launch between CUDA events, after a
 warm-up. Results: one JSON line per case and DIR/irregular.json; with --ncu, global load
 sectors per request of each SpMV kernel under Nsight Compute.
@@ -191,7 +196,7 @@ static void spmv(int kind, int rows, const char *dump)
       else polycoal_segments(site, d_ptr, (const int *)0, 0, (long long)rows, 30.0,
                             (const int *)d_col, (int)sizeof(float), 0);
     } while (site.stage != 4 && (copies || site.stage < 2));
-    CHECK(cudaStreamSynchronize(site.side));
+    CHECK(cudaDeviceSynchronize());
     return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   std::vector<float> r1, r2;
@@ -206,16 +211,43 @@ static void spmv(int kind, int rows, const char *dump)
     reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y1,
                                                            off, cval, ccol);
   });
-  /* the fixture's loop: ITERATIONS launches, each through the launch site's calls */
-  polycoal_irregular_wrote(d_ptr);
-  long long builds0 = site.builds;
-  float loop = once([&] {
+  /* the fixture's loop: ITERATIONS launches, each through the launch site's calls, from
+     a new key (the remap in the loop); the median of 5, the copies' fills chunked over
+     the site's streams (chunks 4) and on one stream (chunks 1, the default), in turn */
+  long long builds = 0;          /* in the last loop */
+  auto fixture_loop = [&](const char *chunks, bool wait) {
+    setenv("POLYCOAL_IRREGULAR_CHUNKS", chunks, 1);
+    CHECK(cudaDeviceSynchronize());
+    polycoal_irregular_wrote(d_ptr);
+    long long before = site.builds;
+    float ms = once([&] {
+      for (int it = 0; it < ITERATIONS; it++) {
+        build();
+        polycoal_irregular_time(site, 0, 0);
+        reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x,
+                                                               d_y1, off, cval, ccol);
+        polycoal_irregular_time(site, 1, 0);
+        if (wait)             /* a loop that reads a result back each step */
+          CHECK(cudaStreamSynchronize(0));
+      }
+    });
+    unsetenv("POLYCOAL_IRREGULAR_CHUNKS");
+    builds = site.builds - before;
+    return ms;
+  };
+  std::vector<float> loops[4];     /* chunked, one stream; then both waiting each step */
+  for (int k = 0; k < 5; k++)
+    for (int v = 0; v < 4; v++)
+      loops[v].push_back(fixture_loop(v % 2 ? "1" : "4", v >= 2));
+  for (int v = 0; v < 4; v++)
+    std::sort(loops[v].begin(), loops[v].end());
+  float loop_chunked = loops[0][2], loop = loops[1][2];
+  float waiting_chunked = loops[2][2], waiting = loops[3][2];
+  /* the original, waiting each step */
+  float waiting_original = once([&] {
     for (int it = 0; it < ITERATIONS; it++) {
-      build();
-      polycoal_irregular_time(site, 0, 0);
-      reorganised_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x,
-                                                             d_y1, off, cval, ccol);
-      polycoal_irregular_time(site, 1, 0);
+      original_spmv::spmv_csr_scalar<<<blocks, threads>>>(rows, d_ptr, d_col, d_val, d_x, d_y0);
+      CHECK(cudaStreamSynchronize(0));
     }
   });
   std::vector<float> y0(rows), y1(rows);
@@ -223,10 +255,10 @@ static void spmv(int kind, int rows, const char *dump)
   CHECK(cudaMemcpy(y1.data(), d_y1, rows * sizeof(float), cudaMemcpyDeviceToHost));
   printf("{\"case\": \"spmv\", \"matrix\": \"%s\", \"rows\": %d, \"nnz\": %lld, \"padded\": %lld, "
          "\"copies_used\": %d, \"original_ms\": %.5f, \"remap_ms\": %.5f, \"offsets_ms\": %.5f, \"reorganised_ms\": %.5f, "
-         "\"iterations\": %d, \"loop_ms\": %.5f, \"builds_in_loop\": %lld, \"max_relative\": %.3g, "
+         "\"iterations\": %d, \"loop_ms\": %.5f, \"loop_chunked_ms\": %.5f, \"waiting_loop_ms\": {\"original\": %.5f, \"one_stream\": %.5f, \"chunked\": %.5f}, \"builds_in_loop\": %lld, \"max_relative\": %.3g, "
          "\"trial_ms\": [%.5f, %.5f], \"kept_copies\": %d}\n",
          names[kind], rows, nnz, site.total, site.use, original, remap, offsets, reorganised, ITERATIONS,
-         loop, site.builds - builds0, max_relative(y0, y1), site.times[1], site.times[0],
+         loop, loop_chunked, waiting_original, waiting, waiting_chunked, builds, max_relative(y0, y1), site.times[1], site.times[0],
          site.use);
   FILE *f = fopen(dump, "wb");
   fwrite(&rows, sizeof rows, 1, f);
@@ -256,12 +288,14 @@ static void gather(int kind, int n)
   else
     for (int i = 0; i < n; i++) perm[i] = next_random(&state) % size;
   for (int i = 0; i < n; i++) { x[i] = 0.25f * (i % 17); table[i] = 1.0 / (1 + i % 29); }
-  float *d_x, *d_y0, *d_y1;
+  float *d_x, *d_y0, *d_y1, *d_z0, *d_z1;
   double *d_t, *d_o0, *d_o1;
   int *d_p;
   CHECK(cudaMalloc(&d_x, size * sizeof(float)));
   CHECK(cudaMalloc(&d_y0, n * sizeof(float)));
   CHECK(cudaMalloc(&d_y1, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_z0, n * sizeof(float)));
+  CHECK(cudaMalloc(&d_z1, n * sizeof(float)));
   CHECK(cudaMalloc(&d_p, n * sizeof(int)));
   CHECK(cudaMalloc(&d_t, size * sizeof(double)));
   CHECK(cudaMalloc(&d_o0, n * sizeof(double)));
@@ -274,25 +308,36 @@ static void gather(int kind, int n)
   reorganised_gather::polycoal_irregular_wrote(d_t, size * sizeof(double));
   using namespace reorganised_gather;
   polycoal_irregular_site &s0 = polycoal_irregular_sites[0], &s1 = polycoal_irregular_sites[1],
-                          &s2 = polycoal_irregular_sites[2];
+                          &s2 = polycoal_irregular_sites[2], &s3 = polycoal_irregular_sites[3];
   int g = (n + 127) / 128, g2 = (n + 255) / 256;
-  polycoal_gathered<float> cx;
+  polycoal_gathered<float> cx, cp;
   polycoal_gathered<double> ct, cs;
   auto build = [&] {
     cx = polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 128u, (unsigned)g, 0, 1);
     ct = polycoal_gather(s1, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 256u, (unsigned)g2, 0, 1);
     cs = polycoal_gather(s2, 0, (const double *)d_t, (const int *)d_p, 0, (long long)n, 10.0, 0u, 0u, 0);
+    /* permute: its only reads follow the index (one access pattern): reused often
+       enough (MIN_REUSE["padding"]), its padded form is built too, for the trials */
+    cp = polycoal_gather(s3, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 60.0, 256u, (unsigned)g2, 0, 2);
   };
   float b0 = timed([&] { polycoal_irregular_wrote(d_p); build(); });
-  /* the padded form is built only when asked for: once more with it, to measure it */
+  /* one site's build: gather_axpy's (its copy), permute's (its copy and padded form) */
+  float axpy_build = timed([&] { polycoal_irregular_wrote(d_p);
+    polycoal_gather(s0, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 10.0, 128u, (unsigned)g, 0, 1); });
+  float permute_build = timed([&] { polycoal_irregular_wrote(d_p);
+    polycoal_gather(s3, 0, (const float *)d_x, (const int *)d_p, 0, (long long)n, 60.0, 256u, (unsigned)g2, 0, 2); });
+  /* the padded form of the other kernels is built only when asked for: once more with
+     it, to measure it */
   setenv("POLYCOAL_IRREGULAR_VARIANT", "padded", 1);
   CHECK(cudaDeviceSynchronize());
   polycoal_irregular_wrote(d_p);
   float pad_build = once(build);
+  polycoal_irregular_wrote(d_p);   /* again, into the buffers allocated by the first */
+  float pad_rebuild = once(build);
   unsetenv("POLYCOAL_IRREGULAR_VARIANT");
   /* each variant, from the site's buffers; the shared form built here too where the
      selector does not build it (threads <= elements: not a candidate), to measure it */
-  int candidates[2] = {s0.shareable, s1.shareable};
+  int candidates[3] = {s0.shareable, s1.shareable, s3.shareable};
   auto shared_form = [&](polycoal_irregular_site &site, auto *a, int block, int blocks) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(a)>>;
     if (site.shareable) return;
@@ -305,39 +350,48 @@ static void gather(int kind, int n)
   };
   shared_form(s0, (const float *)d_x, 128, g);
   shared_form(s1, (const double *)d_t, 256, g2);
+  shared_form(s3, (const float *)d_x, 256, g2);
   CHECK(cudaDeviceSynchronize());
-  const float *dup_x = (const float *)s0.copy[0];
+  const float *dup_x = (const float *)s0.copy[0], *dup_p = (const float *)s3.copy[0];
   const double *dup_t = (const double *)s1.copy[0], *dup_s = (const double *)s2.copy[0];
   /* validation: one launch of each variant from zeroed outputs, against the original */
   double worst = 0;
-  std::vector<float> y0(n), y1(n);
+  std::vector<float> y0(n), y1(n), w0(n), w1(n);
   std::vector<double> z0(n), z1(n);
   for (int v = 0; v < 5; v++) {
     CHECK(cudaMemset(d_y1, 0, n * sizeof(float)));
     CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
+    CHECK(cudaMemset(d_z1, 0, n * sizeof(float)));
     if (v == 0) {
       original_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n);
       original_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n);
+      original_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n);
     } else if (v == 1) {
       reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0, 0, 0, 0);
       reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, dup_t, 0, 0, 0, 0, 0, 0);
+      reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, dup_p, 0, 0, 0, 0, 0, 0);
     } else if (v == 2) {
       reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
           (const float *)s0.copy[1], (const int *)s0.copy[2], (const int *)s0.copy[3], 0, 0, 0);
       reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0,
           (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3], 0, 0, 0);
+      reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, 0,
+          (const float *)s3.copy[1], (const int *)s3.copy[2], (const int *)s3.copy[3], 0, 0, 0);
     } else if (v == 4) {
       reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0, 0, 0, 0,
           (const int *)s0.copy[4], (const float *)s0.copy[6], (const int *)s0.copy[5]);
       reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0, 0, 0, 0,
           (const int *)s1.copy[4], (const double *)s1.copy[6], (const int *)s1.copy[5]);
+      reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, 0, 0, 0, 0,
+          (const int *)s3.copy[4], (const float *)s3.copy[6], (const int *)s3.copy[5]);
     } else {
       reorganised_gather::lookup_strided<<<64, 256>>>(d_o1, d_t, d_p, n, dup_s);
     }
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpy(y1.data(), d_y1, n * sizeof(float), cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(z1.data(), d_o1, n * sizeof(double), cudaMemcpyDeviceToHost));
-    if (v == 0) { y0 = y1; z0 = z1; continue; }
+    CHECK(cudaMemcpy(w1.data(), d_z1, n * sizeof(float), cudaMemcpyDeviceToHost));
+    if (v == 0) { y0 = y1; z0 = z1; w0 = w1; continue; }
     if (v == 3) {
       CHECK(cudaMemset(d_o1, 0, n * sizeof(double)));
       original_gather::lookup_strided<<<64, 256>>>(d_o1, d_t, d_p, n);
@@ -345,9 +399,9 @@ static void gather(int kind, int n)
       worst = std::max(worst, max_relative(z0, z1));
       continue;
     }
-    worst = std::max(worst, std::max(max_relative(y0, y1), max_relative(z0, z1)));
+    worst = std::max({worst, max_relative(y0, y1), max_relative(z0, z1), max_relative(w0, w1)});
   }
-  float ax[4], lk[4], st[2];
+  float ax[4], lk[4], st[2], pm[4];
   ax[0] = timed([&] { original_gather::gather_axpy<<<g, 128>>>(d_y0, d_x, d_p, 0.5f, n); });
   ax[1] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, dup_x, 0, 0, 0, 0, 0, 0); });
   ax[2] = timed([&] { reorganised_gather::gather_axpy<<<g, 128>>>(d_y1, d_x, d_p, 0.5f, n, 0,
@@ -360,6 +414,12 @@ static void gather(int kind, int n)
       (const double *)s1.copy[1], (const int *)s1.copy[2], (const int *)s1.copy[3], 0, 0, 0); });
   lk[3] = timed([&] { reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, 0, 0, 0, 0,
       (const int *)s1.copy[4], (const double *)s1.copy[6], (const int *)s1.copy[5]); });
+  pm[0] = timed([&] { original_gather::permute<<<g2, 256>>>(d_z0, d_x, d_p, n); });
+  pm[1] = timed([&] { reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, dup_p, 0, 0, 0, 0, 0, 0); });
+  pm[2] = timed([&] { reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, 0,
+      (const float *)s3.copy[1], (const int *)s3.copy[2], (const int *)s3.copy[3], 0, 0, 0); });
+  pm[3] = timed([&] { reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, 0, 0, 0, 0,
+      (const int *)s3.copy[4], (const float *)s3.copy[6], (const int *)s3.copy[5]); });
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   st[0] = timed([&] { original_gather::lookup_strided<<<sms * 8, 256>>>(d_o0, d_t, d_p, n); });
@@ -374,21 +434,28 @@ static void gather(int kind, int n)
     polycoal_irregular_time(s1, 0, 0);
     reorganised_gather::lookup<<<g2, 256>>>(d_o1, d_t, d_p, n, ct.copy, ct.shared, ct.slot, ct.count, ct.order, ct.packed, ct.rank);
     polycoal_irregular_time(s1, 1, 0);
+    polycoal_irregular_time(s3, 0, 0);
+    reorganised_gather::permute<<<g2, 256>>>(d_z1, d_x, d_p, n, cp.copy, cp.shared, cp.slot, cp.count, cp.order, cp.packed, cp.rank);
+    polycoal_irregular_time(s3, 1, 0);
   }
   CHECK(cudaDeviceSynchronize());
   const char *variants[] = {"original", "duplication", "sharing", "padding"};
   printf("{\"case\": \"gather\", \"index\": \"%s\", \"n\": %d, \"build_ms\": %.5f, "
-         "\"build_with_padding_ms\": %.5f, "
+         "\"build_with_padding_ms\": %.5f, \"rebuild_with_padding_ms\": %.5f, "
+         "\"gather_axpy_build_ms\": %.5f, \"permute_build_ms\": %.5f, "
          "\"gather_axpy_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f, \"padding\": %.5f}, "
-         "\"gather_axpy_chosen\": \"%s\", \"sharing_candidate\": [%d, %d], "
+         "\"gather_axpy_chosen\": \"%s\", \"sharing_candidate\": [%d, %d, %d], "
          "\"lookup_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f, \"padding\": %.5f}, "
          "\"lookup_chosen\": \"%s\", "
          "\"lookup_strided_ms\": {\"original\": %.5f, \"duplication\": %.5f}, "
+         "\"permute_ms\": {\"original\": %.5f, \"duplication\": %.5f, \"sharing\": %.5f, \"padding\": %.5f}, "
+         "\"permute_chosen\": \"%s\", \"permute_padding_candidate\": %d, "
          "\"max_relative\": %.3g}\n",
-         names[kind], n, b0, pad_build, ax[0], ax[1], ax[2], ax[3], variants[s0.use ? s0.choice : 0],
-         candidates[0], candidates[1],
-         lk[0], lk[1], lk[2], lk[3], variants[s1.use ? s1.choice : 0], st[0], st[1], worst);
-  cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
+         names[kind], n, b0, pad_build, pad_rebuild, axpy_build, permute_build, ax[0], ax[1], ax[2], ax[3], variants[s0.use ? s0.choice : 0],
+         candidates[0], candidates[1], candidates[2],
+         lk[0], lk[1], lk[2], lk[3], variants[s1.use ? s1.choice : 0], st[0], st[1],
+         pm[0], pm[1], pm[2], pm[3], variants[s3.use ? s3.choice : 0], s3.paddable, worst);
+  cudaFree(d_z0); cudaFree(d_z1); cudaFree(d_x); cudaFree(d_y0); cudaFree(d_y1); cudaFree(d_p); cudaFree(d_t); cudaFree(d_o0); cudaFree(d_o1);
 }
 
 int main(int argc, char **argv)
@@ -495,8 +562,10 @@ def main() -> int:
         if args.ncu:
             for kind in range(3):
                 dump = os.path.join(tmp, f"ncu{kind}.bin")
+                # the first 8 launches: the original kernel's 4, then the reorganised one's
                 r = subprocess.run(["ncu", "--metrics", NCU_METRICS, "--csv", "-k",
-                                    "regex:spmv_csr_scalar", exe, "spmv", str(kind),
+                                    "regex:spmv_csr_scalar", "--launch-count", "8",
+                                    exe, "spmv", str(kind),
                                     str(args.rows), "1", dump],
                                    capture_output=True, text=True)
                 with open(os.path.join(args.out, f"ncu-spmv-{kind}.csv"), "w") as f:

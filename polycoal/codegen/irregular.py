@@ -448,6 +448,7 @@ def mark_writes(marks: list[tuple[Span, str, str, str | None]]) -> list[tuple[Sp
 def runtime(sites: int) -> str:
     return render_template("irregular_runtime.cu.j2", sites=max(sites, 1),
                            gather_reuse=MIN_REUSE["gather"],
+                           padding_reuse=MIN_REUSE["padding"],
                            segment_reuse=MIN_REUSE["segment"]) + "\n"
 
 

@@ -37,8 +37,11 @@ from polycoal.optimize.layout_cost import host_loops, weight_at
 # selector uses the same numbers, templates/irregular_runtime.cu.j2). Measured on the
 # H200 (BENCHMARKS.md, "Irregular references"): a gather's copy costs about one launch
 # of the kernel and saves up to half of it; a segment remap (slice widths, offsets, one
-# copy per array) costs about three launches of CSR SpMV and saves about 12% of one.
-MIN_REUSE = {"gather": 2.0, "segment": 25.0}
+# copy per array) costs about three launches of CSR SpMV and saves about 12% of one. A
+# gather's padded form (a counting sort of P and the packed elements, built as a trial
+# candidate where the kernel's only reads follow P) costs some 20 launches of such a
+# gather at 2^20 threads (H100) and could save at most half of one.
+MIN_REUSE = {"gather": 2.0, "segment": 25.0, "padding": 50.0}
 # copies one launch site holds (templates/irregular_runtime.cu.j2: POLYCOAL_IRREGULAR_COPIES
 # slots, the last one the segments' offsets): arrays read along one loop's runs
 MAX_SEGMENT_COPIES = 7
@@ -108,7 +111,8 @@ def reading(r: Irregular) -> str:
     if r.shareable:
         variants.append("its block's elements in shared memory (sharing)")
     if r.single_pattern:
-        variants.append("its threads reordered by P and A packed (padding)")
+        variants.append(f"its threads reordered by P and A packed (padding, where a "
+                        f"launch reuses it {MIN_REUSE['padding']:g} times or more)")
     how = ", or ".join(variants) + (" (the trials choose)" if len(variants) > 1 else "")
     if r.thread_index and not r.single_pattern:
         how += "; padding on request (POLYCOAL_IRREGULAR_VARIANT=padded)"
