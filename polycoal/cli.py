@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from polycoal import __version__
@@ -242,6 +243,21 @@ def _parser() -> argparse.ArgumentParser:
                        help="trace records kept at most per kernel (whole blocks are sampled "
                        "to fit; default 2000000)")
     _add_run_options(trace, "random seed of the inputs (default 1)", 1)
+    place = sub.add_parser("place", help="choose where each array a kernel only reads "
+                           "lives (global, the read-only path, constant memory) by the "
+                           "memory specification's cost model, and write the program so")
+    place.add_argument("input", help="a .cu file, or - for standard input")
+    place.add_argument("-o", "--output", default="-",
+                       help="where to write the program (default: standard output)")
+    _add_preprocessor_options(place)
+    place.add_argument("--memory-spec", metavar="FILE",
+                       help="the memories (default: grammars/memory_sm90.toml, sm_90)")
+    place.add_argument("--place", action="append", default=[], type=_placement,
+                       metavar="[KERNEL:]ARRAY=MEMORY",
+                       help="put ARRAY (of KERNEL, or of every kernel) in MEMORY whatever "
+                       "the cost model says (it must be legal there); repeat for more")
+    place.add_argument("--report", choices=("text", "json"), default="text",
+                       help="format of the report printed on standard error")
     sub.add_parser("launch", usage="polycoal launch <compiler> [compiler arguments...]",
                    help="compiler launcher for builds: transform the CUDA sources of a "
                    "compile command, then run the compiler on them "
@@ -255,6 +271,13 @@ def _parser() -> argparse.ArgumentParser:
     prepare.add_argument("--std", default=DEFAULT_STD, help="language standard, as -std")
     prepare.add_argument("--depfile", help="write the files read here (make syntax)")
     return parser
+
+
+def _placement(text: str) -> tuple[tuple[str | None, str], str]:
+    m = re.fullmatch(r"(?:([A-Za-z_]\w*):)?([A-Za-z_]\w*)=([A-Za-z_]\w*)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"'{text}': expected [KERNEL:]ARRAY=MEMORY")
+    return (m.group(1), m.group(2)), m.group(3)
 
 
 def _add_run_options(p: argparse.ArgumentParser, seed_help: str, seed: int | None) -> None:
@@ -430,6 +453,23 @@ def cmd_transform(args) -> int:
     return 1 if any(x.severity == "error" for x in result.diagnostics) else 0
 
 
+def cmd_place(args) -> int:
+    from polycoal.model.memory_spec import load_spec
+    from polycoal.placement import place_program
+    from polycoal.report.placement import placement_json, placement_text
+    program = _read(args)
+    _require_usable(program)
+    spec = load_spec(args.memory_spec)
+    result = place_program(program, spec, dict(args.place), _preprocessor_options(args))
+    if args.report == "json":
+        sys.stderr.write(json.dumps(placement_json(program, spec, result), indent=2) + "\n")
+    else:
+        sys.stderr.write(placement_text(spec, result))
+    from polycoal.output import relocate_includes
+    _write(relocate_includes(result.text, program.path, args.output), args.output)
+    return 0
+
+
 def cmd_validate(args) -> int:
     import random
     from polycoal.transform import transform_program
@@ -567,7 +607,8 @@ def _dispatch(argv: list[str]) -> int:
     try:
         _check_outputs(args)
         return {"analyze": cmd_analyze, "transform": cmd_transform, "validate": cmd_validate,
-                "trace": cmd_trace, "prepare": cmd_prepare}[args.command](args)
+                "trace": cmd_trace, "prepare": cmd_prepare,
+                "place": cmd_place}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)
         return 2

@@ -100,6 +100,14 @@ inline const char* cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "polycoal CPU runtime error"; }
 inline const char* cudaGetErrorName(cudaError_t e) { return cudaGetErrorString(e); }
 
+// a __constant__ array is a host array here: a copy into it is a memcpy
+template <typename T> inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src,
+    size_t count, size_t offset = 0, cudaMemcpyKind = cudaMemcpyHostToDevice) {
+  std::memcpy(reinterpret_cast<char*>(&symbol) + offset, src, count); return cudaSuccess; }
+template <typename T> inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, const void* src,
+    size_t count, size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice,
+    cudaStream_t = 0) { return cudaMemcpyToSymbol(symbol, src, count, offset, kind); }
+
 // ---- launches ----
 typedef void (*pc_body_fn)(void*);
 void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared,

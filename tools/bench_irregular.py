@@ -76,6 +76,7 @@ namespace original_gather {
 #undef main
 }
 #undef POLYCOAL_IRREGULAR_RUNTIME
+#undef POLYCOAL_HOST_WRITES
 namespace reorganised_gather {
 #define main reorganised_gather_main
 #include "reorganised_gather.cu"

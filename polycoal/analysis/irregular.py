@@ -30,7 +30,7 @@ import islpy as isl
 from pycparser import c_ast, c_generator
 
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, builtin
-from polycoal.model.isl_helpers import all_dims, domain, without_gaps
+from polycoal.model.isl_helpers import domain, value_range, without_gaps
 from polycoal.model.kernel_model import Access, KernelModel, Statement
 from polycoal.model.poly import Poly
 
@@ -262,23 +262,11 @@ def _index_read(k: _Kernel, s: Statement, text: str) -> tuple[str, str, Access, 
     return None
 
 
-def _range(model: KernelModel, statements: list[Statement], index: Poly):
-    """The values of `index` over the statements' domains, an isl set [t]."""
-    names = all_dims(model)
-    values = None
-    for s in statements:
-        m = isl.Map(f"[{', '.join(model.parameters)}] -> {{ {s.name}[{', '.join(names)}] -> "
-                    f"[{index.to_c('*')}] }}")
-        image = domain(model, s).apply(m)
-        values = image if values is None else values.union(image)
-    return values
-
-
 def _bounds(model: KernelModel, statements: list[Statement], index: Poly
             ) -> tuple[tuple | None, str | None]:
     """((lowest, one past the highest) value of the index as piecewise affine values of
     the parameters, None) or (None, why not)."""
-    values = _range(model, statements, index)
+    values = value_range(model, statements, index)
     if values is None or values.is_empty():
         return None, "the reference is never executed"
     values = values.coalesce()

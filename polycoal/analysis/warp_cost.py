@@ -189,3 +189,27 @@ def block_cost(model: KernelModel, source: dict[str, str],
                block: tuple[int, int, int]) -> BlockCost:
     """The memory cost of one block under one assignment (see block_costs)."""
     return block_costs(model, [source], block)[0]
+
+
+def warp_lanes(model: KernelModel, s: Statement, block: tuple[int, int, int]
+               ) -> tuple[list[list[dict[str, int]]], float]:
+    """The live warps of one block for statement `s` under the kernel's own geometry,
+    each the list of its active lanes' thread indices {axis: index}, and the trips per
+    thread of `s` (see _active_and_trips)."""
+    present, active, trips = _active_and_trips(model, s, block)
+    axes = cuda_dialect().axes
+    live = [[lane for lane in lanes if tuple(lane[a] for a in present) in active]
+            for lanes in _lanes_in_block(block, {a: a for a in axes})]
+    return [lanes for lanes in live if lanes], trips
+
+
+def lane_offsets(model: KernelModel, s: Statement, a, lanes: list[dict[str, int]]
+                 ) -> list[int] | None:
+    """The byte offsets of access `a` for `lanes`, from the first lane's element (None:
+    the subscript is not affine with integer lane strides at the launch's values)."""
+    strides = _strides(model, s, a, dict(model.parameter_values))
+    if any(v is None for v in strides.values()):
+        return None
+    offsets = [a.unit_bytes * sum(strides[x] * lane[x] for x in cuda_dialect().axes)
+               for lane in lanes]
+    return [o - min(offsets) for o in offsets]

@@ -231,3 +231,16 @@ def known_extent(model: KernelModel, dim: str, values: dict | None = None) -> in
     except ValueError:
         return None
     return max(0, int(hi - lo + 1))
+
+
+def value_range(model: KernelModel, statements: list[Statement], index: Poly) -> isl.Set | None:
+    """The values of `index` over the statements' domains, an isl set [t] (None: no
+    statement)."""
+    names = all_dims(model)
+    values = None
+    for s in statements:
+        m = isl.Map(f"[{', '.join(model.parameters)}] -> {{ {s.name}[{', '.join(names)}] -> "
+                    f"[{index.to_c('*')}] }}")
+        image = domain(model, s).apply(m)
+        values = image if values is None else values.union(image)
+    return values

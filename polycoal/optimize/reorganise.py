@@ -140,7 +140,9 @@ class HostWrites:
         return [span.start for span, _, v, _ in self.marks if v in group]
 
 
-def _plain_name(text: str) -> str | None:
+def plain_name(text: str) -> str | None:
+    """The variable an argument names, casts aside (`(const float *)d_x` -> d_x), or
+    None for anything else."""
     t = text.strip()
     while t.startswith("(") and ")" in t:           # casts: `(const float *)d_x`
         close = t.index(")")
@@ -174,7 +176,7 @@ def host_writes(program: Program, watched: set[str], written_params) -> HostWrit
         group |= assigned & out.tracked
     for arrays in uses.values():
         for call in arrays.calls:
-            target = _plain_name(call.arguments[0].replace("&", "")) if call.arguments \
+            target = plain_name(call.arguments[0].replace("&", "")) if call.arguments \
                 else None
             if call.function in WRITING_CALLS + COPIES and target in group:
                 size = call.arguments[1] if call.function == "cudaMalloc" and \
@@ -203,6 +205,12 @@ def _builds(loops, at: int, writes: list[int]) -> float:
         if start <= at < end and any(start <= w < end for w in writes):
             builds *= trips
     return builds
+
+
+def launches_per_build(loops, at: int, writes: HostWrites, variables: set[str]) -> float:
+    """How often the launch at `at` runs per build of a copy of the arrays `variables`
+    hold (host loops around it, divided by those that also write one of them)."""
+    return weight_at(loops, at) / _builds(loops, at, writes.positions(variables))
 
 
 def _host_value(program: Program, launch: Launch, kernel, pw, names: dict) -> str:
@@ -247,14 +255,14 @@ def _site_builds(program: Program, kernel, launch: Launch, eligible: list[Irregu
     if any(has_side_effects(a) for a in args):
         return "an argument has a side effect", {}
     names = [args[position[a]] for r in eligible for a in _arrays_of(r)]
-    plain = [_plain_name(a) for a in names]
+    plain = [plain_name(a) for a in names]
     bad = [a for a, p in zip(names, plain) if p is None or p not in writes.tracked
            or p in writes.escaped]
     if bad:
         return (f"'{bad[0].strip()}' is not followed in the host code (a cudaMalloc "
                 "allocation of this file used only by calls polycoal knows): the copy would "
                 "be rebuilt at every launch"), {}
-    targets = [_plain_name(args[position[p.name]]) for p in kernel.parameters
+    targets = [plain_name(args[position[p.name]]) for p in kernel.parameters
                if p.name in written and p.is_pointer]
     if not distinct and (any(t is None or t not in writes.tracked for t in targets) or
                          any(p in writes.assigned or p in targets for p in plain)):
@@ -262,7 +270,7 @@ def _site_builds(program: Program, kernel, launch: Launch, eligible: list[Irregu
                 "kernel's own writes"), {}
     at = launch.span.start
     return None, {r: _builds(loops, at, writes.positions(
-        {_plain_name(args[position[a]]) for a in _arrays_of(ref)}))
+        {plain_name(args[position[a]]) for a in _arrays_of(ref)}))
         for ref in eligible for r in (ref.text,)}
 
 

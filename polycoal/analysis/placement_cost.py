@@ -1,0 +1,192 @@
+"""What each array a kernel reads costs in each memory of a specification
+(model/memory_spec.py): PORPLE's cost model, from the polyhedral access relations.
+
+For every global read of an array, the warps of one block (the launch's block shape,
+the kernel's own geometry) give each request's active lanes (analysis/warp_cost.py); an
+affine subscript gives their byte offsets, and the memory's serialisation rule turns
+them into transactions (sectors, distinct constant addresses, bank conflicts). A
+subscript that is not affine (a lookup through data, `table[key[i]]`) has its lanes
+drawn at random over the array's footprint (the bytes the kernel may read of it):
+nothing better is known without a trace, and random keys are what a lookup table is
+read with. Each request costs the memory's request cost plus its transactions at the
+cached or uncached price (the footprint against the memory's cache), and each reference
+makes `instances / active lanes per warp` requests per launch (its statement's dynamic
+instances, analysis/counting.py; a size the launch does not fix taken as
+NOMINAL_PARAMETER). A placement's cost is the sum over the array's
+references, spread over the device's multiprocessors, plus the memory's cost to fill
+it (a copy into constant memory) shared by the launches that reuse the copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polycoal.analysis.counting import count_statement, with_values
+from polycoal.analysis.warp_cost import lane_offsets, warp_lanes
+from polycoal.model.isl_helpers import value_range
+from polycoal.model.kernel_model import KernelModel
+from polycoal.model.memory_spec import Memory
+from polycoal.model.poly import Poly
+
+DEFAULT_BLOCK = (256, 1, 1)
+SAMPLE_WARPS = 8          # warps of block 0 priced per reference (the rest alike)
+NOMINAL_PARAMETER = 1 << 16   # a size the launch does not fix (read at run time)
+
+
+@dataclass(frozen=True)
+class Reference:
+    text: str
+    line: int
+    requests: float                        # warp requests per launch
+    warps: tuple[tuple[int, ...], ...]     # sampled requests' lane byte offsets
+    affine: bool
+    instances: Poly | None = None          # its statement's instances, in the parameters
+    lanes: float = 32.0                    # active lanes per live warp
+
+    def requests_at(self, values: dict[str, int]) -> float:
+        """Warp requests per launch at these parameter values."""
+        if self.instances is None:
+            return self.requests
+        try:
+            return max(float(self.instances.value(values)), 0.0) / self.lanes
+        except (ValueError, TypeError):
+            return self.requests
+
+
+@dataclass(frozen=True)
+class ArrayReads:
+    """The reads of one array in one kernel."""
+
+    array: str
+    element_type: str
+    element_size: int
+    references: tuple[Reference, ...]
+    first: int | None          # lowest element read, when the launch's values fix it
+    last: int | None           # highest
+    written: bool              # the kernel also writes it
+
+    @property
+    def footprint(self) -> int | None:
+        """Bytes from the first to the last element read (None: not known)."""
+        if self.first is None or self.last is None:
+            return None
+        return (self.last - self.first + 1) * self.element_size
+
+    @property
+    def uniform(self) -> float:
+        """The share of its requests whose active lanes all read one address (the
+        broadcast constant memory serves in one pass)."""
+        total = sum(r.requests for r in self.references)
+        same = sum(r.requests * sum(len(set(w)) == 1 for w in r.warps) / max(len(r.warps), 1)
+                   for r in self.references)
+        return same / total if total else 0.0
+
+
+def _element_range(model: KernelModel, uses) -> tuple[int | None, int | None]:
+    """(lowest, highest) element the affine reads `uses` [(statement, access)] touch at
+    the launch's parameter values, or (None, None)."""
+    if not uses or any(a.flat is None or not a.flat.is_affine() for _, a in uses):
+        return None, None
+    lo = hi = None
+    for s, a in uses:
+        values = value_range(model, [s], a.flat)
+        values = with_values(model, values, dict(model.parameter_values)) \
+            if values is not None else None
+        if values is None or values.is_empty():
+            continue
+        values = values.project_out(isl.dim_type.param, 0, values.dim(isl.dim_type.param))
+        low, high = values.dim_min_val(0), values.dim_max_val(0)
+        if not (low.is_int() and high.is_int()):
+            return None, None
+        low, high = int(low.to_python()), int(high.to_python())
+        lo = low if lo is None else min(lo, low)
+        hi = high if hi is None else max(hi, high)
+    return lo, hi
+
+
+def _instances(model: KernelModel, s) -> tuple[float | None, Poly]:
+    """The statement's dynamic instances per launch, its parameters unknown at the
+    launch taken as NOMINAL_PARAMETER; and their formula in the parameters."""
+    count = count_statement(model, s)
+    if count.value is not None:
+        return float(count.value), count.formula
+    values = {p: model.parameter_values.get(p, NOMINAL_PARAMETER) for p in model.parameters}
+    try:
+        value = float(count.formula.value(values))
+    except (ValueError, TypeError):
+        return None, count.formula
+    return (value if value > 0 else None), count.formula
+
+
+def _random_offsets(lanes: int, elements: int, size: int, seed: int) -> tuple[int, ...]:
+    """`lanes` byte offsets drawn uniformly over `elements` elements (a fixed LCG: the
+    same figure every run)."""
+    state, out = seed * 2654435761 + 12345, []
+    for _ in range(lanes):
+        state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        out.append((state >> 33) % max(elements, 1) * size)
+    return tuple(out)
+
+
+def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
+                ) -> dict[str, ArrayReads]:
+    """The global reads of every array of the kernel, priced per request. `allocated`:
+    the elements of an array's allocation where the host code tells them (the footprint
+    of an array read only through data)."""
+    block = model.block_shape or DEFAULT_BLOCK
+    allocated = allocated or {}
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    reads: dict[str, list] = {}
+    for s, a in model.accesses():
+        if a.kind == "read" and a.space == "global" and not a.member and not a.atomic:
+            reads.setdefault(a.array, []).append((s, a))
+    out = {}
+    for array, uses in reads.items():
+        first, last = _element_range(model, uses)
+        size = uses[0][1].element_size
+        elements = (last - first + 1) if first is not None else allocated.get(array)
+        if first is None and elements:
+            first, last = 0, elements - 1
+        references = []
+        for k, (s, a) in enumerate(uses):
+            warps, _ = warp_lanes(model, s, block)
+            count, formula = _instances(model, s)
+            if not warps or not count:
+                continue
+            lanes = sum(len(w) for w in warps) / len(warps)
+            sample = warps[:SAMPLE_WARPS]
+            offsets = [lane_offsets(model, s, a, w) for w in sample]
+            affine = all(o is not None for o in offsets)
+            if not affine:
+                if not elements:
+                    offsets = [tuple(range(0, len(w) * 4096, 4096)) for w in sample]
+                else:
+                    offsets = [_random_offsets(len(w), elements, size, 31 * k + j)
+                               for j, w in enumerate(sample)]
+            references.append(Reference(a.text, a.location.line, count / lanes,
+                                        tuple(tuple(o) for o in offsets), affine, formula,
+                                        lanes))
+        if references:
+            out[array] = ArrayReads(array, uses[0][1].element_type, size, tuple(references),
+                                    first, last, array in written)
+    return out
+
+
+def request_cost(reads: ArrayReads, r: Reference, memory: Memory) -> float:
+    """The mean cost of one of r's warp requests from `memory`."""
+    return sum(memory.request(w, reads.footprint) for w in r.warps) / len(r.warps)
+
+
+def placement_cost(reads: ArrayReads, memory: Memory, multiprocessors: int,
+                   fill_share: float = 1.0, values: dict[str, int] | None = None) -> float:
+    """The predicted cost of the array's reads from `memory` per launch, per
+    multiprocessor, plus the cost of filling it before the share `fill_share` of the
+    launches that fill it (a copy kept while its source is unchanged). `values`: the
+    parameters' values to price at (default: the launch's, else nominal)."""
+    total = 0.0
+    for r in reads.references:
+        requests = r.requests if values is None else r.requests_at(values)
+        total += requests * request_cost(reads, r, memory)
+    return total / max(multiprocessors, 1) + memory.fill_cost * fill_share

@@ -1,0 +1,149 @@
+"""Write a placement (optimize/placement.py) into the program.
+
+- read-only path (`ldg`): the pointer parameter becomes `const T *__restrict__ p` and
+  every read `p[e]` becomes `__ldg(&p[e])`;
+- constant memory: a `__constant__ T pc_const_<kernel>_<p>[last + 1]` before the kernel,
+  every read `p[e]` becomes `pc_const_<kernel>_<p>[e]`, and each launch is preceded by
+  `cudaMemcpyToSymbolAsync` of the elements the kernel reads, from the array the launch
+  passes, on the launch's stream (ordered after whatever wrote the array there); where
+  the host's writes to that array are all marked, only when it changed since the last
+  copy (templates/placement_runtime.cu.j2).
+
+A reference the text does not show as the model does (a macro, a member, a subscript of
+a subscript) makes the kernel not rewritable: it stays as written.
+"""
+
+from __future__ import annotations
+
+from polycoal.codegen.launch import has_side_effects, launch_parts, statement_indent
+from polycoal.frontend.lexer import matching, tokenize
+from polycoal.frontend.program import Kernel, Launch, Program
+from polycoal.templates import render_template
+
+
+class NotRewritable(Exception):
+    """A kernel or launch the placement rewrite does not handle (the reason)."""
+
+
+def symbol(kernel: str, array: str) -> str:
+    return f"pc_const_{kernel}_{array}"
+
+
+def _parameter_list(tokens, kernel: Kernel) -> tuple[int, int]:
+    name = next((k for k, t in enumerate(tokens) if t.text == kernel.name and
+                 k + 1 < len(tokens) and tokens[k + 1].text == "("), None)
+    if name is None:
+        raise NotRewritable("its parameter list is not written out")
+    return name + 1, matching(tokens, name + 1)
+
+
+def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
+                   sizes: dict[str, int], reads: dict[str, int]) -> str:
+    """The kernel's text with each array of `placed` (array -> spelling "ldg" |
+    "constant") read from its memory; `sizes`: the constant arrays' elements; `reads`:
+    the model's reads of each array (the text must show as many)."""
+    text = program.text[kernel.span.start:kernel.span.end]
+    tokens = tokenize(text)
+    open_, close = _parameter_list(tokens, kernel)
+    edits: list[tuple[int, int, str]] = []
+    types = {p.name: p.type for p in kernel.parameters}
+    for array, spelling in placed.items():
+        mentions = [k for k, t in enumerate(tokens) if t.text == array and k > close and
+                    not tokens[k - 1].text in (".", "->", "::")]
+        if len(mentions) != reads[array]:
+            raise NotRewritable(f"'{array}' is read {reads[array]} times but written "
+                                f"{len(mentions)} times in the kernel's text (a macro?)")
+        for k in mentions:
+            if k + 1 >= len(tokens) or tokens[k + 1].text != "[":
+                raise NotRewritable(f"'{array}' is used other than as `{array}[e]`")
+            end = matching(tokens, k + 1)
+            if end + 1 < len(tokens) and tokens[end + 1].text in ("[", ".", "->"):
+                raise NotRewritable(f"'{array}[e]' is subscripted again or a struct")
+            if spelling == "ldg":
+                edits.append((tokens[k].start, tokens[k].start, "__ldg(&"))
+                edits.append((tokens[end].end, tokens[end].end, ")"))
+            else:
+                edits.append((tokens[k].start, tokens[k].end, symbol(kernel.name, array)))
+        if spelling == "ldg":
+            declared = [k for k in range(open_ + 1, close) if tokens[k].text == array]
+            if len(declared) != 1:
+                raise NotRewritable(f"the parameter '{array}' is not declared plainly")
+            k = declared[0]
+            first = k
+            while first > open_ + 1 and tokens[first - 1].text != ",":
+                first -= 1
+            words = {t.text for t in tokens[first:k]}
+            if "*" not in words:
+                raise NotRewritable(f"the parameter '{array}' is not a pointer")
+            if not words & {"__restrict__", "__restrict", "restrict"}:
+                edits.append((tokens[k].start, tokens[k].start, "__restrict__ "))
+            if "const" not in words:
+                edits.append((tokens[first].start, tokens[first].start, "const "))
+    out = text
+    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        out = out[:start] + new + out[end:]
+    declarations = "".join(f"__constant__ {types[a]} {symbol(kernel.name, a)}[{sizes[a]}];\n"
+                           f"static polycoal_filled {symbol(kernel.name, a)}_filled;\n"
+                           for a, s in placed.items() if s == "constant")
+    return declarations + out
+
+
+def renamed(text: str, old: str, new: str) -> str:
+    """`text` (a kernel definition or a launch) with the function's name changed: its
+    first mention followed by `(` or `<<<`."""
+    for t in tokenize(text):
+        if t.text == old:
+            return text[:t.start] + new + text[t.end:]
+    raise NotRewritable(f"'{old}' is not named in its own text")
+
+
+def rewrite_launch(program: Program, launch: Launch, kernel: Kernel,
+                   constants: dict[str, tuple[int, int]], cached: set[str],
+                   placed: str | None = None, condition: str | None = None) -> str:
+    """The launch preceded by the copies into constant memory of the elements
+    [first, last] of each array of `constants` (array -> (first, last)); those of
+    `cached` only when their source changed since the last copy (their host writes are
+    marked). With `condition`, the kernel `placed` runs (after the copies) where the
+    condition holds at the launch, the kernel as written elsewhere."""
+    text = program.text[launch.span.start:launch.span.end]
+    if not constants and condition is None:
+        return text
+    if launch.span.start < kernel.span.start:
+        raise NotRewritable(f"the launch at line {launch.location.line} comes before the "
+                            f"kernel's definition (the constant array is declared there)")
+    _, config, args = launch_parts(program.text, launch)
+    stream = config[3] if len(config) > 3 else "0"
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    types = {p.name: p.type for p in kernel.parameters}
+    lines = []
+    for array, (first, last) in constants.items():
+        arg = args[position[array]] if position[array] < len(args) else ""
+        if not arg or has_side_effects(arg) or has_side_effects(stream):
+            raise NotRewritable(f"the launch at line {launch.location.line} passes "
+                                f"'{arg}' (evaluated twice)")
+        size = f"sizeof({types[array]})"
+        copy = (f"cudaMemcpyToSymbolAsync({symbol(kernel.name, array)}, "
+                f"(const char *)({arg}) + {first} * {size}, {last - first + 1} * {size}, "
+                f"{first} * {size}, cudaMemcpyDeviceToDevice, {stream});")
+        if array in cached:
+            copy = (f"if (polycoal_fill_stale({symbol(kernel.name, array)}_filled, "
+                    f"(const void *)({arg}), (cudaStream_t)({stream})))\n" +
+                    statement_indent(program.text, launch) + "    " + copy)
+        lines.append(copy)
+    outer = statement_indent(program.text, launch)
+    indent = outer + "  "
+    if condition is None:
+        return ("{ /* polycoal: arrays placed in constant memory, filled for this launch */\n" +
+                "".join(indent + x + "\n" for x in lines) + indent + text + "\n" + outer + "}")
+    inner = indent + "  "
+    return ("{ /* polycoal: the kernel with its arrays placed where the predicted gain of this "
+            "launch outweighs filling them */\n" +
+            f"{indent}if ({condition}) {{\n" +
+            "".join(inner + x.replace("\n" + outer + "    ", "\n" + inner + "  ") + "\n"
+                    for x in lines) +
+            inner + renamed(text, kernel.name, placed) + "\n" +
+            f"{indent}}} else {{\n{inner}{text}\n{indent}}}\n{outer}}}")
+
+
+def runtime() -> str:
+    return render_template("placement_runtime.cu.j2") + "\n"

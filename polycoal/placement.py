@@ -1,0 +1,324 @@
+"""Data placement across memory kinds for a whole program (`polycoal place`): for every
+kernel, the arrays it reads, their legal memories and predicted costs
+(optimize/placement.py), the chosen placement, and the program rewritten with it
+(codegen/placement.py). A kernel whose placement cannot be written, or whose rewritten
+text does not read back as the same accesses, stays as written, with the reason."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from collections import Counter
+
+from polycoal.analysis.aliasing import distinct_arrays
+from polycoal.analysis.irregular import read_only_parameters
+from polycoal.analysis.placement_cost import array_reads
+from polycoal.codegen.irregular import mark_writes, runtime_position
+from polycoal.codegen.launch import has_side_effects, launch_parts
+from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
+                                        runtime, symbol)
+from polycoal.diagnostics import Diagnostic, InputError
+from polycoal.frontend.cexpr import evaluate
+from polycoal.frontend.lexer import matching
+from polycoal.frontend.program import Program, Span
+from polycoal.model.memory_spec import MemorySpec
+from polycoal.optimize.layout_cost import host_loops, weight_at
+from polycoal.optimize.placement import ArrayChoice, KernelPlacement, choose, gain_terms, options
+from polycoal.optimize.reorganise import HostWrites, host_writes, launches_per_build, plain_name
+
+_SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2,
+          "unsigned short": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
+          "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8,
+          "double": 8, "size_t": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16,
+          "double2": 16}
+LARGE_PARAMETER = 1 << 24    # a size known only at run time, when choosing for large ones
+_OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
+
+
+@dataclass
+class ProgramPlacement:
+    kernels: list[KernelPlacement] = field(default_factory=list)
+    text: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _allocation_bytes(program: Program) -> dict[str, int]:
+    """Bytes of each variable's cudaMalloc where the size is a constant of the text
+    (object-like macros and sizeof of the basic types expanded)."""
+    macros = {m.group(1): m.group(2).split("//")[0].strip()
+              for m in _OBJECT_MACRO.finditer(program.text)}
+
+    def expand(text: str, depth: int = 0) -> str:
+        text = re.sub(r"\bsizeof\s*\(\s*([\w ]+?)\s*\)",
+                      lambda m: str(_SIZES.get(m.group(1), "sizeof")), text)
+        if depth > 8:
+            return text
+        return re.sub(r"\b[A-Za-z_]\w*\b",
+                      lambda m: f"({expand(macros[m.group(0)], depth + 1)})"
+                      if m.group(0) in macros else m.group(0), text)
+
+    out: dict[str, int] = {}
+    tokens = program.tokens
+    for k, t in enumerate(tokens):
+        if t.text != "cudaMalloc" or k + 1 >= len(tokens) or tokens[k + 1].text != "(":
+            continue
+        close = matching(tokens, k + 1)
+        inside = program.text[tokens[k + 1].end:tokens[close].start]
+        m = re.fullmatch(r"\s*(?:\([^()]*\)\s*)?&\s*(\w+)\s*,(.*)", inside, re.S)
+        if not m:
+            continue
+        value = evaluate(expand(m.group(2).strip()))
+        if isinstance(value, int) and value > 0:
+            out[m.group(1)] = value if m.group(1) not in out else min(out[m.group(1)], value)
+    return out
+
+
+def _argument_elements(program: Program, kernel, allocated: dict[str, int]) -> dict[str, int]:
+    """Per pointer parameter, the elements of the allocation every launch passes it
+    (the same variable, allocated once with a constant size)."""
+    out = {}
+    launches = program.launches_of(kernel.name)
+    for k, p in enumerate(kernel.parameters):
+        if not p.is_pointer or not launches or p.type not in _SIZES:
+            continue
+        names = {lz.arguments[k].strip() if k < len(lz.arguments) else "" for lz in launches}
+        if len(names) == 1 and next(iter(names)) in allocated:
+            out[p.name] = allocated[next(iter(names))] // _SIZES[p.type]
+    return out
+
+
+def _written(program: Program):
+    """kernel name -> its pointer parameters that may be written (None: not parsed)."""
+    def written(name: str):
+        kernel = program.kernel(name)
+        read_only = read_only_parameters(kernel) if kernel is not None else None
+        if read_only is None:
+            return None
+        return {p.name for p in kernel.parameters if p.is_pointer and p.name not in read_only}
+    return written
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the host code says about refilling copies: its loops and its writes to
+    the arrays passed to kernels."""
+
+    loops: list
+    writes: HostWrites
+
+    @staticmethod
+    def of(program: Program) -> "HostFacts":
+        loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span])
+        passed = {plain_name(a) for lz in program.launches for a in lz.arguments} - {None}
+        return HostFacts(loops, host_writes(program, passed, _written(program)))
+
+    def fill_share(self, program: Program, kernel, array: str) -> tuple[float, bool]:
+        """(the share of the kernel's launches that fill a copy of `array`: its fills
+        over its launches per run, each launch site filling once per trip of a host loop
+        around it that also writes the array; whether the copy can be kept between
+        launches: every launch passes a variable whose host writes polycoal follows)."""
+        position = next(k for k, p in enumerate(kernel.parameters) if p.name == array)
+        launches = fills = 0.0
+        for launch in program.launches_of(kernel.name):
+            name = plain_name(launch.arguments[position]) \
+                if position < len(launch.arguments) else None
+            if name is None or launch.span is None or name not in self.writes.tracked or \
+                    name in self.writes.escaped:
+                return 1.0, False
+            runs = weight_at(self.loops, launch.span.start)
+            launches += runs
+            fills += runs / launches_per_build(self.loops, launch.span.start, self.writes,
+                                               {name})
+        return (min(fills / launches, 1.0), True) if launches else (1.0, False)
+
+
+def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
+                overrides: dict[str, str], allocated: dict[str, int],
+                host: HostFacts | None = None) -> KernelPlacement:
+    placement = KernelPlacement(kernel.name)
+    reads = array_reads(model, _argument_elements(program, kernel, allocated))
+    read_only = read_only_parameters(kernel) or set()
+    distinct, evidence = distinct_arrays(program, kernel, model)
+    pointers = {p.name: p.type for p in kernel.parameters if p.is_pointer}
+    # sizes the launches give only at run time: priced large, the launches decide
+    unknown = [p for p in model.parameters if p not in model.parameter_values]
+    large = {p: model.parameter_values.get(p, LARGE_PARAMETER) for p in model.parameters} \
+        if unknown else None
+    for name, r in sorted(reads.items()):
+        alias = None if distinct else evidence
+        share = host.fill_share(program, kernel, name)[0] if host and name in pointers \
+            else 1.0
+        choice = ArrayChoice(r, options(r, spec, name in read_only, alias, pointers.get(name),
+                                        share, large), fill_share=share)
+        wanted = overrides.get(name)
+        if wanted is not None:
+            spec.memory(wanted)
+            option = next(o for o in choice.options if o.memory == wanted)
+            if option.cost is None:
+                raise InputError(f"--place {kernel.name}:{name}={wanted}: {option.why_not}")
+            choice.chosen, choice.forced = wanted, True
+        placement.arrays.append(choice)
+    if not placement.arrays:
+        placement.reason = "it reads no global array"
+        return placement
+    placement = choose(placement, spec)
+    placement.sized = placement.applied and large is not None and \
+        not any(a.forced for a in placement.arrays) and any(
+        a.chosen != "global" and spec.memory(a.chosen).fill_cost > 0 for a in placement.arrays)
+    return placement
+
+
+def launch_condition(program: Program, launch, kernel, terms, fill: float,
+                     current: list[str]) -> str:
+    """C text, true where this launch's predicted gain (the sum of gain_terms at its
+    arguments and geometry) exceeds the fill cost it pays: none where the copies
+    `current` (C conditions: a copy kept from an earlier launch is still its source's)
+    all hold."""
+    _, config, args = launch_parts(program.text, launch)
+    values = {}
+    for k, p in enumerate(kernel.parameters):
+        if not p.is_pointer and k < len(args):
+            values[p.name] = args[k]
+    for a in "xyz":
+        values[f"nthreads_{a}"] = f"dim3({config[0]}).{a} * dim3({config[1]}).{a}"
+        values[f"gridDim_{a}"] = f"dim3({config[0]}).{a}"
+        values[f"blockDim_{a}"] = f"dim3({config[1]}).{a}"
+    parts = []
+    for poly, lanes, gain in terms:
+        for monomial, coefficient in poly.terms.items():
+            factors = [f"{float(coefficient) * gain / lanes!r}"]
+            for v in monomial:
+                if v not in values or has_side_effects(values[v]):
+                    raise NotRewritable(f"the launch at line {launch.location.line} does not "
+                                        f"give '{v}' plainly")
+                factors.append(f"(double)({values[v]})")
+            parts.append(" * ".join(factors))
+    paid = f"{fill!r}" if not current else \
+        f"({' && '.join(current)} ? 0.0 : {fill!r})"
+    return f"{' + '.join(parts) or '0.0'} > {paid}"
+
+
+def current_copies(program: Program, launch, kernel, constants, cached) -> list[str]:
+    """C conditions, one per constant array: its copy is current for this launch (none
+    unless every one is kept between launches)."""
+    if set(constants) - set(cached):
+        return []
+    _, config, args = launch_parts(program.text, launch)
+    stream = config[3] if len(config) > 3 else "0"
+    position = {p.name: k for k, p in enumerate(kernel.parameters)}
+    return [f"polycoal_fill_current({symbol(kernel.name, a)}_filled, "
+            f"(const void *)({args[position[a]]}), (cudaStream_t)({stream}))"
+            for a in constants]
+
+
+def _same_reads(before, after, renamed: dict[str, str]) -> bool:
+    """Whether two models read and write the same elements in the same statements, the
+    arrays of `renamed` under their new names."""
+    def accesses(model, names):
+        return Counter((s.name, names.get(a.array, a.array), a.kind, str(a.flat))
+                       for s, a in model.accesses() if a.space != "private")
+    return accesses(before, renamed) == accesses(after, {})
+
+
+def place_program(program: Program, spec: MemorySpec,
+                  overrides: dict[tuple[str | None, str], str] | None = None,
+                  preprocessor=None) -> ProgramPlacement:
+    """Every kernel's placement and the program with the applied ones written in."""
+    from polycoal.frontend import read_program
+    from polycoal.model.extract import extract_model
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    overrides = overrides or {}
+    preprocessor = preprocessor or PreprocessorOptions()
+    result = ProgramPlacement(text=program.text)
+    allocated = _allocation_bytes(program)
+    host = HostFacts.of(program)
+    edits: list[tuple[Span, str]] = []
+    cached_variables: set[str] = set()
+    for kernel in program.kernels:
+        if kernel.ast is None or kernel.span is None or kernel.is_template:
+            result.kernels.append(KernelPlacement(kernel.name, reason=kernel.unsupported or
+                                                  "a template, or not parsed"))
+            continue
+        mine = {a: m for (k, a), m in overrides.items() if k in (None, kernel.name)}
+        try:
+            model = extract_model(kernel, program)
+            placement = plan_kernel(program, kernel, model, spec, mine, allocated, host)
+        except InputError:
+            raise
+        except Exception as error:     # confined to this kernel: it stays as written
+            result.kernels.append(KernelPlacement(kernel.name, reason=f"internal error: "
+                                                  f"{type(error).__name__}: {error}"))
+            result.diagnostics.append(Diagnostic(
+                "warning", f"internal error placing kernel '{kernel.name}' ({error}); "
+                "it stays as written", kernel.location, kernel=kernel.name))
+            continue
+        result.kernels.append(placement)
+        if not placement.applied:
+            continue
+        placed = {a.reads.array: spec.memory(a.chosen).spelling for a in placement.arrays
+                  if a.chosen != "global"}
+        constants = {a.reads.array: (a.reads.first, a.reads.last) for a in placement.arrays
+                     if placed.get(a.reads.array) == "constant"}
+        counts = Counter(a.array for _, a in model.accesses() if a.space == "global")
+        cached = {a for a in constants if host.fill_share(program, kernel, a)[1]}
+        try:
+            text = rewrite_kernel(program, kernel, placed,
+                                  {a: last + 1 for a, (_, last) in constants.items()},
+                                  {a: counts[a] for a in placed})
+            name = kernel.name
+            if placement.sized:       # both kernels; each launch chooses
+                name = f"{kernel.name}_pc_placed"
+                terms, fill = gain_terms(placement, spec)
+                text = program.text[kernel.span.start:kernel.span.end] + "\n" + \
+                    renamed(text, kernel.name, name)
+                launches = [(lz.span, rewrite_launch(
+                    program, lz, kernel, constants, cached, name,
+                    launch_condition(program, lz, kernel, terms, fill,
+                                     current_copies(program, lz, kernel, constants, cached))))
+                    for lz in program.launches_of(kernel.name) if lz.span is not None]
+            else:
+                launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached))
+                            for lz in program.launches_of(kernel.name) if lz.span is not None]
+            check = read_program(program.path, preprocessor, text=program.text[
+                :kernel.span.start] + text + program.text[kernel.span.end:],
+                constants=program.constants)
+            after = extract_model(check.kernel(name), check)
+            if not _same_reads(model, after, {a: symbol(kernel.name, a)
+                                              for a in constants}):
+                raise NotRewritable("the rewritten kernel does not read back as the same "
+                                    "accesses")
+        except NotRewritable as why:
+            placement.applied, placement.reason = False, str(why)
+            for a in placement.arrays:
+                a.chosen = "global"
+            continue
+        edits.append((kernel.span, text))
+        edits.extend(launches)
+        position = {p.name: k for k, p in enumerate(kernel.parameters)}
+        cached_variables |= {plain_name(lz.arguments[position[a]])
+                             for lz in program.launches_of(kernel.name) for a in cached}
+    read = {(k.kernel, a.reads.array) for k in result.kernels for a in k.arrays}
+    for (kernel, array), memory in overrides.items():
+        if not any(array == a and kernel in (None, k) for k, a in read):
+            who = f"kernel '{kernel}' reads" if kernel else "no kernel reads"
+            raise InputError(f"--place {kernel + ':' if kernel else ''}{array}={memory}: "
+                             f"{who} a global array '{array}'" if not kernel else
+                             f"--place {kernel}:{array}={memory}: {who} no global array "
+                             f"'{array}'")
+    if any(spec.memory(a.chosen).spelling == "constant" for k in result.kernels
+           for a in k.arrays):
+        marks = host_writes(program, cached_variables, _written(program)).marks \
+            if cached_variables else []
+        replaced = {span.start for span, _ in edits}
+        edits += mark_writes([m for m in marks
+                              if not (m[1] == "call" and m[0].start in replaced)])
+        first = min(span.start for span, _ in edits)
+        at = runtime_position(program, first)
+        edits.append((Span(at, at), runtime()))
+    out = program.text
+    # from the end; at one position a replacement before the insertions there
+    for span, text in sorted(edits, key=lambda e: (e[0].start, e[0].end > e[0].start),
+                             reverse=True):
+        out = out[:span.start] + text + out[span.end:]
+    result.text = out
+    return result

@@ -1,0 +1,51 @@
+"""`polycoal place`'s report: per kernel, each array it reads, the memory chosen, the
+predicted cost in each memory (or why it cannot go there), and the search used."""
+
+from __future__ import annotations
+
+from polycoal.model.memory_spec import MemorySpec
+
+
+def _gain(k) -> float | None:
+    total = k.total()
+    return k.baseline / total if k.arrays and total > 0 else None
+
+
+def placement_text(spec: MemorySpec, result) -> str:
+    lines = [f"memory specification: {spec.name} "
+             f"({', '.join(m.name for m in spec.memories)})"]
+    for k in result.kernels:
+        gain = _gain(k)
+        head = f"kernel '{k.kernel}': " + (
+            f"placed ({k.method}, predicted {gain:.2f}x)" if k.applied else
+            f"unchanged: {k.reason}")
+        lines.append(head)
+        for a in k.arrays:
+            costs = ", ".join(f"{o.memory} {o.cost:.0f}" if o.cost is not None else
+                              f"{o.memory}: {o.why_not}" for o in a.options)
+            where = f"{a.reads.footprint} bytes" if a.reads.footprint is not None else \
+                "size unknown"
+            lines.append(f"  {a.reads.array} ({a.reads.element_type}, {where}, "
+                         f"{100 * a.reads.uniform:.0f}% of requests one address): "
+                         f"{a.chosen}{' (forced)' if a.forced else ''}; predicted {costs}")
+    for d in result.diagnostics:
+        lines.append(str(d))
+    return "\n".join(lines) + "\n"
+
+
+def placement_json(program, spec: MemorySpec, result) -> dict:
+    return {
+        "schema": "polycoal-place", "schema_version": 1, "file": program.path,
+        "memory_spec": spec.name,
+        "kernels": [{
+            "name": k.kernel, "applied": k.applied, "reason": k.reason, "search": k.method,
+            "predicted_gain": _gain(k),
+            "arrays": [{
+                "array": a.reads.array, "element_type": a.reads.element_type,
+                "footprint_bytes": a.reads.footprint, "broadcast_share": a.reads.uniform,
+                "chosen": a.chosen, "forced": a.forced,
+                "options": [{"memory": o.memory, "predicted_cost": o.cost,
+                             "why_not": o.why_not} for o in a.options]}
+                for a in k.arrays]}
+            for k in result.kernels],
+        "diagnostics": [str(d) for d in result.diagnostics]}

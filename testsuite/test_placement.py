@@ -1,0 +1,217 @@
+"""Data placement across memory kinds (issue 18): the memory specification, the cost
+model, the search, the rewrite (read-only path, constant memory filled at launches and
+kept while its source is unchanged, a launch choosing by its size), and `polycoal
+place`. Outputs are compiled with nvcc for sm_90 and run on the CPU beside the
+original."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import compile_sm90, runs_alike
+from polycoal.analysis.placement_cost import ArrayReads, Reference, array_reads
+from polycoal.diagnostics import InputError
+from polycoal.frontend import read_program
+from polycoal.model.extract import extract_model
+from polycoal.model.memory_spec import load_spec, parse_spec
+from polycoal.optimize.placement import (ArrayChoice, KernelPlacement, Option, _fits,
+                                         branch_and_bound, greedy)
+from polycoal.placement import place_program
+
+PLACEMENT = Path(__file__).parent / "fixtures" / "placement"
+SPEC = load_spec()
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "polycoal", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+# ---------------------------------------------------------------- the specification
+
+def test_the_shipped_rules_count_what_each_memory_serialises():
+    constant, global_, shared = (SPEC.memory(m) for m in ("constant", "global", "shared"))
+    same = [0] * 32
+    consecutive = [4 * k for k in range(32)]
+    strided = [128 * k for k in range(32)]          # 32 words apart: one bank
+    assert constant.transactions(same) == 1         # broadcast
+    assert constant.transactions(consecutive) == 32      # one address a pass
+    assert global_.transactions(consecutive) == 4        # four 32-byte sectors
+    assert global_.transactions(strided) == 32
+    assert shared.transactions(consecutive) == 1
+    assert shared.transactions(strided) == 32            # a 32-way bank conflict
+    assert shared.transactions(same) == 1
+
+
+@pytest.mark.parametrize("change,message", [
+    ("serialise = \"distinct(address // 32)\"", None),
+    ("serialise = \"open('x')\"", "only distinct"),
+    ("serialise = \"distinct(address ** 2)\"", "not an integer expression"),
+    ("serialise = \"distinct(lane)\"", "unknown name"),
+    ("colour = 1", "unknown colour"),
+])
+def test_a_user_specification_is_checked(change, message):
+    text = (Path(__file__).parents[1] / "grammars" / "memory_sm90.toml").read_text()
+    if change.startswith("serialise"):
+        text = text.replace('serialise = "distinct(address // transaction)"', change, 1)
+    else:
+        text = text.replace("[[memory]]\nname = \"global\"", f"[[memory]]\n{change}\n"
+                            "name = \"global\"", 1)
+    if message is None:
+        assert parse_spec(text).memory("global").transactions([0, 64]) == 2
+        return
+    with pytest.raises(InputError, match=message):
+        spec = parse_spec(text)
+        spec.memory("global").transactions([0, 4])
+
+
+# ---------------------------------------------------------------- the cost model
+
+def _reads(name: str) -> dict[str, ArrayReads]:
+    program = read_program(str(PLACEMENT / name))
+    kernel = program.kernels[0]
+    return array_reads(extract_model(kernel, program))
+
+
+def test_a_coefficient_table_broadcasts_and_a_lookup_scatters():
+    fir = _reads("fir_filter.cu")
+    assert fir["coef"].uniform == 1.0 and fir["coef"].footprint == 32 * 4
+    assert fir["in"].uniform == 0.0 and fir["in"].footprint is None   # n: run time
+    lookup = _reads("lookup_table.cu")
+    assert [r.affine for r in lookup["table"].references] == [False]
+    per = {m.name: sum(m.request(w, 1024) for w in lookup["table"].references[0].warps)
+           for m in SPEC.memories}
+    assert per["constant"] > per["global"]         # serialised over distinct keys
+    coef = fir["coef"].references[0].warps
+    assert SPEC.memory("constant").request(coef[0], 128) < \
+        SPEC.memory("global").request(coef[0], 128)
+
+
+# ---------------------------------------------------------------- the search
+
+def _choice(name: str, costs: dict[str, float | None], last: int, uniform: bool = False):
+    warps = ((0,) * 32,) if uniform else (tuple(range(0, 128, 4)),)
+    reads = ArrayReads(name, "float", 4, (Reference(name, 1, 1.0, warps, True),), 0, last,
+                       False)
+    return ArrayChoice(reads, [Option(m, c, None if c is not None else "no")
+                               for m, c in costs.items()])
+
+
+def test_branch_and_bound_finds_the_optimum_within_capacity():
+    """Four arrays compete for 64 KB of constant memory: the search's assignment is the
+    cheapest of all assignments that fit, as trying every one finds; the greedy's fits."""
+    arrays = [_choice("a", {"global": 100, "readonly": 95, "constant": 10}, 12287, True),
+              _choice("b", {"global": 90, "readonly": 80, "constant": 20}, 8191, True),
+              _choice("c", {"global": 50, "readonly": 49, "constant": 5}, 4095, True),
+              _choice("d", {"global": 70, "readonly": None, "constant": 30}, 2047)]
+    best = branch_and_bound(arrays, SPEC)
+    every = []
+    for combo in itertools.product(*[[o.memory for o in a.options if o.cost is not None]
+                                     for a in arrays]):
+        assignment = dict(zip("abcd", combo))
+        if _fits(assignment, arrays, SPEC):
+            every.append((sum(a.cost(assignment[a.reads.array]) for a in arrays), assignment))
+    cheapest = min(every, key=lambda x: x[0])
+    placement = KernelPlacement("k", arrays)
+    assert placement.total(best) == cheapest[0]
+    assert _fits(greedy(arrays, SPEC), arrays, SPEC)
+    assert placement.total(greedy(arrays, SPEC)) >= cheapest[0]
+
+
+# ---------------------------------------------------------------- whole programs
+
+def test_the_fir_filter_takes_constant_memory_where_its_size_pays(tmp_path, nvcc):
+    """The FIR's size is read at run time: the coefficients go to constant memory (and
+    the samples to the read-only path) in a second kernel that each launch takes where
+    its predicted gain outweighs the fill; both branches give the original's results."""
+    program = read_program(str(PLACEMENT / "fir_filter.cu"))
+    result = place_program(program, SPEC)
+    k = result.kernels[0]
+    assert k.applied and k.sized and {a.reads.array: a.chosen for a in k.arrays} == \
+        {"coef": "constant", "in": "readonly"}
+    assert "__global__ void fir_pc_placed(" in result.text
+    assert "polycoal_fill_stale(pc_const_fir_coef_filled" in result.text
+    out = tmp_path / "fir.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)
+    for n in ("3000", "300000"):          # below and above the break-even size
+        runs_alike(program.text, result.text, tmp_path, argv=(n, "2"))
+
+
+def test_a_constant_copy_is_refilled_after_the_host_writes_its_source(write_cu, tmp_path):
+    """Between launches the host copies new coefficients: the launch after refills the
+    constant array (a stale copy would print other numbers)."""
+    text = (PLACEMENT / "fir_filter.cu").read_text().replace(
+        "  for (int s = 0; s < steps; s++)\n    fir<<<",
+        "  for (int s = 0; s < steps; s++) {\n"
+        "    h_coef[s % TAPS] += 1.0f;\n"
+        "    cudaMemcpy(d_coef, h_coef, TAPS * sizeof(float), cudaMemcpyHostToDevice);\n"
+        "    fir<<<").replace("d_coef, n);\n  cudaEventRecord(stop);",
+                             "d_coef, n);\n  }\n  cudaEventRecord(stop);")
+    assert text.count("h_coef[s % TAPS]") == 1
+    program = read_program(str(write_cu(text, "fir.cu")))
+    result = place_program(program, SPEC, {(None, "coef"): "constant"})
+    assert "polycoal_irregular_written(cudaMemcpy(d_coef" in result.text
+    runs_alike(program.text, result.text, tmp_path, argv=("2000", "4"))
+
+
+def test_a_lookup_table_stays_where_constant_memory_would_serialise(tmp_path):
+    program = read_program(str(PLACEMENT / "lookup_table.cu"))
+    result = place_program(program, SPEC)
+    k = result.kernels[0]
+    assert not k.applied and result.text == program.text
+    table = next(a for a in k.arrays if a.reads.array == "table")
+    assert table.cost("constant") > table.cost("global")
+    forced = place_program(program, SPEC, {(None, "table"): "readonly",
+                                           (None, "key"): "readonly"})
+    assert "__ldg(&table[__ldg(&key[i]) % ENTRIES])" in forced.text
+    runs_alike(program.text, forced.text, tmp_path, argv=("3000", "2"))
+
+
+def test_written_or_aliased_arrays_never_go_to_read_only_memories(write_cu):
+    path = write_cu("""
+        __global__ void scale(float *y, const float *x, const float *w, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) y[i] = w[0] * x[i] + y[i];
+        }
+        int main() {
+          float *a, *b; int n = 1 << 20;
+          cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&b, 4);
+          scale<<<n / 256, 256>>>(a, a, b, n);
+          return 0;
+        }
+    """)
+    program = read_program(str(path))
+    k = place_program(program, SPEC).kernels[0]
+    options = {a.reads.array: {o.memory: o.why_not for o in a.options} for a in k.arrays}
+    assert "writes it" in options["y"]["readonly"]
+    assert "alias" in options["x"]["readonly"] and "alias" in options["w"]["constant"]
+    with pytest.raises(InputError, match="alias"):
+        place_program(program, SPEC, {(None, "w"): "constant"})
+
+
+def test_place_on_the_command_line(tmp_path, nvcc):
+    source = PLACEMENT / "fir_filter.cu"
+    before = source.read_text()
+    out = tmp_path / "placed.cu"
+    r = _cli("place", source, "--place", "fir:coef=constant", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "coef (float, 128 bytes, 100% of requests one address): constant (forced)" \
+        in r.stderr
+    compile_sm90(nvcc, out)
+    r = _cli("place", source, "--report", "json")
+    assert r.returncode == 0 and r.stdout.startswith("// A FIR filter")   # the program
+    assert '"schema": "polycoal-place"' in r.stderr
+    for bad, message in ((["--place", "out=constant"], "no kernel reads a global array"),
+                         (["--place", "coef=texture"], "has no memory 'texture'"),
+                         (["--place", "coef"], "expected [KERNEL:]ARRAY=MEMORY"),
+                         (["--memory-spec", tmp_path / "none.toml"], "cannot read")):
+        r = _cli("place", source, *bad, "-o", tmp_path / "bad.cu")
+        assert r.returncode == 2 and message in r.stderr, (bad, r.stderr)
+        assert not (tmp_path / "bad.cu").exists()
+    assert source.read_text() == before
