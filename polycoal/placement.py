@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from collections import Counter
 
 from polycoal.analysis.aliasing import distinct_arrays
+from polycoal.analysis.dependences import detect_races
 from polycoal.analysis.irregular import read_only_parameters
-from polycoal.analysis.placement_cost import array_reads
+from polycoal.analysis.placement_cost import array_reads, store_waits
 from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.launch import has_side_effects, launch_parts
 from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
                                         runtime, symbol)
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
-from polycoal.frontend.lexer import matching
 from polycoal.frontend.program import Program, Span
 from polycoal.model.memory_spec import MemorySpec
 from polycoal.optimize.layout_cost import host_loops, weight_at
@@ -32,7 +32,6 @@ _SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2
           "double": 8, "size_t": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16,
           "double2": 16}
 LARGE_PARAMETER = 1 << 24    # a size known only at run time, when choosing for large ones
-_OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
 
 
 @dataclass
@@ -42,34 +41,26 @@ class ProgramPlacement:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _allocation_bytes(program: Program) -> dict[str, int]:
-    """Bytes of each variable's cudaMalloc where the size is a constant of the text
-    (object-like macros and sizeof of the basic types expanded)."""
-    macros = {m.group(1): m.group(2).split("//")[0].strip()
-              for m in _OBJECT_MACRO.finditer(program.text)}
-
-    def expand(text: str, depth: int = 0) -> str:
-        text = re.sub(r"\bsizeof\s*\(\s*([\w ]+?)\s*\)",
-                      lambda m: str(_SIZES.get(m.group(1), "sizeof")), text)
-        if depth > 8:
-            return text
-        return re.sub(r"\b[A-Za-z_]\w*\b",
-                      lambda m: f"({expand(macros[m.group(0)], depth + 1)})"
-                      if m.group(0) in macros else m.group(0), text)
-
+def _allocation_bytes(program: Program, preprocessor) -> dict[str, int]:
+    """Bytes of each variable's cudaMalloc where the size is a constant: read from the
+    preprocessed program (its macros expanded, a header's too), sizeof of the basic
+    types known; a variable allocated twice, the smaller."""
+    from polycoal.frontend.preprocess import preprocess
+    try:
+        text = preprocess(program.path, preprocessor, text=program.text).user_text()
+    except Exception:                 # no preprocessor: the sizes stay unknown
+        return {}
     out: dict[str, int] = {}
-    tokens = program.tokens
-    for k, t in enumerate(tokens):
-        if t.text != "cudaMalloc" or k + 1 >= len(tokens) or tokens[k + 1].text != "(":
-            continue
-        close = matching(tokens, k + 1)
-        inside = program.text[tokens[k + 1].end:tokens[close].start]
-        m = re.fullmatch(r"\s*(?:\([^()]*\)\s*)?&\s*(\w+)\s*,(.*)", inside, re.S)
-        if not m:
-            continue
-        value = evaluate(expand(m.group(2).strip()))
+    for m in re.finditer(r"\bcudaMalloc\s*\(\s*(?:\([^()]*\)\s*)?&\s*(\w+)\s*,", text):
+        depth, k = 1, m.end()
+        while k < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        size = re.sub(r"\bsizeof\s*\(\s*([\w ]+?)\s*\)",
+                      lambda x: str(_SIZES.get(x.group(1), "sizeof")), text[m.end():k - 1])
+        value = evaluate(size)
         if isinstance(value, int) and value > 0:
-            out[m.group(1)] = value if m.group(1) not in out else min(out[m.group(1)], value)
+            out[m.group(1)] = min(value, out.get(m.group(1), value))
     return out
 
 
@@ -132,6 +123,22 @@ class HostFacts:
         return (min(fills / launches, 1.0), True) if launches else (1.0, False)
 
 
+def _thread_obstacle(model) -> str | None:
+    """Why the kernel's threads may not be independent (a race, or a write polycoal
+    cannot place), or None."""
+    unknown = [a for _, a in model.accesses() if a.kind == "write" and a.space == "global"
+               and not a.atomic and (a.flat is None or not a.flat.is_affine())]
+    if unknown:
+        return (f"its write {unknown[0].text} is not affine: polycoal cannot show its "
+                "threads independent")
+    races = detect_races(model)
+    if races:
+        return (f"its threads race on '{races[0].array}' ({races[0].kind}, threads apart "
+                f"along {', '.join(races[0].thread_dims)}): its result depends on their "
+                "order, which a placement would change")
+    return None
+
+
 def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
                 overrides: dict[str, str], allocated: dict[str, int],
                 host: HostFacts | None = None) -> KernelPlacement:
@@ -140,6 +147,7 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
     read_only = read_only_parameters(kernel) or set()
     distinct, evidence = distinct_arrays(program, kernel, model)
     pointers = {p.name: p.type for p in kernel.parameters if p.is_pointer}
+    obstacle = _thread_obstacle(model)
     # sizes the launches give only at run time: priced large, the launches decide
     unknown = [p for p in model.parameters if p not in model.parameter_values]
     large = {p: model.parameter_values.get(p, LARGE_PARAMETER) for p in model.parameters} \
@@ -149,7 +157,7 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
         share = host.fill_share(program, kernel, name)[0] if host and name in pointers \
             else 1.0
         choice = ArrayChoice(r, options(r, spec, name in read_only, alias, pointers.get(name),
-                                        share, large), fill_share=share)
+                                        share, large, obstacle), fill_share=share)
         wanted = overrides.get(name)
         if wanted is not None:
             spec.memory(wanted)
@@ -161,7 +169,12 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
     if not placement.arrays:
         placement.reason = "it reads no global array"
         return placement
+    restrict = {p.name for p in kernel.parameters if p.is_pointer and p.is_restrict}
+    placement.ordered = frozenset(m.name for m in spec.memories if m.ordered)
+    placement.waits = store_waits(model, reads, spec, restrict, large)
     placement = choose(placement, spec)
+    if obstacle and not placement.applied:
+        placement.reason = obstacle
     placement.sized = placement.applied and large is not None and \
         not any(a.forced for a in placement.arrays) and any(
         a.chosen != "global" and spec.memory(a.chosen).fill_cost > 0 for a in placement.arrays)
@@ -230,7 +243,7 @@ def place_program(program: Program, spec: MemorySpec,
     overrides = overrides or {}
     preprocessor = preprocessor or PreprocessorOptions()
     result = ProgramPlacement(text=program.text)
-    allocated = _allocation_bytes(program)
+    allocated = _allocation_bytes(program, preprocessor)
     host = HostFacts.of(program)
     edits: list[tuple[Span, str]] = []
     cached_variables: set[str] = set()

@@ -215,3 +215,34 @@ def test_place_on_the_command_line(tmp_path, nvcc):
         assert r.returncode == 2 and message in r.stderr, (bad, r.stderr)
         assert not (tmp_path / "bad.cu").exists()
     assert source.read_text() == before
+
+
+def _polybench(name: str):
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    root = Path(__file__).parents[1] / "polybench_inputs"
+    options = PreprocessorOptions((str(root / name), str(root / "common")), (), ())
+    return read_program(str(root / name / f"{name}.cu"), options), options
+
+
+def test_kernels_whose_threads_race_stay_as_written():
+    """PolyBench/GPU's ATAX launches 8 idle copies of each thread along y, all updating
+    tmp[i]: its result depends on their order, which a placement changes (measured: all
+    4096 outputs wrong with x read through __ldg on an H100)."""
+    program, options = _polybench("atax")
+    result = place_program(program, SPEC, preprocessor=options)
+    assert result.text == program.text
+    for k in result.kernels:
+        assert not k.applied and "race" in k.reason, k.reason
+        assert all(o.cost is None for a in k.arrays for o in a.options if o.memory != "global")
+
+
+def test_a_range_over_a_run_time_size_stays_inside_the_allocation():
+    """Jacobi-1D reads A[i - 1 .. i + 1] for 0 < i < n - 1, n an argument: over every n
+    the grid allows that reaches A[4096], past the 4096 elements the launch passes; the
+    copy into constant memory takes only those (a copy of 4097 failed on the H100)."""
+    program, options = _polybench("jacobi1d")
+    result = place_program(program, SPEC, {("runJacobiCUDA_kernel1", "A"): "constant"},
+                           preprocessor=options)
+    a = next(a for a in result.kernels[0].arrays if a.reads.array == "A")
+    assert (a.reads.first, a.reads.last) == (0, 4095)
+    assert "pc_const_runJacobiCUDA_kernel1_A[4096]" in result.text

@@ -3,7 +3,7 @@
 arrays against polycoal's choice (needs nvcc and a GPU).
 
     python tools/bench_placement.py --out DIR [--sizes 65536,1048576,4194304] [--steps 50]
-        [--repeat 5] [FIXTURE.cu ...]
+        [--repeat 5] [--polybench atax,bicg,...] [FIXTURE.cu ...]
 
 Each fixture (default: testsuite/fixtures/placement/*.cu) prints a checksum on stdout
 and "kernel ms per step: X" on stderr (CUDA events around its loop of launches, the
@@ -14,6 +14,12 @@ choice forced (`place_program` overrides, as `polycoal place --place`), built wi
 `--steps`, and at least 2^24 elements' worth), the variants in turn, and timed by the
 median (a variant whose program is another's, byte for byte, is that one's time); its checksum must equal the original's. polycoal's own output ("polycoal":
 its choice, which may leave each launch to choose by its size) is timed beside them.
+With --polybench, the named programs of polybench_inputs/ (their own sizes, no
+arguments) are measured the same way by their "GPU Runtime" (the whole GPU part: copies
+in and out, and the launches); their own check against the CPU reference must find no
+mismatch. A program with more than MAX_COMBINATIONS placements tries each kernel's
+placements with the other kernels' arrays in global memory, and a kernel with more than
+that many, polycoal's choice and each change of one array's memory in it.
 Results: one JSON line per fixture and size, and DIR/placement.json: each combination's
 time, polycoal's choice (and its predicted costs), the best combination, and polycoal's
 time over the best's.
@@ -38,18 +44,48 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 sys.path.insert(0, ROOT)
 
 from polycoal.frontend import read_program  # noqa: E402
+from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.model.memory_spec import load_spec  # noqa: E402
 from polycoal.placement import place_program  # noqa: E402
 
 
-def combinations(program, spec):
+MAX_COMBINATIONS = 16     # beyond: each kernel alone, or one array at a time
+_POLYBENCH_TIME = re.compile(r"GPU Runtime:\s*([0-9.eE+-]+)s")
+_MISMATCH = re.compile(r"Non-Matching CPU-GPU Outputs Beyond Error Threshold of [0-9.]+ "
+                       r"Percent: (\d+)")
+
+
+def combinations(program, spec, preprocessor=None):
     """(label, overrides) of every legal placement of every kernel's arrays (all the
-    kernels' choices together), the all-global one first; and polycoal's choice."""
-    chosen = place_program(program, spec)
+    kernels' choices together; each kernel's alone, the others global, where there are
+    more than MAX_COMBINATIONS), the all-global one first; and polycoal's choice."""
+    chosen = place_program(program, spec, preprocessor=preprocessor)
     slots = [[(k.kernel, a.reads.array, o.memory) for o in a.options if o.cost is not None]
              for k in chosen.kernels for a in k.arrays]
+    total = 1
+    for slot in slots:
+        total *= len(slot)
+    if total <= MAX_COMBINATIONS:
+        combos = list(itertools.product(*slots))
+    else:
+        combos = []
+        picked = {(k.kernel, a.reads.array): a.chosen for k in chosen.kernels for a in k.arrays}
+        for k in chosen.kernels:
+            mine = [slot if slot[0][0] == k.kernel else [slot[0][:2] + ("global",)]
+                    for slot in slots]
+            count = 1
+            for slot in mine:
+                count *= len(slot)
+            if count <= MAX_COMBINATIONS:
+                tried = list(itertools.product(*mine))
+            else:     # too many: polycoal's choice for it, and each one-array change of it
+                base = tuple(slot[0][:2] + (picked[slot[0][:2]] if slot[0][0] == k.kernel
+                                            else "global",) for slot in mine)
+                tried = [base] + [base[:j] + (x,) + base[j + 1:] for j, slot in
+                                  enumerate(mine) for x in slot if x != base[j]]
+            combos += [c for c in tried if c not in combos]
     out = []
-    for combo in itertools.product(*slots):
+    for combo in combos:
         label = ",".join(f"{k}:{a}={m}" for k, a, m in combo if m != "global") or "global"
         out.append((label, {(k, a): m for k, a, m in combo}))
     out.sort(key=lambda c: c[0] != "global")
@@ -60,9 +96,15 @@ def combinations(program, spec):
     return out, choice, chosen
 
 
-def run(exe: str, size: int, steps: int) -> tuple[str, float]:
-    r = subprocess.run([exe, str(size), str(steps)], capture_output=True, text=True,
-                       timeout=120, check=True)
+def run(exe: str, size: int | None, steps: int) -> tuple[str, float]:
+    """(what the program prints to check, its time in ms)."""
+    argv = [exe] if size is None else [exe, str(size), str(steps)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True,
+                       cwd=os.path.dirname(exe))
+    if size is None:                  # a PolyBench program: its mismatches, its GPU time
+        mismatches = _MISMATCH.search(r.stderr + r.stdout)
+        return (mismatches.group(1) if mismatches else "?",
+                1000 * float(_POLYBENCH_TIME.search(r.stderr + r.stdout).group(1)))
     ms = float(re.search(r"kernel ms per step: ([0-9.eE+-]+)", r.stderr).group(1))
     return r.stdout.strip(), ms
 
@@ -73,25 +115,32 @@ def main() -> int:
     ap.add_argument("--sizes", default="65536,1048576,4194304")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--polybench", default="", help="programs of polybench_inputs/, "
+                    "comma-separated (instead of the fixtures)")
     ap.add_argument("fixtures", nargs="*")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     spec = load_spec()
-    fixtures = args.fixtures or sorted(glob.glob(os.path.join(
-        ROOT, "testsuite", "fixtures", "placement", "*.cu")))
+    polybench = [p for p in args.polybench.split(",") if p]
+    fixtures = [os.path.join(ROOT, "polybench_inputs", p, f"{p}.cu") for p in polybench] \
+        or args.fixtures or sorted(glob.glob(os.path.join(
+            ROOT, "testsuite", "fixtures", "placement", "*.cu")))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         builds = []
         for path in fixtures:
-            program = read_program(path)
-            combos, choice, chosen = combinations(program, spec)
+            folder = os.path.dirname(path)
+            includes = (folder, os.path.join(ROOT, "polybench_inputs", "common"))
+            options = PreprocessorOptions(includes if polybench else (), (), ())
+            program = read_program(path, options)
+            combos, choice, chosen = combinations(program, spec, options)
             name = os.path.splitext(os.path.basename(path))[0]
             variants = []
             combos = combos + [("polycoal", None)]       # its own output: as chosen
             texts: dict[str, str] = {}
             for n, (label, overrides) in enumerate(combos):
                 text = program.text if label == "global" else \
-                    place_program(program, spec, overrides or {}).text
+                    place_program(program, spec, overrides or {}, options).text
                 if text in texts:               # the same program: timed once
                     variants.append((label, texts[text]))
                     continue
@@ -100,7 +149,8 @@ def main() -> int:
                 with open(src, "w") as f:
                     f.write(text)
                 variants.append((label, src[:-3]))
-                builds.append(["nvcc", "-O3", "-arch=sm_90", "-w", src, "-o", src[:-3]])
+                builds.append(["nvcc", "-O3", "-arch=sm_90", "-w", src, "-o", src[:-3]] +
+                              [f"-I{d}" for d in options.include_dirs])
             predicted = {f"{k.kernel}:{a.reads.array}": {o.memory: o.cost for o in a.options}
                          for k in chosen.kernels for a in k.arrays}
             results.append({"fixture": name, "choice": choice, "variants": variants,
@@ -114,10 +164,10 @@ def main() -> int:
                     return 1
         report = []
         for entry in results:
-            for size in (int(s) for s in args.sizes.split(",")):
+            for size in ([None] if polybench else (int(s) for s in args.sizes.split(","))):
                 # at least 2^24 elements' worth of launches per run: small sizes are
                 # launch-bound, and their times noisy
-                steps = max(args.steps, (1 << 24) // size)
+                steps = max(args.steps, (1 << 24) // size) if size else 1
                 times, sums = {}, {}
                 for _ in range(args.repeat):            # interleaved: drift hits all alike
                     measured = {}
@@ -130,6 +180,9 @@ def main() -> int:
                 medians = {k: statistics.median(v) for k, v in times.items()}
                 best = min((k for k in medians if k != "polycoal"), key=medians.get)
                 reference = sums["global"]
+                if size is None and reference != "0":
+                    print(f"{entry['fixture']}: the original finds {reference} mismatches",
+                          file=sys.stderr)
                 line = {"fixture": entry["fixture"], "size": size, "steps": steps,
                         "ms_per_step": medians, "best": best, "choice": entry["choice"],
                         "choice_over_best": medians["polycoal"] / medians[best],
@@ -144,7 +197,10 @@ def main() -> int:
 
 
 def _close(a: str, b: str) -> bool:
-    x, y = [float(v) for v in a.split()], [float(v) for v in b.split()]
+    try:
+        x, y = [float(v) for v in a.split()], [float(v) for v in b.split()]
+    except ValueError:
+        return a == b
     return len(x) == len(y) and all(abs(p - q) <= 1e-5 * max(abs(q), 1.0) for p, q in zip(x, y))
 
 

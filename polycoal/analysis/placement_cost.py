@@ -44,6 +44,8 @@ class Reference:
     affine: bool
     instances: Poly | None = None          # its statement's instances, in the parameters
     lanes: float = 32.0                    # active lanes per live warp
+    statement: str = ""
+    trips: float = 1.0                     # its statement's trips per thread
 
     def requests_at(self, values: dict[str, int]) -> float:
         """Warp requests per launch at these parameter values."""
@@ -84,11 +86,14 @@ class ArrayReads:
         return same / total if total else 0.0
 
 
-def _element_range(model: KernelModel, uses) -> tuple[int | None, int | None]:
+def _element_range(model: KernelModel, uses) -> tuple[int | None, int | None, bool]:
     """(lowest, highest) element the affine reads `uses` [(statement, access)] touch at
-    the launch's parameter values, or (None, None)."""
+    the launch's parameter values, or (None, None); and whether those are exact: every
+    parameter's value known (else the range is the union over the values the unknown
+    ones may take, which may run past what a launch reads)."""
+    exact = True
     if not uses or any(a.flat is None or not a.flat.is_affine() for _, a in uses):
-        return None, None
+        return None, None, all(p in model.parameter_values for p in model.parameters)
     lo = hi = None
     for s, a in uses:
         values = value_range(model, [s], a.flat)
@@ -96,14 +101,17 @@ def _element_range(model: KernelModel, uses) -> tuple[int | None, int | None]:
             if values is not None else None
         if values is None or values.is_empty():
             continue
+        # exact where the bounds do not depend on a size known only at run time
+        exact = exact and all(bound.is_cst() for bound in (values.dim_min(0).coalesce(),
+                                                           values.dim_max(0).coalesce()))
         values = values.project_out(isl.dim_type.param, 0, values.dim(isl.dim_type.param))
         low, high = values.dim_min_val(0), values.dim_max_val(0)
         if not (low.is_int() and high.is_int()):
-            return None, None
+            return None, None, exact
         low, high = int(low.to_python()), int(high.to_python())
         lo = low if lo is None else min(lo, low)
         hi = high if hi is None else max(hi, high)
-    return lo, hi
+    return lo, hi, exact
 
 
 def _instances(model: KernelModel, s) -> tuple[float | None, Poly]:
@@ -144,14 +152,21 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
             reads.setdefault(a.array, []).append((s, a))
     out = {}
     for array, uses in reads.items():
-        first, last = _element_range(model, uses)
+        first, last, exact = _element_range(model, uses)
         size = uses[0][1].element_size
+        if not exact and first is not None:
+            # a range over sizes known only at run time: bounded by the allocation the
+            # launches pass (every element a launch reads lies in it), else unknown
+            whole = allocated.get(array)
+            first, last = (max(first, 0), min(last, whole - 1)) if whole else (None, None)
+            if first is not None and first > last:
+                first = last = None
         elements = (last - first + 1) if first is not None else allocated.get(array)
-        if first is None and elements:
+        if first is None and elements:        # the whole allocation the launches pass
             first, last = 0, elements - 1
         references = []
         for k, (s, a) in enumerate(uses):
-            warps, _ = warp_lanes(model, s, block)
+            warps, trips = warp_lanes(model, s, block)
             count, formula = _instances(model, s)
             if not warps or not count:
                 continue
@@ -167,10 +182,52 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
                                for j, w in enumerate(sample)]
             references.append(Reference(a.text, a.location.line, count / lanes,
                                         tuple(tuple(o) for o in offsets), affine, formula,
-                                        lanes))
+                                        lanes, s.name, max(trips, 1.0)))
         if references:
             out[array] = ArrayReads(array, uses[0][1].element_type, size, tuple(references),
                                     first, last, array in written)
+    return out
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A statement in a loop that stores to global memory and reads `arrays`: while any
+    of them is read from an ordered memory (the compiler not told it is distinct from the
+    store's), each trip waits for the store (the memory specification's store_wait)."""
+
+    statement: str
+    arrays: frozenset[str]
+    cost: float                    # per launch, per multiprocessor
+    per_request: float             # the same per warp request (trip) of the statement
+    instances: Poly | None
+    lanes: float
+
+
+def store_waits(model: KernelModel, reads: dict[str, ArrayReads], spec, distinct: set[str],
+                values: dict[str, int] | None = None) -> list[Wait]:
+    """The waits of the kernel's statements that store to global memory in a loop and
+    read other arrays; `distinct`: arrays the compiler already knows distinct from every
+    store (__restrict__ parameters, where the stored one is too); `values`: the
+    parameters to price at (default: the launch's or nominal ones)."""
+    out = []
+    for s in model.statements:
+        stored = {a.array for a in s.accesses if a.kind == "write" and a.space == "global"
+                  and not a.atomic}
+        if not s.loops or not stored or stored <= distinct:
+            continue
+        arrays = frozenset(a.array for a in s.accesses if a.kind == "read" and
+                           a.space == "global" and a.array not in stored and
+                           a.array in reads and a.array not in distinct)
+        refs = [r for x in arrays for r in reads[x].references if r.statement == s.name]
+        if not refs:
+            continue
+        r = refs[0]
+        requests = r.requests if values is None else r.requests_at(values)
+        sms = max(spec.multiprocessors, 1)
+        warps = requests / r.trips / sms                 # live warps per SM
+        per_request = spec.store_wait / min(max(warps, 1.0), spec.latency_hiding) / sms
+        out.append(Wait(s.name, arrays, requests * per_request, per_request, r.instances,
+                        r.lanes))
     return out
 
 

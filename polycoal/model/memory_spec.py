@@ -23,7 +23,7 @@ from polycoal.diagnostics import InputError
 SHIPPED = "memory_sm90.toml"          # in grammars/ (the package polycoal.grammars)
 KEYS = ("name", "scope", "capacity", "transaction", "banks", "bank_width", "serialise",
         "request_cost", "transaction_cost", "cached_bytes", "cached_transaction_cost",
-        "fill_cost", "needs", "spelling")
+        "fill_cost", "ordered", "needs", "spelling")
 NEEDS = ("read-only", "static-size", "staging")
 SPELLINGS = ("global", "ldg", "constant", "shared")
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -45,6 +45,7 @@ class Memory:
     cached_bytes: int
     cached_transaction_cost: float
     fill_cost: float
+    ordered: bool                  # reads wait for the kernel's stores that may alias
     needs: tuple[str, ...]
     spelling: str
 
@@ -69,6 +70,8 @@ class MemorySpec:
     warp: int
     multiprocessors: int
     memories: tuple[Memory, ...]
+    store_wait: float = 300.0      # cycles a read ordered after a store waits each trip
+    latency_hiding: int = 16       # warps of an SM that overlap such waits
 
     def memory(self, name: str) -> Memory:
         found = next((m for m in self.memories if m.name == name), None)
@@ -163,7 +166,8 @@ def _memory(entry: dict, where: str) -> Memory:
                         int(entry["bank_width"]), str(entry["serialise"]),
                         float(entry["request_cost"]), float(entry["transaction_cost"]),
                         int(entry["cached_bytes"]), float(entry["cached_transaction_cost"]),
-                        float(entry["fill_cost"]), needs, entry["spelling"])
+                        float(entry["fill_cost"]), bool(entry["ordered"]), needs,
+                        entry["spelling"])
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: {e}") from None
     if memory.transaction <= 0 or memory.capacity < 0:
@@ -184,8 +188,13 @@ def parse_spec(text: str, where: str = "memory specification") -> MemorySpec:
     names = [m.name for m in memories]
     if len(set(names)) != len(names) or "global" not in names:
         raise InputError(f"{where}: memory names must be distinct, one of them 'global'")
-    return MemorySpec(str(data.get("name", "custom")), int(data.get("warp", 32)),
-                      int(data.get("multiprocessors", 132)), memories)
+    try:
+        return MemorySpec(str(data.get("name", "custom")), int(data.get("warp", 32)),
+                          int(data.get("multiprocessors", 132)), memories,
+                          float(data.get("store_wait", 300.0)),
+                          max(int(data.get("latency_hiding", 16)), 1))
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{where}: {e}") from None
 
 
 def load_spec(path: str | None = None) -> MemorySpec:

@@ -2,8 +2,10 @@
 memories of each array, priced by analysis/placement_cost.py, and the search for the
 cheapest assignment within the memories' capacities.
 
-Legality: an array goes anywhere but global memory only where the kernel provably only
-reads it (no write, no address taken, analysis/irregular.read_only_parameters) and no
+Legality: the kernel's threads must not race (their writes' order would depend on how
+the rewritten code is scheduled: PolyBench/GPU's kernels launched with idle copies of
+each thread along y are such); an array goes anywhere but global memory only where the
+kernel provably only reads it (no write, no address taken, analysis/irregular.read_only_parameters) and no
 argument the kernel writes may alias it (analysis/aliasing.distinct_arrays): the
 read-only path and constant memory are not kept coherent with the kernel's own stores.
 A memory that needs a static size (constant memory: a `__constant__` array is sized when
@@ -59,6 +61,10 @@ class ArrayChoice:
 class KernelPlacement:
     kernel: str
     arrays: list[ArrayChoice] = field(default_factory=list)
+    # statements whose trips wait for their stores while any array they read is in an
+    # `ordered` memory (analysis/placement_cost.store_waits), and those memories
+    waits: list = field(default_factory=list)
+    ordered: frozenset = frozenset({"global"})
     method: str = ""                 # "branch-and-bound" | "greedy"
     applied: bool = False
     reason: str | None = None        # why nothing changes
@@ -68,7 +74,13 @@ class KernelPlacement:
 
     def total(self, choice: dict[str, str] | None = None) -> float:
         choice = choice or {a.reads.array: a.chosen for a in self.arrays}
-        return sum(a.cost(choice[a.reads.array]) or 0.0 for a in self.arrays)
+        return sum(a.cost(choice[a.reads.array]) or 0.0 for a in self.arrays) + \
+            sum(w.cost for w in self.waiting(choice))
+
+    def waiting(self, choice: dict[str, str]) -> list:
+        """The waits that remain under `choice`."""
+        return [w for w in self.waits
+                if any(choice.get(a, "global") in self.ordered for a in w.arrays)]
 
     @property
     def baseline(self) -> float:
@@ -104,13 +116,17 @@ def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | No
 
 def options(reads: ArrayReads, spec: MemorySpec, read_only: bool, alias: str | None,
             pointer_type: str | None, fill_share: float = 1.0,
-            values: dict[str, int] | None = None) -> list[Option]:
+            values: dict[str, int] | None = None, obstacle: str | None = None
+            ) -> list[Option]:
     """Each memory's predicted cost for the array, or why it cannot go there;
     `fill_share`: the share of launches that fill a copy (1 / launches per fill);
-    `values`: the parameters to price at (default: the launch's or nominal ones)."""
+    `values`: the parameters to price at (default: the launch's or nominal ones);
+    `obstacle`: why the kernel's arrays stay in global memory, whatever they are."""
     out = []
     for m in spec.memories:
         why = _why_not(reads, m, read_only, alias, pointer_type)
+        if m.name != "global" and obstacle:
+            why = obstacle
         out.append(Option(m.name, None if why else
                           placement_cost(reads, m, spec.multiprocessors, fill_share, values),
                           why))
@@ -125,6 +141,12 @@ def gain_terms(placement: "KernelPlacement", spec: MemorySpec
     pays: where sizes are known only at run time, a launch takes the placement when the
     sum exceeds the fill."""
     terms, fill = [], 0.0
+    chosen = {a.reads.array: a.chosen for a in placement.arrays}
+    base = {a: "global" for a in chosen}
+    kept = placement.waiting(chosen)
+    for w in placement.waiting(base):
+        if w not in kept and w.instances is not None:
+            terms.append((w.instances, w.lanes, w.per_request))
     for a in placement.arrays:
         if a.chosen == "global":
             continue
@@ -153,8 +175,11 @@ def _fits(assignment: dict[str, str], arrays: list[ArrayChoice], spec: MemorySpe
                for m, b in used.items())
 
 
-def branch_and_bound(arrays: list[ArrayChoice], spec: MemorySpec) -> dict[str, str]:
-    """The cheapest legal assignment within capacities (forced arrays keep theirs)."""
+def branch_and_bound(arrays: list[ArrayChoice], spec: MemorySpec,
+                     placement: "KernelPlacement | None" = None) -> dict[str, str]:
+    """The cheapest legal assignment within capacities (forced arrays keep theirs); with
+    `placement`, its store waits counted at each complete assignment (they only add, so
+    the arrays' cheapest costs still bound every branch)."""
     def legal(a):
         if a.forced:
             return [(a.cost(a.chosen) or 0.0, a.chosen)]
@@ -172,7 +197,10 @@ def branch_and_bound(arrays: list[ArrayChoice], spec: MemorySpec) -> dict[str, s
         if cost + floor[k] >= best[0] - 1e-9:
             return
         if k == len(order):
-            best[0], best[1] = cost, dict(assignment)
+            total = cost + (sum(w.cost for w in placement.waiting(assignment))
+                            if placement is not None else 0.0)
+            if total < best[0] - 1e-9:
+                best[0], best[1] = total, dict(assignment)
             return
         name = order[k].reads.array
         for c, m in choices[name]:
@@ -219,7 +247,8 @@ def choose(placement: KernelPlacement, spec: MemorySpec) -> KernelPlacement:
     """Fill in each array's memory (the search) and whether the kernel changes."""
     arrays = placement.arrays
     if len([a for a in arrays if not a.forced]) <= BRANCH_AND_BOUND_ARRAYS:
-        assignment, placement.method = branch_and_bound(arrays, spec), "branch-and-bound"
+        assignment, placement.method = branch_and_bound(arrays, spec, placement), \
+            "branch-and-bound"
     else:
         assignment, placement.method = greedy(arrays, spec), "greedy"
     for a in arrays:
