@@ -10,11 +10,14 @@ import re
 from dataclasses import dataclass, field
 from collections import Counter
 
+import islpy as isl
+
 from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.analysis.dependences import detect_races
 from polycoal.analysis.irregular import read_only_parameters
 from polycoal.analysis.placement_cost import array_reads, store_waits
 from polycoal.codegen.irregular import mark_writes, runtime_position
+from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import has_side_effects, launch_parts
 from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
                                         runtime, symbol)
@@ -22,6 +25,7 @@ from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Program, Span
 from polycoal.model.memory_spec import MemorySpec
+from polycoal.model.poly import Poly
 from polycoal.optimize.layout_cost import host_loops, weight_at
 from polycoal.optimize.placement import ArrayChoice, KernelPlacement, choose, gain_terms, options
 from polycoal.optimize.reorganise import HostWrites, host_writes, launches_per_build, plain_name
@@ -123,6 +127,16 @@ class HostFacts:
         return (min(fills / launches, 1.0), True) if launches else (1.0, False)
 
 
+def _block(program: Program, kernel, model) -> int:
+    """The threads of every launch's block where all launches use one-dimensional
+    blocks of one size known when compiling, else 0."""
+    shapes = {lz.block_shape for lz in program.launches_of(kernel.name)}
+    if len(shapes) != 1 or None in shapes:
+        return 0
+    x, y, z = next(iter(shapes))
+    return x if y == z == 1 and x % 32 == 0 else 0
+
+
 def _thread_obstacle(model) -> str | None:
     """Why the kernel's threads may not be independent (a race, or a write polycoal
     cannot place), or None."""
@@ -148,6 +162,7 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
     distinct, evidence = distinct_arrays(program, kernel, model)
     pointers = {p.name: p.type for p in kernel.parameters if p.is_pointer}
     obstacle = _thread_obstacle(model)
+    block = _block(program, kernel, model)
     # sizes the launches give only at run time: priced large, the launches decide
     unknown = [p for p in model.parameters if p not in model.parameter_values]
     large = {p: model.parameter_values.get(p, LARGE_PARAMETER) for p in model.parameters} \
@@ -157,7 +172,7 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
         share = host.fill_share(program, kernel, name)[0] if host and name in pointers \
             else 1.0
         choice = ArrayChoice(r, options(r, spec, name in read_only, alias, pointers.get(name),
-                                        share, large, obstacle), fill_share=share)
+                                        share, large, obstacle, block), fill_share=share)
         wanted = overrides.get(name)
         if wanted is not None:
             spec.memory(wanted)
@@ -224,13 +239,69 @@ def current_copies(program: Program, launch, kernel, constants, cached) -> list[
             for a in constants]
 
 
-def _same_reads(before, after, renamed: dict[str, str]) -> bool:
-    """Whether two models read and write the same elements in the same statements, the
-    arrays of `renamed` under their new names."""
-    def accesses(model, names):
-        return Counter((s.name, names.get(a.array, a.array), a.kind, str(a.flat))
-                       for s, a in model.accesses() if a.space != "private")
-    return accesses(before, renamed) == accesses(after, {})
+def _same_reads(before, after, renamed: dict[str, str],
+                staged: dict[str, tuple[int, int, str]] | None = None, block: int = 0) -> bool:
+    """Whether two models read and write the same elements, the arrays of `renamed`
+    under their new names, and each staged array read from its tile where the tile
+    holds that element: A[f] as pc_tile_A[f - (blockIdx.x B + low)] (the kernel's
+    barrier splits its index gx into B bx + tx; the statements that fill the tiles
+    aside)."""
+    staged = staged or {}
+    split = [d.name for d in before.thread_dims] == ["gx"] and \
+        {d.name for d in after.thread_dims} == {"bx", "tx"}
+    # the block's size: the launches', or blockDim.x where the kernel checked is not
+    # launched (a second kernel each launch chooses)
+    return any(_same_under(before, after, renamed, staged, size if split else None)
+               for size in (Poly.const(block), Poly.var("blockDim_x")))
+
+
+def _same_under(before, after, renamed, staged, size) -> bool:
+    sub = {} if size is None else {"gx": Poly.var("bx") * size + Poly.var("tx")}
+    tiles = {f"pc_tile_{a}" for a in staged}
+    filling = {s.name for s in after.statements
+               if any(a.kind == "write" and a.array in tiles for a in s.accesses)}
+
+    def flat(a):
+        return None if a.flat is None else a.flat.substitute(sub)
+
+    old = Counter()
+    for _, a in before.accesses():
+        if a.space == "private":
+            continue
+        if a.array in staged:
+            if size is None:
+                return False
+            shift = Poly.var("bx") * size + staged[a.array][0]
+            old[(f"pc_tile_{a.array}", a.kind, str(None if a.flat is None else
+                                                   flat(a) - shift))] += 1
+        else:
+            old[(renamed.get(a.array, a.array), a.kind, str(flat(a)))] += 1
+    new = Counter((a.array, a.kind, str(a.flat)) for s, a in after.accesses()
+                  if a.space != "private" and s.name not in filling)
+    return old == new
+
+
+def _staging(reads, block: int) -> tuple[int, int, str]:
+    """(lowest offset, tile elements, C condition on PC_ELEMENT) of a staged array.
+
+    Why the tile serves every read: a thread of block b reads A[gx + o], gx in
+    [b B, b B + B) (B = blockDim.x), o in [low, high]; so the block reads elements of
+    [b B + low, b B + B + high], the tile's B + high - low elements from b B + low. An
+    element is loaded only where the launch reads it (between the lowest and highest
+    element any thread reads, where the kernel reads any): every element a thread reads
+    is loaded, and nothing the original would not read is."""
+    low, high = reads.halo
+    lowest, highest = reads.bounds
+    where = lowest.domain().intersect(highest.domain()).params()
+    # the launch's sizes, read inside the kernel
+    names = {f"nthreads_{a}": f"((long long)gridDim.{a} * blockDim.{a})" for a in "xyz"}
+    names.update({f"gridDim_{a}": f"((long long)gridDim.{a})" for a in "xyz"})
+    names.update({f"blockDim_{a}": f"((long long)blockDim.{a})" for a in "xyz"})
+    inside = (f"PC_ELEMENT >= ({pw_aff_to_c(lowest, names)}) && "
+              f"PC_ELEMENT <= ({pw_aff_to_c(highest, names)})")
+    if not where.is_equal(isl.Set.universe(where.get_space())):
+        inside = f"({condition_to_c(where, names)}) && {inside}"
+    return low, block + high - low, inside
 
 
 def place_program(program: Program, spec: MemorySpec,
@@ -273,11 +344,14 @@ def place_program(program: Program, spec: MemorySpec,
         constants = {a.reads.array: (a.reads.first, a.reads.last) for a in placement.arrays
                      if placed.get(a.reads.array) == "constant"}
         counts = Counter(a.array for _, a in model.accesses() if a.space == "global")
+        block = _block(program, kernel, model)
+        staging = {a.reads.array: _staging(a.reads, block) for a in placement.arrays
+                   if placed.get(a.reads.array) == "shared"}
         cached = {a for a in constants if host.fill_share(program, kernel, a)[1]}
         try:
             text = rewrite_kernel(program, kernel, placed,
                                   {a: last + 1 for a, (_, last) in constants.items()},
-                                  {a: counts[a] for a in placed})
+                                  {a: counts[a] for a in placed}, staging)
             name = kernel.name
             if placement.sized:       # both kernels; each launch chooses
                 name = f"{kernel.name}_pc_placed"
@@ -297,7 +371,7 @@ def place_program(program: Program, spec: MemorySpec,
                 constants=program.constants)
             after = extract_model(check.kernel(name), check)
             if not _same_reads(model, after, {a: symbol(kernel.name, a)
-                                              for a in constants}):
+                                              for a in constants}, staging, block):
                 raise NotRewritable("the rewritten kernel does not read back as the same "
                                     "accesses")
         except NotRewritable as why:

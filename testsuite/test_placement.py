@@ -126,14 +126,15 @@ def test_branch_and_bound_finds_the_optimum_within_capacity():
 # ---------------------------------------------------------------- whole programs
 
 def test_the_fir_filter_takes_constant_memory_where_its_size_pays(tmp_path, nvcc):
-    """The FIR's size is read at run time: the coefficients go to constant memory (and
-    the samples to the read-only path) in a second kernel that each launch takes where
-    its predicted gain outweighs the fill; both branches give the original's results."""
+    """The FIR's size is read at run time: the coefficients go to constant memory in a
+    second kernel that each launch takes where its predicted gain outweighs the fill
+    (the samples stay: read in place they hit the L1 as often as a tile would serve
+    them); both branches give the original's results."""
     program = read_program(str(PLACEMENT / "fir_filter.cu"))
     result = place_program(program, SPEC)
     k = result.kernels[0]
     assert k.applied and k.sized and {a.reads.array: a.chosen for a in k.arrays} == \
-        {"coef": "constant", "in": "readonly"}
+        {"coef": "constant", "in": "global"}
     assert "__global__ void fir_pc_placed(" in result.text
     assert "polycoal_fill_stale(pc_const_fir_coef_filled" in result.text
     out = tmp_path / "fir.cu"
@@ -246,3 +247,46 @@ def test_a_range_over_a_run_time_size_stays_inside_the_allocation():
     a = next(a for a in result.kernels[0].arrays if a.reads.array == "A")
     assert (a.reads.first, a.reads.last) == (0, 4095)
     assert "pc_const_runJacobiCUDA_kernel1_A[4096]" in result.text
+
+
+def test_a_stencil_is_staged_in_shared_memory(tmp_path, nvcc):
+    """Each point of the 1-D stencil reads in[i + k], k in [-8, 8]: a block's reads fit
+    a tile of 256 + 16 elements, loaded once, coalesced, inside what the launch reads
+    (the size n known only at run time); results equal the original's, also where n is
+    smaller than a block's reach. The cost model keeps the stencil as written (its
+    neighbours hit in the L1, and the H100 measured the tile 1.33x slower): staged on
+    request."""
+    program = read_program(str(PLACEMENT / "stencil_1d.cu"))
+    chosen = place_program(program, SPEC)
+    assert not chosen.kernels[0].applied and chosen.text == program.text
+    table = {o.memory: o.cost for o in chosen.kernels[0].arrays[0].options}
+    assert table["shared"] > table["global"]
+    result = place_program(program, SPEC, {(None, "in"): "shared"})
+    k = result.kernels[0]
+    assert k.applied and [a.chosen for a in k.arrays] == ["shared"]
+    assert "__shared__ float pc_tile_in[272];" in result.text
+    assert "sum += pc_tile_in[(i + k) - pc_base_in];" in result.text
+    out = tmp_path / "stencil.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)
+    for n in ("3000", "20", "10"):
+        runs_alike(program.text, result.text, tmp_path, argv=(n, "3"))
+
+
+def test_the_staged_reads_are_checked_against_the_tile(write_cu):
+    """The read-back check of a staged kernel: the original's reads A[f] must appear as
+    tile reads at f - (blockIdx.x B + low); a wrong offset is refused."""
+    from polycoal.placement import _same_reads, _staging
+    program = read_program(str(PLACEMENT / "stencil_1d.cu"))
+    result = place_program(program, SPEC, {(None, "in"): "shared"})
+    kernel = program.kernels[0]
+    before = extract_model(kernel, program)
+    staging = {"in": _staging(array_reads(before)["in"], 256)}
+
+    def model_of(text):
+        p = read_program(str(write_cu(text, "s.cu")))
+        return extract_model(p.kernel("smooth"), p)
+    assert _same_reads(before, model_of(result.text), {}, staging, 256)
+    wrong = result.text.replace("pc_tile_in[(i + k) - pc_base_in]",
+                                "pc_tile_in[(i + k) - pc_base_in + 1]")
+    assert not _same_reads(before, model_of(wrong), {}, staging, 256)

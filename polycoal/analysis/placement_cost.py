@@ -19,7 +19,7 @@ it (a copy into constant memory) shared by the launches that reuse the copy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 
@@ -68,6 +68,12 @@ class ArrayReads:
     first: int | None          # lowest element read, when the launch's values fix it
     last: int | None           # highest
     written: bool              # the kernel also writes it
+    # staging in shared memory: every read is A[gx + o], o in [low, high] (constants),
+    # of a one-dimensional kernel: each block's reads lie in blockDim.x + high - low
+    # elements from its first thread's gx + low; and the range read over the launch,
+    # as isl values of the parameters (lowest, highest)
+    halo: tuple[int, int] | None = None
+    bounds: tuple | None = field(default=None, compare=False)
 
     @property
     def footprint(self) -> int | None:
@@ -128,6 +134,48 @@ def _instances(model: KernelModel, s) -> tuple[float | None, Poly]:
     return (value if value > 0 else None), count.formula
 
 
+def _halo(model: KernelModel, uses) -> tuple[tuple[int, int] | None, tuple | None]:
+    """((low, high) of o over every read A[gx + o], the range read as isl values), or
+    (None, None) where the reads are not so (see ArrayReads.halo)."""
+    dims = model.thread_dims
+    if len(dims) != 1 or dims[0].name != "gx" or dims[0].strided:
+        return None, None
+    gx = Poly.var("gx")
+    low = high = None
+    for s, a in uses:
+        if a.flat is None or not a.flat.is_affine() or a.flat.coefficient("gx") != Poly.const(1):
+            return None, None
+        offset = value_range(model, [s], a.flat - gx)
+        if offset is None or offset.is_empty():
+            continue
+        lo, hi = offset.dim_min(0).coalesce(), offset.dim_max(0).coalesce()
+        if not (lo.is_cst() and hi.is_cst()):
+            return None, None
+        lo, hi = _constant(lo), _constant(hi)
+        if lo is None or hi is None:
+            return None, None
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+    if low is None:
+        return None, None
+    values = None
+    for s, a in uses:
+        image = value_range(model, [s], a.flat)
+        values = image if values is None else values.union(image)
+    values = values.coalesce()
+    return (low, high), (values.dim_min(0).coalesce(), values.dim_max(0).coalesce())
+
+
+def _constant(value: isl.PwAff) -> int | None:
+    """The integer a constant piecewise value takes (None: not one integer)."""
+    found = []
+    value.foreach_piece(lambda _, aff: found.append(aff.get_constant_val()))
+    if not found or any(not v.is_int() or v.to_python() != found[0].to_python()
+                        for v in found):
+        return None
+    return int(found[0].to_python())
+
+
 def _random_offsets(lanes: int, elements: int, size: int, seed: int) -> tuple[int, ...]:
     """`lanes` byte offsets drawn uniformly over `elements` elements (a fixed LCG: the
     same figure every run)."""
@@ -184,8 +232,9 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
                                         tuple(tuple(o) for o in offsets), affine, formula,
                                         lanes, s.name, max(trips, 1.0)))
         if references:
+            halo, bounds = _halo(model, uses)
             out[array] = ArrayReads(array, uses[0][1].element_type, size, tuple(references),
-                                    first, last, array in written)
+                                    first, last, array in written, halo, bounds)
     return out
 
 
@@ -206,14 +255,24 @@ class Wait:
 def store_waits(model: KernelModel, reads: dict[str, ArrayReads], spec, distinct: set[str],
                 values: dict[str, int] | None = None) -> list[Wait]:
     """The waits of the kernel's statements that store to global memory in a loop and
-    read other arrays; `distinct`: arrays the compiler already knows distinct from every
+    read other arrays, where a placement can lift them (the loop stores to one array the
+    compiler cannot tell apart from others, not two); `distinct`: arrays the compiler already knows distinct from every
     store (__restrict__ parameters, where the stored one is too); `values`: the
     parameters to price at (default: the launch's or nominal ones)."""
     out = []
+    # the arrays each innermost loop stores to: two that may alias each other keep its
+    # trips waiting whatever the reads (each store may change what the other loads)
+    by_loop: dict = {}
+    for s in model.statements:
+        if s.loops:
+            by_loop.setdefault(s.loops[-1].location, set()).update(
+                a.array for a in s.accesses if a.kind == "write" and a.space == "global"
+                and not a.atomic and a.array not in distinct)
     for s in model.statements:
         stored = {a.array for a in s.accesses if a.kind == "write" and a.space == "global"
                   and not a.atomic}
-        if not s.loops or not stored or stored <= distinct:
+        if not s.loops or not stored or stored <= distinct or \
+                len(by_loop[s.loops[-1].location]) > 1:
             continue
         arrays = frozenset(a.array for a in s.accesses if a.kind == "read" and
                            a.space == "global" and a.array not in stored and
@@ -232,18 +291,48 @@ def store_waits(model: KernelModel, reads: dict[str, ArrayReads], spec, distinct
 
 
 def request_cost(reads: ArrayReads, r: Reference, memory: Memory) -> float:
-    """The mean cost of one of r's warp requests from `memory`."""
-    return sum(memory.request(w, reads.footprint) for w in r.warps) / len(r.warps)
+    """The mean cost of one of r's warp requests from `memory`. An array read A[i + o]
+    (reads.halo) is read again by the block's other threads and trips: its requests hit
+    in the cache, their first touches priced apart (staging_cost)."""
+    footprint = reads.footprint
+    if reads.halo is not None and memory.spelling != "shared":
+        footprint = 0
+    return sum(memory.request(w, footprint) for w in r.warps) / len(r.warps)
+
+
+def staging_cost(reads: ArrayReads, memory: Memory, source: Memory, block: int,
+                 values: dict[str, int] | None = None) -> float:
+    """The loads that stage the array in `memory` (shared), per launch: each block reads
+    its blockDim.x + high - low elements from `source` (global memory), contiguously, once
+    (its warps' requests after the first warp's sectors are L1 hits)."""
+    low, high = reads.halo
+    tile = block + high - low
+    warps = 0.0
+    for r in reads.references:
+        requests = r.requests if values is None else r.requests_at(values)
+        warps = max(warps, requests / r.trips)
+    blocks = warps / max(block / 32.0, 1.0)
+    row = tuple(range(0, 32 * reads.element_size, reads.element_size))
+    per_block = -(-tile // 32) * source.request(row, None)
+    return blocks * per_block
 
 
 def placement_cost(reads: ArrayReads, memory: Memory, multiprocessors: int,
-                   fill_share: float = 1.0, values: dict[str, int] | None = None) -> float:
+                   fill_share: float = 1.0, values: dict[str, int] | None = None,
+                   source: Memory | None = None, block: int = 0) -> float:
     """The predicted cost of the array's reads from `memory` per launch, per
     multiprocessor, plus the cost of filling it before the share `fill_share` of the
     launches that fill it (a copy kept while its source is unchanged). `values`: the
-    parameters' values to price at (default: the launch's, else nominal)."""
+    parameters' values to price at (default: the launch's, else nominal). A staged
+    array (shared memory) adds its staging loads from `source` for blocks of `block`
+    threads."""
     total = 0.0
     for r in reads.references:
         requests = r.requests if values is None else r.requests_at(values)
         total += requests * request_cost(reads, r, memory)
+    if reads.halo is not None and block:
+        # a tile's elements loaded once per block: into shared memory from global, or,
+        # read in place, the cache's first touches of them
+        total += staging_cost(reads, memory, source if memory.spelling == "shared" and
+                              source is not None else memory, block, values)
     return total / max(multiprocessors, 1) + memory.fill_cost * fill_share

@@ -37,11 +37,20 @@ def _parameter_list(tokens, kernel: Kernel) -> tuple[int, int]:
     return name + 1, matching(tokens, name + 1)
 
 
+def tile(array: str) -> str:
+    return f"pc_tile_{array}"
+
+
 def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
-                   sizes: dict[str, int], reads: dict[str, int]) -> str:
+                   sizes: dict[str, int], reads: dict[str, int],
+                   staging: dict[str, tuple[int, int, str]] | None = None) -> str:
     """The kernel's text with each array of `placed` (array -> spelling "ldg" |
-    "constant") read from its memory; `sizes`: the constant arrays' elements; `reads`:
-    the model's reads of each array (the text must show as many)."""
+    "constant" | "shared") read from its memory; `sizes`: the constant arrays' and the
+    tiles' elements; `reads`: the model's reads of each array (the text must show as
+    many); `staging`: each staged array's (lowest offset o of its reads A[i + o], the
+    tile's elements, the C condition an element must meet to be loaded: inside what
+    the launch reads)."""
+    staging = staging or {}
     text = program.text[kernel.span.start:kernel.span.end]
     tokens = tokenize(text)
     open_, close = _parameter_list(tokens, kernel)
@@ -62,6 +71,9 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
             if spelling == "ldg":
                 edits.append((tokens[k].start, tokens[k].start, "__ldg(&"))
                 edits.append((tokens[end].end, tokens[end].end, ")"))
+            elif spelling == "shared":
+                edits.append((tokens[k].start, tokens[k + 1].end, f"{tile(array)}[("))
+                edits.append((tokens[end].start, tokens[end].end, f") - pc_base_{array}]"))
             else:
                 edits.append((tokens[k].start, tokens[k].end, symbol(kernel.name, array)))
         if spelling == "ldg":
@@ -79,6 +91,22 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
                 edits.append((tokens[k].start, tokens[k].start, "__restrict__ "))
             if "const" not in words:
                 edits.append((tokens[first].start, tokens[first].start, "const "))
+    if staging:
+        body = next((k for k in range(close + 1, len(tokens)) if tokens[k].text == "{"), None)
+        if body is None:
+            raise NotRewritable("its body is not written out")
+        lines = []
+        for array, (low, size, inside) in staging.items():
+            t, base = tile(array), f"pc_base_{array}"
+            lines += [f"__shared__ {types[array]} {t}[{size}];",
+                      f"const long long {base} = (long long)blockIdx.x * blockDim.x + ({low});",
+                      f"for (int pc_t = threadIdx.x; pc_t < {size}; pc_t += blockDim.x)",
+                      f"  if ({inside.replace('PC_ELEMENT', f'({base} + pc_t)')})",
+                      f"    {t}[pc_t] = {array}[{base} + pc_t];"]
+        lines.append("__syncthreads();")
+        edits.append((tokens[body].end, tokens[body].end,
+                      " /* polycoal: tiles staged in shared memory */\n  " +
+                      "\n  ".join(lines)))
     out = text
     for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + new + out[end:]

@@ -10,7 +10,9 @@ argument the kernel writes may alias it (analysis/aliasing.distinct_arrays): the
 read-only path and constant memory are not kept coherent with the kernel's own stores.
 A memory that needs a static size (constant memory: a `__constant__` array is sized when
 compiling) takes only an array whose elements read are known at the launch's values;
-shared-memory staging is not written by polycoal yet.
+shared-memory staging takes a one-dimensional kernel's array read at A[i + o], o within
+constant bounds (stencils): each block's reads fit in a tile of blockDim.x + the spread
+elements (codegen/placement.py).
 
 Search: the costs of the arrays add up, so the only coupling is capacity. The paper's
 greedy takes, first, the arrays most of whose requests broadcast one address (constant
@@ -30,6 +32,7 @@ from polycoal.analysis.placement_cost import ArrayReads, placement_cost, request
 from polycoal.model.memory_spec import Memory, MemorySpec
 
 BRANCH_AND_BOUND_ARRAYS = 12
+MAX_HALO = 256                  # staging: elements a thread's reads may spread over
 MIN_GAIN = 1.03
 BROADCAST_SHARE = 0.5           # greedy: constant memory first for these arrays
 LDG_TYPES = ("char", "signed char", "unsigned char", "short", "unsigned short", "int",
@@ -88,11 +91,20 @@ class KernelPlacement:
 
 
 def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | None,
-             pointer_type: str | None) -> str | None:
+             pointer_type: str | None, block: int = 0) -> str | None:
     if memory.name == "global":
         return None
     if "staging" in memory.needs:
-        return "polycoal does not stage arrays in shared memory yet"
+        if reads.halo is None:
+            return ("its reads are not all A[i + o] (i the thread's index of a "
+                    "one-dimensional kernel, o within constant bounds)")
+        if not block:
+            return "the launches' blocks are not one-dimensional of one known size"
+        tile = (block + reads.halo[1] - reads.halo[0]) * reads.element_size
+        if memory.capacity and tile > memory.capacity:
+            return f"a block's {tile} bytes exceed its {memory.capacity} bytes"
+        if reads.halo[1] - reads.halo[0] > MAX_HALO:
+            return f"its reads spread over more than {MAX_HALO} elements around a thread's"
     if "read-only" in memory.needs:
         if reads.written or not read_only:
             return "the kernel writes it (or takes its address)"
@@ -102,7 +114,7 @@ def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | No
         return "it is not a pointer parameter of the kernel"
     if memory.spelling == "ldg" and pointer_type not in LDG_TYPES:
         return f"__ldg does not read '{pointer_type}'"
-    if "static-size" in memory.needs:
+    if "static-size" in memory.needs and "staging" not in memory.needs:
         if reads.footprint is None or reads.first is None or reads.first < 0:
             return "the elements it reads are not known when compiling"
         if memory.capacity and (reads.last + 1) * reads.element_size > memory.capacity:
@@ -116,20 +128,20 @@ def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | No
 
 def options(reads: ArrayReads, spec: MemorySpec, read_only: bool, alias: str | None,
             pointer_type: str | None, fill_share: float = 1.0,
-            values: dict[str, int] | None = None, obstacle: str | None = None
-            ) -> list[Option]:
+            values: dict[str, int] | None = None, obstacle: str | None = None,
+            block: int = 0) -> list[Option]:
     """Each memory's predicted cost for the array, or why it cannot go there;
     `fill_share`: the share of launches that fill a copy (1 / launches per fill);
     `values`: the parameters to price at (default: the launch's or nominal ones);
     `obstacle`: why the kernel's arrays stay in global memory, whatever they are."""
     out = []
     for m in spec.memories:
-        why = _why_not(reads, m, read_only, alias, pointer_type)
+        why = _why_not(reads, m, read_only, alias, pointer_type, block)
         if m.name != "global" and obstacle:
             why = obstacle
         out.append(Option(m.name, None if why else
-                          placement_cost(reads, m, spec.multiprocessors, fill_share, values),
-                          why))
+                          placement_cost(reads, m, spec.multiprocessors, fill_share, values,
+                                         spec.memory("global"), block), why))
     return out
 
 
