@@ -197,11 +197,11 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
 
 
 def launch_condition(program: Program, launch, kernel, terms, fill: float,
-                     current: list[str]) -> str:
-    """C text, true where this launch's predicted gain (the sum of gain_terms at its
-    arguments and geometry) exceeds the fill cost it pays: none where the copies
-    `current` (C conditions: a copy kept from an earlier launch is still its source's)
-    all hold."""
+                     kept: str | None) -> str:
+    """C text, true where this launch should run the placed kernel: its predicted gain
+    (the sum of gain_terms at its arguments and geometry) against the fill: with `kept`
+    (the arguments of polycoal_fill_worth before the gain: a copy kept between launches),
+    rent or buy; else the gain must pay the whole fill at each launch."""
     _, config, args = launch_parts(program.text, launch)
     values = {}
     for k, p in enumerate(kernel.parameters):
@@ -221,22 +221,24 @@ def launch_condition(program: Program, launch, kernel, terms, fill: float,
                                         f"give '{v}' plainly")
                 factors.append(f"(double)({values[v]})")
             parts.append(" * ".join(factors))
-    paid = f"{fill!r}" if not current else \
-        f"({' && '.join(current)} ? 0.0 : {fill!r})"
-    return f"{' + '.join(parts) or '0.0'} > {paid}"
+    gain = " + ".join(parts) or "0.0"
+    if kept:
+        return f"polycoal_fill_worth({kept}, {gain}, {fill!r})"
+    return f"{gain} > {fill!r}"
 
 
-def current_copies(program: Program, launch, kernel, constants, cached) -> list[str]:
-    """C conditions, one per constant array: its copy is current for this launch (none
-    unless every one is kept between launches)."""
-    if set(constants) - set(cached):
-        return []
+def kept_copy(program: Program, launch, kernel, constants, cached) -> str | None:
+    """The state, source and stream of the first constant array's copy where every one
+    is kept between launches (they are filled together), as arguments of
+    polycoal_fill_worth; else None."""
+    if not constants or set(constants) - set(cached):
+        return None
     _, config, args = launch_parts(program.text, launch)
     stream = config[3] if len(config) > 3 else "0"
     position = {p.name: k for k, p in enumerate(kernel.parameters)}
-    return [f"polycoal_fill_current({symbol(kernel.name, a)}_filled, "
-            f"(const void *)({args[position[a]]}), (cudaStream_t)({stream}))"
-            for a in constants]
+    first = sorted(constants)[0]
+    return (f"{symbol(kernel.name, first)}_filled, (const void *)({args[position[first]]}), "
+            f"(cudaStream_t)({stream})")
 
 
 def _same_reads(before, after, renamed: dict[str, str],
@@ -361,7 +363,7 @@ def place_program(program: Program, spec: MemorySpec,
                 launches = [(lz.span, rewrite_launch(
                     program, lz, kernel, constants, cached, name,
                     launch_condition(program, lz, kernel, terms, fill,
-                                     current_copies(program, lz, kernel, constants, cached))))
+                                     kept_copy(program, lz, kernel, constants, cached))))
                     for lz in program.launches_of(kernel.name) if lz.span is not None]
             else:
                 launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached))

@@ -149,9 +149,9 @@ def gain_terms(placement: "KernelPlacement", spec: MemorySpec
                ) -> tuple[list[tuple[object, float, float]], float]:
     """The chosen placement's gain over all-global reads per launch, as terms
     (instances formula, active lanes per warp, gain per request spread over the
-    multiprocessors) to be summed at a launch's values, and the fill cost per launch it
-    pays: where sizes are known only at run time, a launch takes the placement when the
-    sum exceeds the fill."""
+    multiprocessors) to be summed at a launch's values, and the cost of one fill of its
+    copies: where sizes are known only at run time, the launches decide (rent or buy,
+    templates/placement_runtime.cu.j2)."""
     terms, fill = [], 0.0
     chosen = {a.reads.array: a.chosen for a in placement.arrays}
     base = {a: "global" for a in chosen}
@@ -163,7 +163,7 @@ def gain_terms(placement: "KernelPlacement", spec: MemorySpec
         if a.chosen == "global":
             continue
         memory, base = spec.memory(a.chosen), spec.memory("global")
-        fill += memory.fill_cost * a.fill_share
+        fill += memory.fill_cost
         for r in a.reads.references:
             gain = (request_cost(a.reads, r, base) - request_cost(a.reads, r, memory)) / \
                 max(spec.multiprocessors, 1)
