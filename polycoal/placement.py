@@ -28,7 +28,8 @@ from polycoal.model.memory_spec import MemorySpec
 from polycoal.model.poly import Poly
 from polycoal.optimize.layout_cost import host_loops, weight_at
 from polycoal.optimize.placement import ArrayChoice, KernelPlacement, choose, gain_terms, options
-from polycoal.optimize.reorganise import HostWrites, host_writes, launches_per_build, plain_name
+from polycoal.optimize.reorganise import (HostWrites, host_writes, launches_per_build,
+                                         plain_name, written_parameters)
 
 _SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2,
           "unsigned short": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
@@ -82,17 +83,6 @@ def _argument_elements(program: Program, kernel, allocated: dict[str, int]) -> d
     return out
 
 
-def _written(program: Program):
-    """kernel name -> its pointer parameters that may be written (None: not parsed)."""
-    def written(name: str):
-        kernel = program.kernel(name)
-        read_only = read_only_parameters(kernel) if kernel is not None else None
-        if read_only is None:
-            return None
-        return {p.name for p in kernel.parameters if p.is_pointer and p.name not in read_only}
-    return written
-
-
 @dataclass(frozen=True)
 class HostFacts:
     """What the host code says about refilling copies: its loops and its writes to
@@ -105,7 +95,7 @@ class HostFacts:
     def of(program: Program) -> "HostFacts":
         loops = host_loops(program.tokens, [k.span for k in program.kernels if k.span])
         passed = {plain_name(a) for lz in program.launches for a in lz.arguments} - {None}
-        return HostFacts(loops, host_writes(program, passed, _written(program)))
+        return HostFacts(loops, host_writes(program, passed, written_parameters(program.kernels)))
 
     def fill_share(self, program: Program, kernel, array: str) -> tuple[float, bool]:
         """(the share of the kernel's launches that fill a copy of `array`: its fills
@@ -396,7 +386,7 @@ def place_program(program: Program, spec: MemorySpec,
                              f"'{array}'")
     if any(spec.memory(a.chosen).spelling == "constant" for k in result.kernels
            for a in k.arrays):
-        marks = host_writes(program, cached_variables, _written(program)).marks \
+        marks = host_writes(program, cached_variables, written_parameters(program.kernels)).marks \
             if cached_variables else []
         replaced = {span.start for span, _ in edits}
         edits += mark_writes([m for m in marks

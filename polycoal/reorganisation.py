@@ -92,7 +92,7 @@ def edits(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span,
     watched = set().union(*(watched_arrays(program, d.reorganisation, d.reorganisation.applied)
                             for d in chosen))
     writes = host_writes(program, watched, written_parameters(
-        [d.analysis for d in decisions if d.analysis is not None]))
+        d.analysis.kernel for d in decisions if d.analysis is not None))
     replaced = {s.start for s, _ in out}
     marks = [m for m in writes.marks if not (m[1] == "call" and m[0].start in replaced)]
     out += mark_writes(marks)

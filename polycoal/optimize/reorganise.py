@@ -360,10 +360,11 @@ def plan_reorganisation(program: Program, analysis, loops=None,
     return plan
 
 
-def written_parameters(analyses):
+def written_parameters(kernels):
     """kernel name -> its pointer parameters that may be written (every one not provably
-    only read, analysis/irregular.read_only_parameters; None: not parsed, any)."""
-    kernels = {a.kernel.name: a.kernel for a in analyses}
+    only read, analysis/irregular.read_only_parameters; None: not parsed, any), for the
+    kernels given."""
+    kernels = {k.name: k for k in kernels}
 
     def written(kernel: str):
         k = kernels.get(kernel)
@@ -407,7 +408,7 @@ def plan_program(program: Program, candidates, analyses, failed=None
         return plans
     watched = set().union(*(watched_arrays(program, p, [r for r in p.found if not r.obstacle])
                             for p in eligible))
-    writes = host_writes(program, watched, written_parameters(analyses))
+    writes = host_writes(program, watched, written_parameters(a.kernel for a in analyses))
     for a in candidates:
         if plans.get(a.kernel.name) in eligible:
             try:
