@@ -21,7 +21,7 @@ import time
 from collections import Counter, defaultdict
 
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
-from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner,
+from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner, command,
                                       install_read_cache, uninstall_read_cache)
 from polycoal.runtime.cpu_program import CpuProgramRunner
 from polycoal.runtime.gpu_program import GpuProgramRunner
@@ -84,7 +84,8 @@ def save_reproducer(out: str, result: ProgramResult, failure, program: Generated
         with open(base + ".out.cu", "w") as f:
             f.write(failure.output)
     option = failure.options[0] if failure.options else "default"
-    args = " ".join(shlex.quote(a) for a in OPTION_SETS.get(option, []))
+    name, rest = command(OPTION_SETS.get(option, []))
+    args = " ".join(shlex.quote(a) for a in rest)
     confirmed = confirm_with_cli(base + ".cu", option, failure) if confirm and \
         failure.cls not in NOT_POLYCOAL else "not checked"
     with open(base + ".txt", "w") as f:
@@ -92,7 +93,7 @@ def save_reproducer(out: str, result: ProgramResult, failure, program: Generated
                 f"seed: {result.seed}\noptions: {', '.join(failure.options)}\n"
                 f"confirmed by the command line: {confirmed}\n"
                 f"shape: {result.shape}\n\nreproduce:\n"
-                f"  polycoal transform {os.path.basename(base)}.cu -o out.cu {args}\n"
+                f"  polycoal {name} {os.path.basename(base)}.cu -o out.cu {args}\n"
                 f"  nvcc -arch=sm_90 -c out.cu        # nvcc-error\n"
                 f"  python tools/difftest.py --replay {base}.cu --options {option}"
                 f"    # the whole judgement\n\nmessage:\n{failure.message}\n")
@@ -106,8 +107,9 @@ def confirm_with_cli(path: str, option: str, failure) -> str:
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.cu")
-        r = subprocess.run([sys.executable, "-m", "polycoal", "transform", path, "-o", out,
-                            *OPTION_SETS.get(option, [])], capture_output=True, text=True,
+        name, rest = command(OPTION_SETS.get(option, []))
+        r = subprocess.run([sys.executable, "-m", "polycoal", name, path, "-o", out,
+                            *rest], capture_output=True, text=True,
                            errors="replace", timeout=600)
         text = open(out, errors="replace").read() if os.path.exists(out) else None
     if "Traceback (most recent call last)" in r.stderr:

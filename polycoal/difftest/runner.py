@@ -59,7 +59,17 @@ OPTION_SETS: dict[str, list[str]] = {
     "layout=soa": ["--layout", "soa"],
     "layout=none": ["--layout", "none"],
     "reorganise=none": ["--reorganise", "none"],
+    # `polycoal place` instead of transform: data placement of the original's arrays
+    "place": ["place"],
 }
+
+
+def command(args: list[str]) -> tuple[str, list[str]]:
+    """(the polycoal command, its options) of an option set: `transform` unless the set
+    names another first."""
+    if args and args[0] == "place":
+        return "place", args[1:]
+    return "transform", args
 
 TRANSFORM_TIMEOUT = 120          # seconds per transform
 RUN_TIMEOUT = 60                 # seconds per CPU run
@@ -207,7 +217,8 @@ def run_transform(path: str, out: str, args: list[str],
     quiet.__enter__()          # outside the try: a failure here is the tester's own
     try:
         with contextlib.redirect_stderr(err):
-            status = main(["transform", path, "-o", out] + args)
+            name, rest = command(args)
+            status = main([name, path, "-o", out] + rest)
     except _Timeout:
         return TransformOutcome(None, None, err.getvalue(), "transform-timeout",
                                 f"transform ran past {timeout} s")
