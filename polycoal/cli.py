@@ -467,7 +467,7 @@ def cmd_place(args) -> int:
         sys.stderr.write(placement_text(spec, result))
     from polycoal.output import relocate_includes
     _write(relocate_includes(result.text, program.path, args.output), args.output)
-    return 0
+    return 1 if any(d.severity == "error" for d in result.diagnostics) else 0
 
 
 def cmd_validate(args) -> int:

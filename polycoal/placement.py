@@ -21,6 +21,7 @@ from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import has_side_effects, launch_parts
 from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
                                         runtime, symbol)
+from polycoal.decisions import internal_error
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Program, Span
@@ -322,11 +323,10 @@ def place_program(program: Program, spec: MemorySpec,
         except InputError:
             raise
         except Exception as error:     # confined to this kernel: it stays as written
-            result.kernels.append(KernelPlacement(kernel.name, reason=f"internal error: "
-                                                  f"{type(error).__name__}: {error}"))
-            result.diagnostics.append(Diagnostic(
-                "warning", f"internal error placing kernel '{kernel.name}' ({error}); "
-                "it stays as written", kernel.location, kernel=kernel.name))
+            diagnostic, reason = internal_error(kernel.name, kernel.location, error,
+                                                "planning its placement")
+            result.kernels.append(KernelPlacement(kernel.name, reason=reason))
+            result.diagnostics.append(diagnostic)
             continue
         result.kernels.append(placement)
         if not placement.applied:
@@ -366,10 +366,14 @@ def place_program(program: Program, spec: MemorySpec,
                                               for a in constants}, staging, block):
                 raise NotRewritable("the rewritten kernel does not read back as the same "
                                     "accesses")
-        except NotRewritable as why:
+        except Exception as why:       # NotRewritable, or confined: it stays as written
             placement.applied, placement.reason = False, str(why)
             for a in placement.arrays:
                 a.chosen = "global"
+            if not isinstance(why, NotRewritable):
+                diagnostic, placement.reason = internal_error(
+                    kernel.name, kernel.location, why, "writing its placement")
+                result.diagnostics.append(diagnostic)
             continue
         edits.append((kernel.span, text))
         edits.extend(launches)

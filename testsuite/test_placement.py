@@ -293,3 +293,21 @@ def test_the_staged_reads_are_checked_against_the_tile(write_cu):
     wrong = result.text.replace("pc_tile_in[(i + k) - pc_base_in]",
                                 "pc_tile_in[(i + k) - pc_base_in + 1]")
     assert not _same_reads(before, model_of(wrong), {}, staging, 256)
+
+
+def test_an_internal_error_is_confined_to_its_kernel(monkeypatch):
+    """A failure inside the rewrite of one kernel is reported at the kernel's definition
+    and the kernel stays as written; the others are placed."""
+    import polycoal.placement as placement
+    text = (PLACEMENT / "fir_filter.cu").read_text()
+    program = read_program(str(PLACEMENT / "fir_filter.cu"))
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("on purpose")
+    monkeypatch.setattr(placement, "rewrite_kernel", broken)
+    result = place_program(program, SPEC, {(None, "coef"): "constant"})
+    assert result.text == text
+    [d] = result.diagnostics
+    assert d.severity == "error" and d.code == "internal-error" and \
+        "fir_filter.cu:12" in str(d) and "ZeroDivisionError" in str(d)
+    assert not result.kernels[0].applied
