@@ -18,7 +18,7 @@ from polycoal.analysis.irregular import read_only_parameters
 from polycoal.analysis.placement_cost import array_reads, store_waits
 from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
-from polycoal.codegen.launch import has_side_effects, launch_parts
+from polycoal.codegen.launch import launch_parts, launch_values
 from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
                                         runtime, symbol)
 from polycoal.decisions import internal_error
@@ -193,24 +193,16 @@ def launch_condition(program: Program, launch, kernel, terms, fill: float,
     (the sum of gain_terms at its arguments and geometry) against the fill: with `kept`
     (the arguments of polycoal_fill_worth before the gain: a copy kept between launches),
     rent or buy; else the gain must pay the whole fill at each launch."""
-    _, config, args = launch_parts(program.text, launch)
-    values = {}
-    for k, p in enumerate(kernel.parameters):
-        if not p.is_pointer and k < len(args):
-            values[p.name] = args[k]
-    for a in "xyz":
-        values[f"nthreads_{a}"] = f"dim3({config[0]}).{a} * dim3({config[1]}).{a}"
-        values[f"gridDim_{a}"] = f"dim3({config[0]}).{a}"
-        values[f"blockDim_{a}"] = f"dim3({config[1]}).{a}"
+    values = launch_values(program.text, launch, kernel, "double")
     parts = []
     for poly, lanes, gain in terms:
         for monomial, coefficient in poly.terms.items():
             factors = [f"{float(coefficient) * gain / lanes!r}"]
             for v in monomial:
-                if v not in values or has_side_effects(values[v]):
+                if v not in values:
                     raise NotRewritable(f"the launch at line {launch.location.line} does not "
                                         f"give '{v}' plainly")
-                factors.append(f"(double)({values[v]})")
+                factors.append(values[v])
             parts.append(" * ".join(factors))
     gain = " + ".join(parts) or "0.0"
     if kept:

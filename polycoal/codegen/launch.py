@@ -113,6 +113,23 @@ def _substitute(expr: str, values: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), expr)
 
 
+def launch_values(original: str, launch: Launch, kernel, cast: str) -> dict[str, str]:
+    """C text, at this launch, of each value a kernel model's parameters may name, cast
+    to `cast`: the kernel's scalar parameters (their arguments; none whose argument has
+    a side effect) and the launch geometry (nthreads_a, gridDim_a, blockDim_a)."""
+    _, config, args = launch_parts(original, launch)
+    values = {}
+    for k, p in enumerate(kernel.parameters):
+        if not p.is_pointer and k < len(args) and not has_side_effects(args[k]):
+            values[p.name] = f"(({cast})({args[k]}))"
+    grid, block = config[0], config[1]
+    for a in "xyz":
+        values[f"nthreads_{a}"] = f"(({cast})dim3({grid}).{a} * dim3({block}).{a})"
+        values[f"gridDim_{a}"] = f"(({cast})dim3({grid}).{a})"
+        values[f"blockDim_{a}"] = f"(({cast})dim3({block}).{a})"
+    return values
+
+
 def statement_indent(original: str, launch: Launch) -> str:
     """The white space before the launch statement on its line."""
     line_start = original.rfind("\n", 0, launch.span.start) + 1

@@ -29,7 +29,7 @@ from polycoal.analysis.irregular import Irregular, irregular_references, read_on
 import islpy as isl
 
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
-from polycoal.codegen.launch import has_side_effects, launch_parts
+from polycoal.codegen.launch import has_side_effects, launch_parts, launch_values
 from polycoal.frontend.program import Launch, Program, Span
 from polycoal.optimize.layout_cost import host_loops, weight_at
 
@@ -216,17 +216,7 @@ def launches_per_build(loops, at: int, writes: HostWrites, variables: set[str]) 
 def _host_value(program: Program, launch: Launch, kernel, pw, names: dict) -> str:
     """A bound (isl piecewise affine value of the kernel's parameters) in this
     launch's host values."""
-    _, config, args = launch_parts(program.text, launch)
-    position = {p.name: k for k, p in enumerate(kernel.parameters)}
-    values = {}
-    for p in kernel.parameters:
-        if not p.is_pointer and position[p.name] < len(args):
-            values[p.name] = f"((long long)({args[position[p.name]]}))"
-    grid, block = config[0], config[1]
-    for a in "xyz":
-        values[f"nthreads_{a}"] = f"((long long)dim3({grid}).{a} * dim3({block}).{a})"
-        values[f"gridDim_{a}"] = f"((long long)dim3({grid}).{a})"
-        values[f"blockDim_{a}"] = f"((long long)dim3({block}).{a})"
+    values = launch_values(program.text, launch, kernel, "long long")
     text = pw_aff_to_c(pw)
     where = pw.domain().params()
     if not where.is_equal(isl.Set.universe(where.get_space())):
