@@ -258,6 +258,11 @@ def _parser() -> argparse.ArgumentParser:
                        "the cost model says (it must be legal there); repeat for more")
     place.add_argument("--report", choices=("text", "json"), default="text",
                        help="format of the report printed on standard error")
+    place.add_argument("--trace", action="store_true",
+                       help="price the reads at subscripts that are not affine by their "
+                       "addresses traced on the CPU (as polycoal trace runs the kernel: "
+                       "sizes from the launch, -D and --arg), not drawn at random")
+    _add_run_options(place, "random seed of the traced inputs (default 1)", 1)
     sub.add_parser("launch", usage="polycoal launch <compiler> [compiler arguments...]",
                    help="compiler launcher for builds: transform the CUDA sources of a "
                    "compile command, then run the compiler on them "
@@ -460,7 +465,12 @@ def cmd_place(args) -> int:
     program = _read(args)
     _require_usable(program)
     spec = load_spec(args.memory_spec)
-    result = place_program(program, spec, dict(args.place), _preprocessor_options(args))
+    observed, notes = {}, {}
+    if args.trace:
+        from polycoal.placement import trace_reads
+        observed, notes = trace_reads(program, _arguments(args), args.seed)
+    result = place_program(program, spec, dict(args.place), _preprocessor_options(args),
+                           observed, notes)
     if args.report == "json":
         sys.stderr.write(json.dumps(placement_json(program, spec, result), indent=2) + "\n")
     else:

@@ -146,9 +146,10 @@ def _thread_obstacle(model) -> str | None:
 
 def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
                 overrides: dict[str, str], allocated: dict[str, int],
-                host: HostFacts | None = None) -> KernelPlacement:
+                host: HostFacts | None = None, observed: dict | None = None
+                ) -> KernelPlacement:
     placement = KernelPlacement(kernel.name)
-    reads = array_reads(model, _argument_elements(program, kernel, allocated))
+    reads = array_reads(model, _argument_elements(program, kernel, allocated), observed)
     read_only = read_only_parameters(kernel) or set()
     distinct, evidence = distinct_arrays(program, kernel, model)
     pointers = {p.name: p.type for p in kernel.parameters if p.is_pointer}
@@ -289,14 +290,57 @@ def _staging(reads, block: int) -> tuple[int, int, str]:
     return low, block + high - low, inside
 
 
+def irregular_reads(model) -> bool:
+    """Whether the kernel reads global memory at a subscript that is not affine."""
+    return any(a.kind == "read" and a.space == "global" and (a.flat is None or
+                                                             not a.flat.is_affine())
+               for _, a in model.accesses())
+
+
+def trace_reads(program: Program, arguments: dict[str, int], seed: int = 1
+                ) -> tuple[dict[str, dict], dict[str, str]]:
+    """The traced requests (dynamic/algorithm1.observed_loads) of every kernel that
+    reads at subscripts that are not affine, run on the CPU as `polycoal trace` runs it;
+    and per such kernel what was traced, or why it could not be."""
+    from polycoal.analysis import analyze_kernel
+    from polycoal.dynamic.algorithm1 import observed_loads
+    from polycoal.dynamic.collect import trace_kernel
+    observed, notes = {}, {}
+    for kernel in program.kernels:
+        if kernel.ast is None or kernel.is_template:
+            continue
+        try:
+            ka = analyze_kernel(kernel, program)
+            if ka.model is None or not irregular_reads(ka.model):
+                continue
+            trace = trace_kernel(ka, program, arguments, "cpu", seed=seed)
+        except InputError:
+            raise
+        except Exception as error:      # the kernel is priced without its trace
+            notes[kernel.name] = f"not traced: {type(error).__name__}: {error}"
+            continue
+        if trace.error:
+            notes[kernel.name] = f"not traced: {trace.error}"
+            continue
+        observed[kernel.name] = observed_loads(trace.sites, trace.records)
+        notes[kernel.name] = (f"traced on the CPU: {trace.sampling.blocks} of "
+                              f"{trace.sampling.blocks_total} blocks, "
+                              f"{len(trace.records)} records")
+    return observed, notes
+
+
 def place_program(program: Program, spec: MemorySpec,
                   overrides: dict[tuple[str | None, str], str] | None = None,
-                  preprocessor=None) -> ProgramPlacement:
-    """Every kernel's placement and the program with the applied ones written in."""
+                  preprocessor=None, observed: dict[str, dict] | None = None,
+                  trace_notes: dict[str, str] | None = None) -> ProgramPlacement:
+    """Every kernel's placement and the program with the applied ones written in;
+    `observed`: per kernel, traced requests of its irregular reads (trace_reads), and
+    `trace_notes` what was traced."""
     from polycoal.frontend import read_program
     from polycoal.model.extract import extract_model
     from polycoal.frontend.preprocess import PreprocessorOptions
     overrides = overrides or {}
+    observed, trace_notes = observed or {}, trace_notes or {}
     preprocessor = preprocessor or PreprocessorOptions()
     result = ProgramPlacement(text=program.text)
     allocated = _allocation_bytes(program, preprocessor)
@@ -311,7 +355,9 @@ def place_program(program: Program, spec: MemorySpec,
         mine = {a: m for (k, a), m in overrides.items() if k in (None, kernel.name)}
         try:
             model = extract_model(kernel, program)
-            placement = plan_kernel(program, kernel, model, spec, mine, allocated, host)
+            placement = plan_kernel(program, kernel, model, spec, mine, allocated, host,
+                                    observed.get(kernel.name))
+            placement.traced = trace_notes.get(kernel.name)
         except InputError:
             raise
         except Exception as error:     # confined to this kernel: it stays as written

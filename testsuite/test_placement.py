@@ -177,6 +177,40 @@ def test_a_lookup_table_stays_where_constant_memory_would_serialise(tmp_path):
     runs_alike(program.text, forced.text, tmp_path, argv=("3000", "2"))
 
 
+def test_a_traced_segment_table_broadcasts(tmp_path, nvcc):
+    """coef[4 * (i / seg) + k] is not affine: drawn at random its lanes scatter and
+    constant memory loses; traced (seg = 1024, a multiple of the warp), each request
+    reads one address and the table goes to constant memory. The placed program
+    builds and gives the original's results, for a segment length the trace did not
+    see too (lanes of two segments in one warp: two constant passes, same values)."""
+    from polycoal.placement import trace_reads
+    program = read_program(str(PLACEMENT / "spline_segments.cu"))
+    drawn = place_program(program, SPEC)
+    coef = next(a for a in drawn.kernels[0].arrays if a.reads.array == "coef")
+    assert not drawn.kernels[0].applied and coef.reads.uniform == 0.0
+    assert not any(r.traced for r in coef.reads.references)
+    observed, notes = trace_reads(program, {"n": 8192, "seg": 1024})
+    assert set(observed) == {"eval_segments"} and "traced on the CPU" in \
+        notes["eval_segments"]
+    traced = place_program(program, SPEC, observed=observed, trace_notes=notes)
+    k = traced.kernels[0]
+    coef = next(a for a in k.arrays if a.reads.array == "coef")
+    assert k.applied and coef.chosen == "constant" and coef.reads.uniform == 1.0
+    assert all(r.traced for r in coef.reads.references)
+    assert coef.cost("constant") < coef.cost("readonly")
+    out = tmp_path / "spline.cu"
+    out.write_text(traced.text)
+    compile_sm90(nvcc, out)
+    for argv in (("5000", "2", "1024"), ("100000", "8", "80")):
+        runs_alike(program.text, traced.text, tmp_path, argv=argv)
+    # the command line: the report says what was traced
+    run = _cli("place", PLACEMENT / "spline_segments.cu", "--trace", "--arg", "seg=1024",
+               "--arg", "n=8192", "-o", tmp_path / "cli.cu")
+    assert run.returncode == 0, run.stderr
+    assert "traced on the CPU" in run.stderr and "100% of traced requests" in run.stderr
+    assert (tmp_path / "cli.cu").read_text() == traced.text
+
+
 def test_written_or_aliased_arrays_never_go_to_read_only_memories(write_cu):
     path = write_cu("""
         __global__ void scale(float *y, const float *x, const float *w, int n) {

@@ -3,7 +3,7 @@
 arrays against polycoal's choice (needs nvcc and a GPU).
 
     python tools/bench_placement.py --out DIR [--sizes 65536,1048576,4194304] [--steps 50]
-        [--repeat 5] [--polybench atax,bicg,...] [FIXTURE.cu ...]
+        [--repeat 5] [--polybench atax,bicg,...] [--trace NAME=V,...] [FIXTURE.cu ...]
 
 Each fixture (default: testsuite/fixtures/placement/*.cu) prints a checksum on stdout
 and "kernel ms per step: X" on stderr (CUDA events around its loop of launches, the
@@ -20,6 +20,8 @@ in and out, and the launches); their own check against the CPU reference must fi
 mismatch. A program with more than MAX_COMBINATIONS placements tries each kernel's
 placements with the other kernels' arrays in global memory, and a kernel with more than
 that many, polycoal's choice and each change of one array's memory in it.
+With --trace, polycoal prices its irregular reads by their traced addresses (as
+`polycoal place --trace --arg NAME=V ...`), for its own choice and the variants' costs.
 Results: one JSON line per fixture and size, and DIR/placement.json: each combination's
 time, polycoal's choice (and its predicted costs), the best combination, and polycoal's
 time over the best's.
@@ -46,7 +48,7 @@ sys.path.insert(0, ROOT)
 from polycoal.frontend import read_program  # noqa: E402
 from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 from polycoal.model.memory_spec import load_spec  # noqa: E402
-from polycoal.placement import place_program  # noqa: E402
+from polycoal.placement import place_program, trace_reads  # noqa: E402
 
 
 MAX_COMBINATIONS = 16     # beyond: each kernel alone, or one array at a time
@@ -55,11 +57,11 @@ _MISMATCH = re.compile(r"Non-Matching CPU-GPU Outputs Beyond Error Threshold of 
                        r"Percent: (\d+)")
 
 
-def combinations(program, spec, preprocessor=None):
+def combinations(program, spec, preprocessor=None, traced=None):
     """(label, overrides) of every legal placement of every kernel's arrays (all the
     kernels' choices together; each kernel's alone, the others global, where there are
     more than MAX_COMBINATIONS), the all-global one first; and polycoal's choice."""
-    chosen = place_program(program, spec, preprocessor=preprocessor)
+    chosen = place_program(program, spec, preprocessor=preprocessor, observed=traced)
     slots = [[(k.kernel, a.reads.array, o.memory) for o in a.options if o.cost is not None]
              for k in chosen.kernels for a in k.arrays]
     total = 1
@@ -117,6 +119,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--polybench", default="", help="programs of polybench_inputs/, "
                     "comma-separated (instead of the fixtures)")
+    ap.add_argument("--trace", default="", help="trace the irregular reads with these "
+                    "sizes (NAME=V,...; as polycoal place --trace --arg)")
     ap.add_argument("fixtures", nargs="*")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -133,14 +137,19 @@ def main() -> int:
             includes = (folder, os.path.join(ROOT, "polybench_inputs", "common"))
             options = PreprocessorOptions(includes if polybench else (), (), ())
             program = read_program(path, options)
-            combos, choice, chosen = combinations(program, spec, options)
+            traced = None
+            if args.trace:
+                arguments = {k: int(v) for k, v in (x.split("=") for x in
+                                                     args.trace.split(","))}
+                traced = trace_reads(program, arguments)[0]
+            combos, choice, chosen = combinations(program, spec, options, traced)
             name = os.path.splitext(os.path.basename(path))[0]
             variants = []
             combos = combos + [("polycoal", None)]       # its own output: as chosen
             texts: dict[str, str] = {}
             for n, (label, overrides) in enumerate(combos):
                 text = program.text if label == "global" else \
-                    place_program(program, spec, overrides or {}, options).text
+                    place_program(program, spec, overrides or {}, options, traced).text
                 if text in texts:               # the same program: timed once
                     variants.append((label, texts[text]))
                     continue

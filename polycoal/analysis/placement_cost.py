@@ -7,8 +7,10 @@ affine subscript gives their byte offsets, and the memory's serialisation rule t
 them into transactions (sectors, distinct constant addresses, bank conflicts). A
 subscript that is not affine (a lookup through data, `table[key[i]]`) has its lanes
 drawn at random over the array's footprint (the bytes the kernel may read of it):
-nothing better is known without a trace, and random keys are what a lookup table is
-read with. Each request costs the memory's request cost plus its transactions at the
+random keys are what a lookup table is read with. Where a trace of the kernel is given
+(`polycoal place --trace`, dynamic/collect.py), such a reference's requests are the
+traced ones instead: a subscript computed from the thread's index (`c[i / n]`, a hash)
+shows its lanes' addresses as they are. Each request costs the memory's request cost plus its transactions at the
 cached or uncached price (the footprint against the memory's cache), and each reference
 makes `instances / active lanes per warp` requests per launch (its statement's dynamic
 instances, analysis/counting.py; a size the launch does not fix taken as
@@ -46,6 +48,7 @@ class Reference:
     lanes: float = 32.0                    # active lanes per live warp
     statement: str = ""
     trips: float = 1.0                     # its statement's trips per thread
+    traced: bool = False                   # its warps' offsets come from a trace
 
     def requests_at(self, values: dict[str, int]) -> float:
         """Warp requests per launch at these parameter values."""
@@ -186,11 +189,15 @@ def _random_offsets(lanes: int, elements: int, size: int, seed: int) -> tuple[in
     return tuple(out)
 
 
-def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
+def array_reads(model: KernelModel, allocated: dict[str, int] | None = None,
+                observed: dict[tuple[str, int], list[tuple[int, ...]]] | None = None
                 ) -> dict[str, ArrayReads]:
     """The global reads of every array of the kernel, priced per request. `allocated`:
     the elements of an array's allocation where the host code tells them (the footprint
-    of an array read only through data)."""
+    of an array read only through data); `observed`: traced warp requests (their active
+    lanes' byte offsets) of the references at (array, line), used for the references
+    whose subscripts are not affine."""
+    observed = observed or {}
     block = model.block_shape or DEFAULT_BLOCK
     allocated = allocated or {}
     written = {a.array for _, a in model.accesses() if a.kind == "write"}
@@ -222,7 +229,10 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
             sample = warps[:SAMPLE_WARPS]
             offsets = [lane_offsets(model, s, a, w) for w in sample]
             affine = all(o is not None for o in offsets)
-            if not affine:
+            traced = not affine and bool(observed.get((array, a.location.line)))
+            if traced:
+                offsets = observed[(array, a.location.line)]
+            elif not affine:
                 if not elements:
                     offsets = [tuple(range(0, len(w) * 4096, 4096)) for w in sample]
                 else:
@@ -230,7 +240,7 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None
                                for j, w in enumerate(sample)]
             references.append(Reference(a.text, a.location.line, count / lanes,
                                         tuple(tuple(o) for o in offsets), affine, formula,
-                                        lanes, s.name, max(trips, 1.0)))
+                                        lanes, s.name, max(trips, 1.0), traced))
         if references:
             halo, bounds = _halo(model, uses)
             out[array] = ArrayReads(array, uses[0][1].element_type, size, tuple(references),

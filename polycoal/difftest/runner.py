@@ -61,6 +61,7 @@ OPTION_SETS: dict[str, list[str]] = {
     "reorganise=none": ["--reorganise", "none"],
     # `polycoal place` instead of transform: data placement of the original's arrays
     "place": ["place"],
+    "place-trace": ["place", "--trace"],
 }
 
 

@@ -130,3 +130,22 @@ def algorithm1(sites: list[Site], records: list[Record]) -> list[SiteStats]:
     """Statistics of every static id the trace executed, in static id order."""
     by_sid = requests(records)
     return [site_stats(s, by_sid[s.sid]) for s in sites if s.sid in by_sid]
+
+
+def observed_loads(sites: list[Site], records: list[Record], limit: int = 256
+                   ) -> dict[tuple[str, int], list[tuple[int, ...]]]:
+    """The traced requests of the loads, per (array, line) (the placement cost model's
+    key, analysis/placement_cost.py, which reads those of subscripts that are not
+    affine): each request its
+    active lanes' byte offsets in lane order; at most `limit` of a reference's requests,
+    taken evenly over the trace."""
+    by_sid = requests(records)
+    out: dict[tuple[str, int], list[tuple[int, ...]]] = defaultdict(list)
+    for site in sites:
+        reqs = by_sid.get(site.sid)
+        if site.kind != "load" or not reqs:
+            continue
+        step = max(1, len(reqs) // limit)
+        out[(site.array, site.location.line)] += [tuple(o for _, o in sorted(r))
+                                                  for r in reqs[::step][:limit]]
+    return dict(out)

@@ -74,6 +74,7 @@ class KernelPlacement:
     # chosen for large sizes the launch gives at run time: each launch takes it where its
     # predicted gain outweighs the fills (gain_terms), else runs the kernel as written
     sized: bool = False
+    traced: str | None = None        # how its references' addresses were traced, or why not
 
     def total(self, choice: dict[str, str] | None = None) -> float:
         choice = choice or {a.reads.array: a.chosen for a in self.arrays}

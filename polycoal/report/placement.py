@@ -20,13 +20,16 @@ def placement_text(spec: MemorySpec, result) -> str:
             f"placed ({k.method}, predicted {gain:.2f}x)" if k.applied else
             f"unchanged: {k.reason}")
         lines.append(head)
+        if k.traced:
+            lines.append(f"  addresses of its irregular reads: {k.traced}")
         for a in k.arrays:
             costs = ", ".join(f"{o.memory} {o.cost:.0f}" if o.cost is not None else
                               f"{o.memory}: {o.why_not}" for o in a.options)
             where = f"{a.reads.footprint} bytes" if a.reads.footprint is not None else \
                 "size unknown"
+            traced = " traced" if any(r.traced for r in a.reads.references) else ""
             lines.append(f"  {a.reads.array} ({a.reads.element_type}, {where}, "
-                         f"{100 * a.reads.uniform:.0f}% of requests one address): "
+                         f"{100 * a.reads.uniform:.0f}% of{traced} requests one address): "
                          f"{a.chosen}{' (forced)' if a.forced else ''}; predicted {costs}")
     for d in result.diagnostics:
         lines.append(str(d))
@@ -39,10 +42,12 @@ def placement_json(program, spec: MemorySpec, result) -> dict:
         "memory_spec": spec.name,
         "kernels": [{
             "name": k.kernel, "applied": k.applied, "reason": k.reason, "search": k.method,
+            "trace": k.traced,
             "predicted_gain": _gain(k),
             "arrays": [{
                 "array": a.reads.array, "element_type": a.reads.element_type,
                 "footprint_bytes": a.reads.footprint, "broadcast_share": a.reads.uniform,
+                "traced": any(r.traced for r in a.reads.references),
                 "chosen": a.chosen, "forced": a.forced,
                 "options": [{"memory": o.memory, "predicted_cost": o.cost,
                              "why_not": o.why_not} for o in a.options]}
