@@ -262,6 +262,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="price the reads at subscripts that are not affine by their "
                        "addresses traced on the CPU (as polycoal trace runs the kernel: "
                        "sizes from the launch, -D and --arg), not drawn at random")
+    place.add_argument("--device", action="store_true",
+                       help="run each placed kernel beside the kernel as written on the GPU "
+                       "(needs pycuda; sizes from the launch, -D and --arg): report the "
+                       "measured effect, and leave as written a kernel whose outputs differ "
+                       "or that runs slower")
+    place.add_argument("--repeat", type=_positive, default=10,
+                       help="timed launches per kernel with --device (median reported)")
     _add_run_options(place, "random seed of the traced inputs (default 1)", 1)
     sub.add_parser("launch", usage="polycoal launch <compiler> [compiler arguments...]",
                    help="compiler launcher for builds: transform the CUDA sources of a "
@@ -471,13 +478,45 @@ def cmd_place(args) -> int:
         observed, notes = trace_reads(program, _arguments(args), args.seed)
     result = place_program(program, spec, dict(args.place), _preprocessor_options(args),
                            observed, notes)
+    measured = []
+    if args.device:
+        result, measured = _place_measured(program, spec, result, args, observed, notes)
     if args.report == "json":
-        sys.stderr.write(json.dumps(placement_json(program, spec, result), indent=2) + "\n")
+        sys.stderr.write(json.dumps(placement_json(program, spec, result, measured),
+                                    indent=2) + "\n")
     else:
-        sys.stderr.write(placement_text(spec, result))
+        sys.stderr.write(placement_text(spec, result, measured))
     from polycoal.output import relocate_includes
     _write(relocate_includes(result.text, program.path, args.output), args.output)
-    return 1 if any(d.severity == "error" for d in result.diagnostics) else 0
+    return 1 if any(d.severity == "error" for d in result.diagnostics) or \
+        any(not m.ok and not m.message.startswith("not run") for m in measured) else 0
+
+
+def _place_measured(program, spec, result, args, observed, notes):
+    """`place --device`: every placed kernel measured; one whose outputs differ, or
+    that ran slower than as written (a size the launch fixes: one chosen at run time
+    leaves that to its launches), placed again with its arrays in global memory."""
+    from polycoal.placement import place_program
+    from polycoal.validate.device import load_pycuda
+    from polycoal.validate.placement_device import measure_placement
+    load_pycuda()
+    measured = measure_placement(program, result, _arguments(args), args.repeat)
+    undo = {m.kernel for m in measured
+            if (not m.ok and not m.message.startswith("not run")) or
+            (m.slower and not next(k for k in result.kernels if k.kernel == m.kernel).sized)}
+    if not undo:
+        return result, measured
+    overrides = dict(args.place)
+    overrides.update({(k.kernel, a.reads.array): "global" for k in result.kernels
+                      if k.kernel in undo for a in k.arrays})
+    again = place_program(program, spec, overrides, _preprocessor_options(args),
+                          observed, notes)
+    for k in again.kernels:
+        if k.kernel in undo:
+            m = next(m for m in measured if m.kernel == k.kernel)
+            k.reason = (f"measured on this device: {m.message}" if not m.ok else
+                        f"measured slower on this device (x{m.speedup:.2f})")
+    return again, measured
 
 
 def cmd_validate(args) -> int:

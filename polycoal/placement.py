@@ -19,8 +19,9 @@ from polycoal.analysis.placement_cost import array_reads, store_waits
 from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import launch_parts, launch_values
-from polycoal.codegen.placement import (NotRewritable, renamed, rewrite_kernel, rewrite_launch,
-                                        runtime, symbol)
+from polycoal.codegen.placement import (NotRewritable, constant_declarations, fill_states,
+                                        renamed, rewrite_kernel, rewrite_launch, runtime,
+                                        symbol)
 from polycoal.decisions import internal_error
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
@@ -379,9 +380,10 @@ def place_program(program: Program, spec: MemorySpec,
                    if placed.get(a.reads.array) == "shared"}
         cached = {a for a in constants if host.fill_share(program, kernel, a)[1]}
         try:
-            text = rewrite_kernel(program, kernel, placed,
-                                  {a: last + 1 for a, (_, last) in constants.items()},
-                                  {a: counts[a] for a in placed}, staging)
+            written = rewrite_kernel(program, kernel, placed,
+                                     {a: last + 1 for a, (_, last) in constants.items()},
+                                     {a: counts[a] for a in placed}, staging)
+            text = fill_states(kernel, constants) + written
             name = kernel.name
             if placement.sized:       # both kernels; each launch chooses
                 name = f"{kernel.name}_pc_placed"
@@ -413,6 +415,9 @@ def place_program(program: Program, spec: MemorySpec,
                     kernel.name, kernel.location, why, "writing its placement")
                 result.diagnostics.append(diagnostic)
             continue
+        placement.written, placement.constants = check.kernel(name).expanded, constants
+        placement.declarations = constant_declarations(
+            kernel, placed, {a: last + 1 for a, (_, last) in constants.items()})
         edits.append((kernel.span, text))
         edits.extend(launches)
         position = {p.name: k for k, p in enumerate(kernel.parameters)}

@@ -345,3 +345,50 @@ def test_an_internal_error_is_confined_to_its_kernel(monkeypatch):
     assert d.severity == "error" and d.code == "internal-error" and \
         "fir_filter.cu:12" in str(d) and "ZeroDivisionError" in str(d)
     assert not result.kernels[0].applied
+
+
+# ---------------------------------------------------------------- place --device
+
+@pytest.mark.parametrize("fixture, arguments", [
+    ("fir_filter.cu", {"n": 4096}), ("stencil_1d.cu", {"n": 4096}),
+    ("spline_segments.cu", {"n": 4096, "seg": 1024})])
+def test_the_device_measurement_builds_both_kernels(fixture, arguments, tmp_path, nvcc):
+    """`place --device` compiles the kernel as written and the placed one in one module,
+    the constant arrays declared (filled through their symbols): the module builds for
+    sm_90 here (it runs on the GPU in test_place_device_measures)."""
+    from polycoal.placement import trace_reads
+    from polycoal.validate.placement_device import measurement
+    program = read_program(str(PLACEMENT / fixture))
+    observed, notes = trace_reads(program, arguments)
+    forced = {"fir_filter.cu": {(None, "coef"): "constant"},
+              "stencil_1d.cu": {(None, "in"): "shared"}}.get(fixture, {})
+    result = place_program(program, SPEC, forced, observed=observed, trace_notes=notes)
+    k = result.kernels[0]
+    assert k.applied and k.written
+    m = measurement(program, k, arguments)
+    assert m.names[1] in m.source and m.names[0] in m.source
+    for array in k.constants:
+        assert f"__constant__ float pc_const_{k.kernel}_{array}[" in m.source
+    source = tmp_path / "module.cu"
+    source.write_text(m.source)
+    compile_sm90(nvcc, source)
+
+
+needs_gpu = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import pycuda.driver as d; d.init(); "
+                    "assert d.Device.count()"], capture_output=True).returncode != 0,
+    reason="no pycuda or no CUDA device on this machine (the gpu tests run on the lent H200)")
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_place_device_measures(tmp_path):
+    """On the GPU: the FIR's coefficients in constant memory and the traced segment
+    table measured beside the kernels as written, outputs equal, times reported."""
+    run = _cli("place", PLACEMENT / "spline_segments.cu", "--trace", "--device", "--arg",
+               "n=1048576", "--arg", "seg=1024", "--report", "json", "-o", tmp_path / "s.cu")
+    assert run.returncode == 0, run.stderr
+    import json
+    k = json.loads(run.stderr)["kernels"][0]
+    assert k["measured"]["ok"] and k["measured"]["original_ms"] > 0
+    assert k["measured"]["placed_ms"] > 0

@@ -110,10 +110,21 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
     out = text
     for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + new + out[end:]
-    declarations = "".join(f"__constant__ {types[a]} {symbol(kernel.name, a)}[{sizes[a]}];\n"
-                           f"static polycoal_filled {symbol(kernel.name, a)}_filled;\n"
-                           for a, s in placed.items() if s == "constant")
-    return declarations + out
+    return constant_declarations(kernel, placed, sizes) + out
+
+
+def constant_declarations(kernel: Kernel, placed: dict[str, str], sizes: dict[str, int]) -> str:
+    """The `__constant__` arrays of the kernel's arrays placed in constant memory."""
+    types = {p.name: p.type for p in kernel.parameters}
+    return "".join(f"__constant__ {types[a]} {symbol(kernel.name, a)}[{sizes[a]}];\n"
+                   for a, s in placed.items() if s == "constant")
+
+
+def fill_states(kernel: Kernel, constants) -> str:
+    """The declarations of the fill states of the kernel's constant copies
+    (templates/placement_runtime.cu.j2)."""
+    return "".join(f"static polycoal_filled {symbol(kernel.name, a)}_filled;\n"
+                   for a in sorted(constants))
 
 
 def renamed(text: str, old: str, new: str) -> str:

@@ -75,6 +75,11 @@ class KernelPlacement:
     # predicted gain outweighs the fills (gain_terms), else runs the kernel as written
     sized: bool = False
     traced: str | None = None        # how its references' addresses were traced, or why not
+    # where applied: the kernel as rewritten (preprocessed), the declarations of its
+    # __constant__ arrays, and each constant array's elements copied (first, last)
+    written: str | None = None
+    declarations: str = ""
+    constants: dict = field(default_factory=dict)
 
     def total(self, choice: dict[str, str] | None = None) -> float:
         choice = choice or {a.reads.array: a.chosen for a in self.arrays}

@@ -114,37 +114,110 @@ def compile_on_device(driver, SourceModule, source: str, options=()):
                         options=list(options) or None)
 
 
+class DeviceInputs:
+    """A kernel's arguments on the device: its int values, random arrays (fresh on
+    every upload, never zeros), launches, the comparison of two runs' arrays, and
+    event-timed launches rotating input sets when the inputs fit in the L2 cache."""
+
+    def __init__(self, driver, kernel, values: dict[str, int], arrays, seed=None):
+        import numpy as np
+        self.np, self.driver, self.kernel, self.arrays = np, driver, kernel, arrays
+        self.rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62)
+                                         if seed is None else seed)
+        self.bytes = sum(numpy_dtype(np, a.type).itemsize * a.size for a in arrays)
+        self.sets = 1 if self.bytes >= 2 * L2_BYTES else \
+            max(1, min(4, math.ceil(2 * L2_BYTES / max(self.bytes, 1))))
+        self.scalars = {}
+        for p in kernel.parameters:
+            if not p.is_pointer:
+                dt = numpy_dtype(np, p.type)
+                self.scalars[p.name] = dt.type(values[p.name]) if p.name in values else \
+                    dt.type(self.rng.uniform(0.5, 1.5))
+
+    def fresh(self) -> dict:
+        np, out = self.np, {}
+        for a in self.arrays:
+            dt = numpy_dtype(np, a.type)
+            out[a.name] = ((self.rng.standard_normal(a.size) + 0.5).astype(dt)
+                           if dt.kind == "f" else
+                           self.rng.integers(1, 100, a.size).astype(dt))
+        return out
+
+    def upload(self, host: dict) -> dict:
+        bufs = {}
+        for name, arr in host.items():
+            bufs[name] = self.driver.mem_alloc(max(arr.nbytes, 1))
+            self.driver.memcpy_htod(bufs[name], arr)
+        return bufs
+
+    @staticmethod
+    def free(bufs: dict) -> None:
+        for buf in bufs.values():
+            buf.free()
+
+    def launch(self, fn, bufs, grid, block, extra=()) -> None:
+        """`fn` on these buffers; grid None: `fn` launches itself (several stages)."""
+        args = [bufs[p.name] if p.is_pointer else self.scalars[p.name]
+                for p in self.kernel.parameters] + [self.np.int64(h) for h in extra]
+        if grid is None:
+            fn(*args)
+        else:
+            fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
+
+    def compare(self, a: dict, b: dict, tolerance: float) -> tuple[bool, list[dict]]:
+        """Whether every array of two runs agrees (relative L2 error, NaN never does)."""
+        np, results, ok = self.np, [], True
+        for arr in self.arrays:
+            dt = numpy_dtype(np, arr.type)
+            x, y = np.empty(arr.size, dt), np.empty(arr.size, dt)
+            self.driver.memcpy_dtoh(x, a[arr.name])
+            self.driver.memcpy_dtoh(y, b[arr.name])
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            nan = bool(np.isnan(x64).any() or np.isnan(y64).any())
+            ref = float(np.linalg.norm(x64)) or 1.0
+            rel = float("nan") if nan else float(np.linalg.norm(x64 - y64)) / ref
+            good = not nan and rel <= tolerance
+            ok = ok and good
+            results.append({"array": arr.name, "elements": arr.size, "rel_l2": rel,
+                            "ok": good})
+        return ok, results
+
+    def timed(self, fn, grid, block, repeats: int, extra=(), before=None) -> float:
+        """The median time (ms) of `repeats` launches after a warm-up, CUDA events
+        around each; `before(bufs)` runs ahead of each launch, outside the timing."""
+        driver = self.driver
+        pool = [self.upload(self.fresh()) for _ in range(self.sets)]
+        if before:
+            before(pool[0])
+        self.launch(fn, pool[0], grid, block, extra)          # warm-up
+        driver.Context.synchronize()
+        times = []
+        for k in range(repeats):
+            bufs = pool[k % self.sets]
+            if before:
+                before(bufs)
+            start, end = driver.Event(), driver.Event()
+            start.record()
+            self.launch(fn, bufs, grid, block, extra)
+            end.record()
+            end.synchronize()
+            times.append(start.time_till(end))
+        for bufs in pool:
+            self.free(bufs)
+        return statistics.median(times)
+
+
 def validate_kernel_device(program: Program, new_program: Program, d: KernelDecision,
                            arguments: dict[str, int], repeats: int = 10,
                            tolerance: float = 1e-5, time_original: bool = True) -> DeviceVerdict:
-    import numpy as np
     driver, SourceModule = load_pycuda()
     try:
         e = prepare(program, new_program, d, arguments)
     except NotRunnable as error:
         return DeviceVerdict(d.kernel, False, str(error))
     source = device_source(e.declarations, [e.original, e.transformed])
-    rng = np.random.default_rng(random.SystemRandom().randrange(1 << 62))
-    total_bytes = sum(numpy_dtype(np, a.type).itemsize * a.size for a in e.arrays)
-    # input sets to rotate so that repeated launches do not run from the L2 cache
-    sets = 1 if total_bytes >= 2 * L2_BYTES else \
-        max(1, min(4, math.ceil(2 * L2_BYTES / max(total_bytes, 1))))
-    scalars = {}
-    for p in e.kernel.parameters:
-        if not p.is_pointer:
-            dt = numpy_dtype(np, p.type)
-            scalars[p.name] = dt.type(e.values[p.name]) if p.name in e.values else \
-                dt.type(rng.uniform(0.5, 1.5))
-
-    def fresh():
-        out = {}
-        for a in e.arrays:
-            dt = numpy_dtype(np, a.type)
-            out[a.name] = ((rng.standard_normal(a.size) + 0.5).astype(dt) if dt.kind == "f"
-                           else rng.integers(1, 100, a.size).astype(dt))
-        return out
-
     with device_context(driver):
+        inputs = DeviceInputs(driver, e.kernel, e.values, e.arrays)
         module = compile_on_device(driver, SourceModule, source, ["-O3"])
         original = module.get_function(e.original_name)
         stages = [(module.get_function(st.kernel), st.grid, st.block) for st in e.stages]
@@ -153,66 +226,20 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
             for fn, g, b in stages:
                 fn(*args, grid=g, block=b)
 
-        def upload(host):
-            bufs = {}
-            for name, arr in host.items():
-                bufs[name] = driver.mem_alloc(max(arr.nbytes, 1))
-                driver.memcpy_htod(bufs[name], arr)
-            return bufs
-
-        def free(bufs):
-            for buf in bufs.values():
-                buf.free()
-
-        def launch(fn, bufs, grid, block, extra=()):
-            args = [bufs[p.name] if p.is_pointer else scalars[p.name]
-                    for p in e.kernel.parameters] + [np.int64(h) for h in extra]
-            if grid is None:
-                fn(*args)
-            else:
-                fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
-
-        host = fresh()
-        bufs_o, bufs_n = upload(host), upload(host)
-        launch(original, bufs_o, e.grid, e.block)
-        launch(transformed, bufs_n, None, None, e.hidden)
+        host = inputs.fresh()
+        bufs_o, bufs_n = inputs.upload(host), inputs.upload(host)
+        inputs.launch(original, bufs_o, e.grid, e.block)
+        inputs.launch(transformed, bufs_n, None, None, e.hidden)
         driver.Context.synchronize()
-        results, ok = [], True
-        for a in e.arrays:
-            dt = numpy_dtype(np, a.type)
-            x, y = np.empty(a.size, dt), np.empty(a.size, dt)
-            driver.memcpy_dtoh(x, bufs_o[a.name])
-            driver.memcpy_dtoh(y, bufs_n[a.name])
-            x64, y64 = x.astype(np.float64), y.astype(np.float64)
-            nan = bool(np.isnan(x64).any() or np.isnan(y64).any())
-            ref = float(np.linalg.norm(x64)) or 1.0
-            rel = float("nan") if nan else float(np.linalg.norm(x64 - y64)) / ref
-            good = not nan and rel <= max(tolerance, e.tolerance)
-            ok = ok and good
-            results.append({"array": a.name, "elements": a.size, "rel_l2": rel, "ok": good})
-        free(bufs_o)
-        free(bufs_n)
-
-        def timed(fn, grid, block, extra=()):
-            pool = [upload(fresh()) for _ in range(sets)]
-            launch(fn, pool[0], grid, block, extra)          # warm-up
-            driver.Context.synchronize()
-            times = []
-            for k in range(repeats):
-                start, end = driver.Event(), driver.Event()
-                start.record()
-                launch(fn, pool[k % sets], grid, block, extra)
-                end.record()
-                end.synchronize()
-                times.append(start.time_till(end))
-            for bufs in pool:
-                free(bufs)
-            return statistics.median(times)
-        t_original = timed(original, e.grid, e.block) if time_original else None
-        t_transformed = timed(transformed, None, None, e.hidden)
+        ok, results = inputs.compare(bufs_o, bufs_n, max(tolerance, e.tolerance))
+        inputs.free(bufs_o)
+        inputs.free(bufs_n)
+        t_original = inputs.timed(original, e.grid, e.block, repeats) \
+            if time_original else None
+        t_transformed = inputs.timed(transformed, None, None, repeats, e.hidden)
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
         r["array"] for r in results if not r["ok"])
-    return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, total_bytes,
+    return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, inputs.bytes,
                          results, e.grid, e.block, e.stages[-1].grid if len(e.stages) == 1
                          else tuple(st.grid for st in e.stages),
                          e.stages[-1].block if len(e.stages) == 1
