@@ -89,7 +89,8 @@ def test_the_gpu_check_detects_a_wrong_kernel():
                                             ("M=256", "N=192"))
     d = next(d for d in result.decisions if d.kernel == "covar_kernel")
     wrong = read_program(program.path, options.preprocessor,
-                         text=result.text.replace("(pc_x >= pc_y)", "(pc_x > pc_y)", 1))
+                         text=result.text.replace("(pc_j >= pc_i)", "(pc_j > pc_i)"))
+    assert wrong.text != result.text       # the diagonal is left out
     verdict = validate_kernel_device(program, wrong, d, {}, repeats=1)
     assert not verdict.ok and "symmat" in verdict.message
 
