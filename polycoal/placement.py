@@ -15,13 +15,13 @@ import islpy as isl
 from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.analysis.dependences import detect_races
 from polycoal.analysis.irregular import read_only_parameters
-from polycoal.analysis.placement_cost import array_reads, store_waits
+from polycoal.analysis.placement_cost import array_reads, store_waits, tile_shape
 from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import launch_parts, launch_values
-from polycoal.codegen.placement import (NotRewritable, constant_declarations, fill_states,
-                                        renamed, rewrite_kernel, rewrite_launch, runtime,
-                                        symbol)
+from polycoal.codegen.placement import (NotRewritable, Staging, constant_declarations,
+                                        fill_states, renamed, rewrite_kernel, rewrite_launch,
+                                        runtime, symbol)
 from polycoal.decisions import internal_error
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
@@ -119,14 +119,31 @@ class HostFacts:
         return (min(fills / launches, 1.0), True) if launches else (1.0, False)
 
 
-def _block(program: Program, kernel, model) -> int:
-    """The threads of every launch's block where all launches use one-dimensional
-    blocks of one size known when compiling, else 0."""
+def _assumed(placement, placed: dict[str, str]):
+    """The parameters' values the staged arrays' tiles assume (ArrayReads.assumed),
+    where they are not every value; else None."""
+    out = None
+    for a in placement.arrays:
+        if placed.get(a.reads.array) == "shared" and a.reads.assumed is not None:
+            out = a.reads.assumed if out is None else out.intersect(a.reads.assumed)
+    if out is None or out.is_equal(isl.Set.universe(out.get_space())):
+        return None
+    return out
+
+
+def _parameters(condition) -> list[str]:
+    return [condition.get_dim_name(isl.dim_type.param, k)
+            for k in range(condition.dim(isl.dim_type.param))]
+
+
+def _block(program: Program, kernel, model) -> tuple[int, int] | None:
+    """(x, y) threads of every launch's block where all launches use blocks of one
+    shape known when compiling, one- or two-dimensional, of whole warps; else None."""
     shapes = {lz.block_shape for lz in program.launches_of(kernel.name)}
     if len(shapes) != 1 or None in shapes:
-        return 0
+        return None
     x, y, z = next(iter(shapes))
-    return x if y == z == 1 and x % 32 == 0 else 0
+    return (x, y) if z == 1 and (x * y) % 32 == 0 else None
 
 
 def _thread_obstacle(model) -> str | None:
@@ -164,8 +181,10 @@ def plan_kernel(program: Program, kernel, model, spec: MemorySpec,
         alias = None if distinct else evidence
         share = host.fill_share(program, kernel, name)[0] if host and name in pointers \
             else 1.0
+        tile = tile_shape(r, block) if block and r.halo is not None else (0, 0)
         choice = ArrayChoice(r, options(r, spec, name in read_only, alias, pointers.get(name),
-                                        share, large, obstacle, block), fill_share=share)
+                                        share, large, obstacle, block), fill_share=share,
+                             tile_bytes=tile[0] * tile[1] * r.element_size)
         wanted = overrides.get(name)
         if wanted is not None:
             spec.memory(wanted)
@@ -227,23 +246,30 @@ def kept_copy(program: Program, launch, kernel, constants, cached) -> str | None
 
 
 def _same_reads(before, after, renamed: dict[str, str],
-                staged: dict[str, tuple[int, int, str]] | None = None, block: int = 0) -> bool:
+                staged: dict[str, Staging] | None = None,
+                block: tuple[int, int] | None = None) -> bool:
     """Whether two models read and write the same elements, the arrays of `renamed`
     under their new names, and each staged array read from its tile where the tile
-    holds that element: A[f] as pc_tile_A[f - (blockIdx.x B + low)] (the kernel's
-    barrier splits its index gx into B bx + tx; the statements that fill the tiles
-    aside)."""
+    holds that element: one-dimensional, A[f] as pc_tile_A[f - (blockIdx.x B + low)];
+    two-dimensional, A[(gy + di) W + gx + dj] as pc_tile_A[(ty + di - top) C + tx +
+    dj - low], each read in the text's order (the kernel's barrier splits its indices
+    gx into B bx + tx, gy into B' by + ty; the statements that fill the tiles aside)."""
     staged = staged or {}
-    split = [d.name for d in before.thread_dims] == ["gx"] and \
-        {d.name for d in after.thread_dims} == {"bx", "tx"}
-    # the block's size: the launches', or blockDim.x where the kernel checked is not
+    names = [d.name for d in before.thread_dims]
+    split = sorted(names) in (["gx"], ["gx", "gy"]) and \
+        {d.name for d in after.thread_dims} == {"bx", "tx", "by", "ty"} - \
+        ({"by", "ty"} if names == ["gx"] else set())
+    # the block's size: the launches', or blockDim where the kernel checked is not
     # launched (a second kernel each launch chooses)
+    sizes = [(Poly.const(block[0]), Poly.const(block[1]))] if block else []
+    sizes.append((Poly.var("blockDim_x"), Poly.var("blockDim_y")))
     return any(_same_under(before, after, renamed, staged, size if split else None)
-               for size in (Poly.const(block), Poly.var("blockDim_x")))
+               for size in sizes)
 
 
 def _same_under(before, after, renamed, staged, size) -> bool:
-    sub = {} if size is None else {"gx": Poly.var("bx") * size + Poly.var("tx")}
+    sub = {} if size is None else {"gx": Poly.var("bx") * size[0] + Poly.var("tx"),
+                                   "gy": Poly.var("by") * size[1] + Poly.var("ty")}
     tiles = {f"pc_tile_{a}" for a in staged}
     filling = {s.name for s in after.statements
                if any(a.kind == "write" and a.array in tiles for a in s.accesses)}
@@ -251,32 +277,60 @@ def _same_under(before, after, renamed, staged, size) -> bool:
     def flat(a):
         return None if a.flat is None else a.flat.substitute(sub)
 
-    old = Counter()
+    old, ordered = Counter(), {}
     for _, a in before.accesses():
         if a.space == "private":
             continue
-        if a.array in staged:
-            if size is None:
-                return False
-            shift = Poly.var("bx") * size + staged[a.array][0]
-            old[(f"pc_tile_{a.array}", a.kind, str(None if a.flat is None else
-                                                   flat(a) - shift))] += 1
+        if a.array in staged and (size is None or a.flat is None):
+            return False
+        st = staged.get(a.array)
+        if st is not None and st.width:
+            ordered.setdefault(f"pc_tile_{a.array}", []).append((a.location, a))
+        elif st is not None:
+            shift = Poly.var("bx") * size[0] + st.low
+            old[(f"pc_tile_{a.array}", a.kind, str(flat(a) - shift))] += 1
         else:
             old[(renamed.get(a.array, a.array), a.kind, str(flat(a)))] += 1
-    new = Counter((a.array, a.kind, str(a.flat)) for s, a in after.accesses()
-                  if a.space != "private" and s.name not in filling)
+    new, tiled = Counter(), {}
+    for s, a in after.accesses():
+        if a.space == "private" or s.name in filling:
+            continue
+        if a.array in ordered:
+            tiled.setdefault(a.array, []).append((a.location, a))
+        else:
+            new[(a.array, a.kind, str(a.flat))] += 1
+    for name, reads in ordered.items():
+        # each read's own row and column offsets (di, dj), from its subscript (not from
+        # the plan the rewrite followed), against the tile read at its place in the text
+        st, expected = staged[name[len("pc_tile_"):]], []
+        for _, a in sorted(reads, key=lambda x: (x[0].line, x[0].col)):
+            offset = a.flat - Poly.var("gx") - Poly.var("gy") * st.width
+            if not offset.is_constant():
+                return False
+            o = int(offset.constant())
+            di = (o + st.width // 2) // st.width
+            expected.append(str((Poly.var("ty") + (di - st.top)) * st.columns +
+                                Poly.var("tx") + (o - di * st.width - st.low)))
+        found = [str(a.flat) for _, a in sorted(tiled.get(name, []),
+                                                key=lambda x: (x[0].line, x[0].col))]
+        if expected != found:
+            return False
     return old == new
 
 
-def _staging(reads, block: int) -> tuple[int, int, str]:
-    """(lowest offset, tile elements, C condition on PC_ELEMENT) of a staged array.
+def _staging(reads, block: tuple[int, int]) -> Staging:
+    """The tile of a staged array (codegen/placement.Staging).
 
-    Why the tile serves every read: a thread of block b reads A[gx + o], gx in
-    [b B, b B + B) (B = blockDim.x), o in [low, high]; so the block reads elements of
-    [b B + low, b B + B + high], the tile's B + high - low elements from b B + low. An
-    element is loaded only where the launch reads it (between the lowest and highest
-    element any thread reads, where the kernel reads any): every element a thread reads
-    is loaded, and nothing the original would not read is."""
+    Why the tile serves every read: one-dimensional, a thread of block b reads
+    A[gx + o], gx in [b B, b B + B) (B = blockDim.x), o in [low, high]; so the block
+    reads elements of [b B + low, b B + B + high], the tile's B + high - low elements
+    from b B + low. Two-dimensional, the same along each axis: a thread reads the
+    element of row gy + di and column gx + dj (a column: proven, analysis/
+    placement_cost._rows), within the block's rows [by B' + top, by B' + B' + bottom]
+    and columns likewise. An element is loaded only where the launch reads it (between
+    the lowest and highest element any thread reads, where the kernel reads any):
+    every element a thread reads is loaded, and nothing the original would not read
+    is (the array is contiguous between them)."""
     low, high = reads.halo
     lowest, highest = reads.bounds
     where = lowest.domain().intersect(highest.domain()).params()
@@ -288,7 +342,11 @@ def _staging(reads, block: int) -> tuple[int, int, str]:
               f"PC_ELEMENT <= ({pw_aff_to_c(highest, names)})")
     if not where.is_equal(isl.Set.universe(where.get_space())):
         inside = f"({condition_to_c(where, names)}) && {inside}"
-    return low, block + high - low, inside
+    rows, columns = tile_shape(reads, block)
+    if reads.rows is None:
+        return Staging(low, rows, columns, inside)
+    width, top, _ = reads.rows
+    return Staging(low, rows, columns, inside, width, top, reads.shifts)
 
 
 def irregular_reads(model) -> bool:
@@ -385,16 +443,30 @@ def place_program(program: Program, spec: MemorySpec,
                                      {a: counts[a] for a in placed}, staging)
             text = fill_states(kernel, constants) + written
             name = kernel.name
-            if placement.sized:       # both kernels; each launch chooses
+            assumed = _assumed(placement, placed)
+            if placement.sized or assumed is not None:   # both kernels; each launch chooses
                 name = f"{kernel.name}_pc_placed"
                 terms, fill = gain_terms(placement, spec)
                 text = program.text[kernel.span.start:kernel.span.end] + "\n" + \
                     renamed(text, kernel.name, name)
-                launches = [(lz.span, rewrite_launch(
-                    program, lz, kernel, constants, cached, name,
-                    launch_condition(program, lz, kernel, terms, fill,
-                                     kept_copy(program, lz, kernel, constants, cached))))
-                    for lz in program.launches_of(kernel.name) if lz.span is not None]
+
+                def condition(lz):
+                    parts = [] if assumed is None else [condition_to_c(assumed, {
+                        p: v for p, v in launch_values(program.text, lz, kernel,
+                                                       "long long").items()})]
+                    if placement.sized:
+                        parts.append(launch_condition(
+                            program, lz, kernel, terms, fill,
+                            kept_copy(program, lz, kernel, constants, cached)))
+                    if assumed is not None and not set(_parameters(assumed)) <= set(
+                            launch_values(program.text, lz, kernel, "long long")):
+                        raise NotRewritable(f"the launch at line {lz.location.line} does "
+                                            "not give the sizes the staging assumes plainly")
+                    return " && ".join(f"({x})" for x in parts)
+                launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached,
+                                                     name, condition(lz)))
+                            for lz in program.launches_of(kernel.name) if lz.span is not None]
+                placement.assumed = None if assumed is None else condition_to_c(assumed)
             else:
                 launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached))
                             for lz in program.launches_of(kernel.name) if lz.span is not None]
@@ -416,6 +488,7 @@ def place_program(program: Program, spec: MemorySpec,
                 result.diagnostics.append(diagnostic)
             continue
         placement.written, placement.constants = check.kernel(name).expanded, constants
+        placement.placed_name = name
         placement.declarations = constant_declarations(
             kernel, placed, {a: last + 1 for a, (_, last) in constants.items()})
         edits.append((kernel.span, text))

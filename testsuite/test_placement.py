@@ -318,15 +318,15 @@ def test_the_staged_reads_are_checked_against_the_tile(write_cu):
     result = place_program(program, SPEC, {(None, "in"): "shared"})
     kernel = program.kernels[0]
     before = extract_model(kernel, program)
-    staging = {"in": _staging(array_reads(before)["in"], 256)}
+    staging = {"in": _staging(array_reads(before)["in"], (256, 1))}
 
     def model_of(text):
         p = read_program(str(write_cu(text, "s.cu")))
         return extract_model(p.kernel("smooth"), p)
-    assert _same_reads(before, model_of(result.text), {}, staging, 256)
+    assert _same_reads(before, model_of(result.text), {}, staging, (256, 1))
     wrong = result.text.replace("pc_tile_in[(i + k) - pc_base_in]",
                                 "pc_tile_in[(i + k) - pc_base_in + 1]")
-    assert not _same_reads(before, model_of(wrong), {}, staging, 256)
+    assert not _same_reads(before, model_of(wrong), {}, staging, (256, 1))
 
 
 def test_an_internal_error_is_confined_to_its_kernel(monkeypatch):
@@ -345,6 +345,59 @@ def test_an_internal_error_is_confined_to_its_kernel(monkeypatch):
     assert d.severity == "error" and d.code == "internal-error" and \
         "fir_filter.cu:12" in str(d) and "ZeroDivisionError" in str(d)
     assert not result.kernels[0].applied
+
+
+def test_a_two_dimensional_stencil_is_staged_in_a_tile(tmp_path, nvcc, monkeypatch):
+    """A 3x3 blur reads in[(y + dy) WIDTH + x + dx]: staged, each block loads a
+    (8 + 2) x (32 + 2) tile and reads in[...] as pc_tile_in[(ty + dy + 1) 34 + tx + dx
+    + 1]; x + dx is a column for every launch (x < WIDTH - 1), so the kernel is
+    replaced in place. Its results equal the original's on the CPU; a tile read given
+    another read's shift fails the read-back check and leaves the kernel as written."""
+    import polycoal.placement as driver
+    program = read_program(str(PLACEMENT / "blur_2d.cu"))
+    result = place_program(program, SPEC, {(None, "in"): "shared"})
+    k = result.kernels[0]
+    assert k.applied and k.placed_name == "blur" and k.assumed is None
+    assert "__shared__ float pc_tile_in[340];" in result.text
+    assert "pc_tile_in[((int)threadIdx.y + (0)) * 34 + (int)threadIdx.x + (0)]" in result.text
+    assert "pc_tile_in[((int)threadIdx.y + (2)) * 34 + (int)threadIdx.x + (2)]" in result.text
+    out = tmp_path / "blur.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)
+    runs_alike(program.text, result.text, tmp_path, argv=(str(1024 * 21), "2"))
+    staging = driver._staging
+
+    def swapped(reads, block):
+        st = staging(reads, block)
+        shifts = list(st.shifts)
+        shifts[0], shifts[1] = (shifts[0][0], shifts[1][1]), (shifts[1][0], shifts[0][1])
+        return driver.Staging(st.low, st.rows, st.columns, st.inside, st.width, st.top,
+                              tuple(shifts))
+    monkeypatch.setattr(driver, "_staging", swapped)
+    wrong = place_program(program, SPEC, {(None, "in"): "shared"})
+    assert not wrong.kernels[0].applied and wrong.text == program.text
+    assert "does not read back" in wrong.kernels[0].reason
+
+
+def test_polybench_2dconv_stages_where_its_launch_keeps_reads_in_their_rows(tmp_path, nvcc):
+    """2dconv's bound nj is an argument, its row width NJ a macro: for nj > NJ + 1 its
+    reads at j + 1 would wrap into the next row, so the staged kernel runs where the
+    launch's values keep every read in its row, the kernel as written elsewhere."""
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    folder = Path(__file__).parent.parent / "polybench_inputs"
+    options = PreprocessorOptions((str(folder / "2dconv"), str(folder / "common")), (), ())
+    program = read_program(str(folder / "2dconv" / "2dconv.cu"), options)
+    result = place_program(program, SPEC, {(None, "A"): "shared"}, options)
+    k = result.kernels[0]
+    assert k.applied and k.placed_name == "convolution2D_kernel_pc_placed"
+    assert "nj" in k.assumed and "4096" in k.assumed
+    assert "(((long long)(nj)) <= 4096)" in result.text
+    out = tmp_path / "2dconv.cu"
+    out.write_text(result.text)
+    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o",
+                           f"-I{folder / '2dconv'}", f"-I{folder / 'common'}"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 # ---------------------------------------------------------------- place --device

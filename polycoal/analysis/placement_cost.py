@@ -77,6 +77,15 @@ class ArrayReads:
     # as isl values of the parameters (lowest, highest)
     halo: tuple[int, int] | None = None
     bounds: tuple | None = field(default=None, compare=False)
+    # two-dimensional staging: every read is A[(gy + di) W + gx + dj] of a kernel of
+    # threads (gx, gy), W a constant, gx + dj proven a column (0 <= gx + dj < W): `halo`
+    # is then dj's range, `rows` (W, lowest di, highest di), and `shifts` each read's
+    # ((line, column) of its reference, (di, dj)), in the text's order
+    rows: tuple[int, int, int] | None = None
+    shifts: tuple = ()
+    # the parameters' values for which every gx + dj is a column (sizes the launch
+    # gives: PolyBench's loop bounds `nj` against its row width NJ), checked at launch
+    assumed: object = field(default=None, compare=False)
 
     @property
     def footprint(self) -> int | None:
@@ -143,30 +152,89 @@ def _halo(model: KernelModel, uses) -> tuple[tuple[int, int] | None, tuple | Non
     dims = model.thread_dims
     if len(dims) != 1 or dims[0].name != "gx" or dims[0].strided:
         return None, None
-    gx = Poly.var("gx")
-    low = high = None
+    offsets = _offsets(model, uses, Poly.var("gx"))
+    if offsets is None:
+        return None, None
+    return (min(lo for lo, _ in offsets), max(hi for _, hi in offsets)), _bounds(model, uses)
+
+
+def _offsets(model: KernelModel, uses, base: Poly) -> list[tuple[int, int]] | None:
+    """The constant range [lo, hi] of o of each read A[base + o] (a loop may move o);
+    None where a read is not so."""
+    out = []
     for s, a in uses:
-        if a.flat is None or not a.flat.is_affine() or a.flat.coefficient("gx") != Poly.const(1):
-            return None, None
-        offset = value_range(model, [s], a.flat - gx)
+        if a.flat is None or not a.flat.is_affine() or \
+                any(a.flat.coefficient(v) != base.coefficient(v) for v in base.variables):
+            return None
+        offset = value_range(model, [s], a.flat - base)
         if offset is None or offset.is_empty():
-            continue
+            return None
         lo, hi = offset.dim_min(0).coalesce(), offset.dim_max(0).coalesce()
         if not (lo.is_cst() and hi.is_cst()):
-            return None, None
+            return None
         lo, hi = _constant(lo), _constant(hi)
         if lo is None or hi is None:
-            return None, None
-        low = lo if low is None else min(low, lo)
-        high = hi if high is None else max(high, hi)
-    if low is None:
-        return None, None
+            return None
+        out.append((lo, hi))
+    return out or None
+
+
+def _bounds(model: KernelModel, uses) -> tuple:
+    """The lowest and highest element the reads `uses` touch, as isl values of the
+    parameters."""
     values = None
     for s, a in uses:
         image = value_range(model, [s], a.flat)
         values = image if values is None else values.union(image)
     values = values.coalesce()
-    return (low, high), (values.dim_min(0).coalesce(), values.dim_max(0).coalesce())
+    return values.dim_min(0).coalesce(), values.dim_max(0).coalesce()
+
+
+def _rows(model: KernelModel, uses):
+    """(halo, bounds, rows, shifts, assumed) of a kernel of threads (gx, gy) whose
+    every read of the array is A[(gy + di) W + gx + dj] (ArrayReads.rows), else None.
+    Each offset o = di W + dj is split with dj in [-W/2, W/2); the split is the
+    element's row and column only where gx + dj is a column of the row over the read's
+    instances: isl gives the parameters' values for which it is (`assumed`, checked
+    at each launch; none: the reads wrap into other rows, and the array is not
+    staged)."""
+    dims = {d.name: d for d in model.thread_dims}
+    if set(dims) != {"gx", "gy"} or any(d.strided for d in dims.values()):
+        return None
+    width = next((a.flat.coefficient("gy") for _, a in uses
+                  if a.flat is not None and a.flat.is_affine()), None)
+    if width is None or not width.is_constant() or int(width.constant()) < 2:
+        return None
+    w = int(width.constant())
+    offsets = _offsets(model, uses, Poly.var("gx") + Poly.var("gy") * w)
+    if offsets is None or any(lo != hi for lo, hi in offsets):
+        return None
+    shifts, assumed = [], None
+    for (s, a), (o, _) in zip(uses, offsets):
+        di = (o + w // 2) // w
+        dj = o - di * w
+        column = value_range(model, [s], Poly.var("gx") + dj)
+        if column is None:
+            return None
+        where = _within(column, 0, w - 1)
+        assumed = where if assumed is None else assumed.intersect(where)
+        if assumed.is_empty():
+            return None
+        shifts.append(((a.location.line, a.location.col), (di, dj)))
+    djs = [dj for _, (_, dj) in shifts]
+    dis = [di for _, (di, _) in shifts]
+    return (min(djs), max(djs)), _bounds(model, uses), (w, min(dis), max(dis)), \
+        tuple(sorted(shifts)), assumed.coalesce()
+
+
+def _within(values: isl.Set, low: int, high: int) -> isl.Set:
+    """The values of the parameters for which every value of the one-dimensional set
+    lies in [low, high]."""
+    params = [values.get_dim_name(isl.dim_type.param, k)
+              for k in range(values.dim(isl.dim_type.param))]
+    outside = isl.Set(f"[{', '.join(params)}] -> {{ [x] : x < {low} or x > {high} }}")
+    bad = values.intersect(outside.align_params(values.get_space())).params()
+    return bad.complement()
 
 
 def _constant(value: isl.PwAff) -> int | None:
@@ -243,8 +311,10 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None,
                                         lanes, s.name, max(trips, 1.0), traced))
         if references:
             halo, bounds = _halo(model, uses)
+            rows = _rows(model, uses) if halo is None else None
+            staging = (halo, bounds) if rows is None else rows
             out[array] = ArrayReads(array, uses[0][1].element_type, size, tuple(references),
-                                    first, last, array in written, halo, bounds)
+                                    first, last, array in written, *staging)
     return out
 
 
@@ -310,32 +380,41 @@ def request_cost(reads: ArrayReads, r: Reference, memory: Memory) -> float:
     return sum(memory.request(w, footprint) for w in r.warps) / len(r.warps)
 
 
-def staging_cost(reads: ArrayReads, memory: Memory, source: Memory, block: int,
+def tile_shape(reads: ArrayReads, block: tuple[int, int]) -> tuple[int, int]:
+    """(rows, columns) of the tile a block of block = (x, y) threads stages: its
+    blockDim.x + the reads' spread of columns, and blockDim.y + their spread of rows
+    (one row for a one-dimensional kernel)."""
+    low, high = reads.halo
+    rows = 1 if reads.rows is None else block[1] + reads.rows[2] - reads.rows[1]
+    return rows, block[0] + high - low
+
+
+def staging_cost(reads: ArrayReads, memory: Memory, source: Memory, block: tuple[int, int],
                  values: dict[str, int] | None = None) -> float:
     """The loads that stage the array in `memory` (shared), per launch: each block reads
-    its blockDim.x + high - low elements from `source` (global memory), contiguously, once
-    (its warps' requests after the first warp's sectors are L1 hits)."""
-    low, high = reads.halo
-    tile = block + high - low
+    its tile from `source` (global memory), each row contiguously, once (its warps'
+    requests after the first warp's sectors are L1 hits)."""
+    rows, columns = tile_shape(reads, block)
     warps = 0.0
     for r in reads.references:
         requests = r.requests if values is None else r.requests_at(values)
         warps = max(warps, requests / r.trips)
-    blocks = warps / max(block / 32.0, 1.0)
+    blocks = warps / max(block[0] * block[1] / 32.0, 1.0)
     row = tuple(range(0, 32 * reads.element_size, reads.element_size))
-    per_block = -(-tile // 32) * source.request(row, None)
+    per_block = rows * -(-columns // 32) * source.request(row, None)
     return blocks * per_block
 
 
 def placement_cost(reads: ArrayReads, memory: Memory, multiprocessors: int,
                    fill_share: float = 1.0, values: dict[str, int] | None = None,
-                   source: Memory | None = None, block: int = 0) -> float:
+                   source: Memory | None = None, block: tuple[int, int] | None = None
+                   ) -> float:
     """The predicted cost of the array's reads from `memory` per launch, per
     multiprocessor, plus the cost of filling it before the share `fill_share` of the
     launches that fill it (a copy kept while its source is unchanged). `values`: the
     parameters' values to price at (default: the launch's, else nominal). A staged
     array (shared memory) adds its staging loads from `source` for blocks of `block`
-    threads."""
+    = (x, y) threads."""
     total = 0.0
     for r in reads.references:
         requests = r.requests if values is None else r.requests_at(values)

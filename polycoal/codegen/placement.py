@@ -15,6 +15,8 @@ a subscript) makes the kernel not rewritable: it stays as written.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from polycoal.codegen.launch import has_side_effects, launch_parts, statement_indent
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program
@@ -41,15 +43,61 @@ def tile(array: str) -> str:
     return f"pc_tile_{array}"
 
 
+@dataclass(frozen=True)
+class Staging:
+    """The shared-memory tile of one staged array: `rows` x `columns` elements from the
+    block's first thread's element shifted by `top` rows and `low` columns (rows of
+    `width` elements; width 0: one-dimensional, a tile of one row read at
+    A[e] -> tile[e - base]); each element loaded where `inside` (C, of PC_ELEMENT)
+    holds; `shifts`: each read's ((line, column), (di, dj)) in the text's order
+    (two-dimensional)."""
+
+    low: int
+    rows: int
+    columns: int
+    inside: str
+    width: int = 0
+    top: int = 0
+    shifts: tuple = ()
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.columns
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """(line, column), both from 1, of an offset into `text`."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _load_tile(array: str, element_type: str, st: Staging) -> list[str]:
+    """The statements that fill one array's tile (before the kernel's barrier)."""
+    t, base = tile(array), f"pc_base_{array}"
+    if not st.width:
+        element = f"({base} + pc_t)"
+        head = [f"const long long {base} = (long long)blockIdx.x * blockDim.x + ({st.low});",
+                f"for (int pc_t = threadIdx.x; pc_t < {st.size}; pc_t += blockDim.x)"]
+    else:
+        element = (f"((pc_row_{array} + pc_t / {st.columns}) * {st.width}LL + "
+                   f"pc_col_{array} + pc_t % {st.columns})")
+        head = [f"const long long pc_row_{array} = (long long)blockIdx.y * blockDim.y + "
+                f"({st.top});",
+                f"const long long pc_col_{array} = (long long)blockIdx.x * blockDim.x + "
+                f"({st.low});",
+                f"for (int pc_t = threadIdx.y * blockDim.x + threadIdx.x; pc_t < {st.size}; "
+                f"pc_t += blockDim.x * blockDim.y)"]
+    return [f"__shared__ {element_type} {t}[{st.size}];", *head,
+            f"  if ({st.inside.replace('PC_ELEMENT', element)})",
+            f"    {t}[pc_t] = {array}[{element}];"]
+
+
 def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
                    sizes: dict[str, int], reads: dict[str, int],
-                   staging: dict[str, tuple[int, int, str]] | None = None) -> str:
+                   staging: dict[str, Staging] | None = None) -> str:
     """The kernel's text with each array of `placed` (array -> spelling "ldg" |
-    "constant" | "shared") read from its memory; `sizes`: the constant arrays' and the
-    tiles' elements; `reads`: the model's reads of each array (the text must show as
-    many); `staging`: each staged array's (lowest offset o of its reads A[i + o], the
-    tile's elements, the C condition an element must meet to be loaded: inside what
-    the launch reads)."""
+    "constant" | "shared") read from its memory; `sizes`: the constant arrays'
+    elements; `reads`: the model's reads of each array (the text must show as many);
+    `staging`: each staged array's tile."""
     staging = staging or {}
     text = program.text[kernel.span.start:kernel.span.end]
     tokens = tokenize(text)
@@ -71,6 +119,16 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
             if spelling == "ldg":
                 edits.append((tokens[k].start, tokens[k].start, "__ldg(&"))
                 edits.append((tokens[end].end, tokens[end].end, ")"))
+            elif spelling == "shared" and staging[array].width:
+                # the k-th mention is the model's k-th read in the text's order (a macro
+                # expanded before it moves its column, never its line or its order)
+                st = staging[array]
+                (line, _), shift = st.shifts[mentions.index(k)]
+                if line != _position(program.text, kernel.span.start + tokens[k].start)[0]:
+                    raise NotRewritable(f"a read of '{array}' is not where the model has it")
+                edits.append((tokens[k].start, tokens[end].end,
+                              f"{tile(array)}[((int)threadIdx.y + ({shift[0] - st.top})) * "
+                              f"{st.columns} + (int)threadIdx.x + ({shift[1] - st.low})]"))
             elif spelling == "shared":
                 edits.append((tokens[k].start, tokens[k + 1].end, f"{tile(array)}[("))
                 edits.append((tokens[end].start, tokens[end].end, f") - pc_base_{array}]"))
@@ -95,14 +153,8 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
         body = next((k for k in range(close + 1, len(tokens)) if tokens[k].text == "{"), None)
         if body is None:
             raise NotRewritable("its body is not written out")
-        lines = []
-        for array, (low, size, inside) in staging.items():
-            t, base = tile(array), f"pc_base_{array}"
-            lines += [f"__shared__ {types[array]} {t}[{size}];",
-                      f"const long long {base} = (long long)blockIdx.x * blockDim.x + ({low});",
-                      f"for (int pc_t = threadIdx.x; pc_t < {size}; pc_t += blockDim.x)",
-                      f"  if ({inside.replace('PC_ELEMENT', f'({base} + pc_t)')})",
-                      f"    {t}[pc_t] = {array}[{base} + pc_t];"]
+        lines = [x for array, st in staging.items()
+                 for x in _load_tile(array, types[array], st)]
         lines.append("__syncthreads();")
         edits.append((tokens[body].end, tokens[body].end,
                       " /* polycoal: tiles staged in shared memory */\n  " +
@@ -175,8 +227,8 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel,
         return ("{ /* polycoal: arrays placed in constant memory, filled for this launch */\n" +
                 "".join(indent + x + "\n" for x in lines) + indent + text + "\n" + outer + "}")
     inner = indent + "  "
-    return ("{ /* polycoal: the kernel with its arrays placed where the predicted gain of this "
-            "launch outweighs filling them */\n" +
+    return ("{ /* polycoal: the kernel with its arrays placed where this launch's sizes allow "
+            "it (its tiles' assumptions; the predicted gain against filling copies) */\n" +
             f"{indent}if ({condition}) {{\n" +
             "".join(inner + x.replace("\n" + outer + "    ", "\n" + inner + "  ") + "\n"
                     for x in lines) +

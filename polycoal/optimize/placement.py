@@ -12,7 +12,9 @@ A memory that needs a static size (constant memory: a `__constant__` array is si
 compiling) takes only an array whose elements read are known at the launch's values;
 shared-memory staging takes a one-dimensional kernel's array read at A[i + o], o within
 constant bounds (stencils): each block's reads fit in a tile of blockDim.x + the spread
-elements (codegen/placement.py).
+elements; or a two-dimensional kernel's array read at A[(i + di) W + j + dj] (W a
+constant, j + dj proven a column): a tile of blockDim.y + the rows' spread by
+blockDim.x + the columns' (codegen/placement.py).
 
 Search: the costs of the arrays add up, so the only coupling is capacity. The paper's
 greedy takes, first, the arrays most of whose requests broadcast one address (constant
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from polycoal.analysis.placement_cost import ArrayReads, placement_cost, request_cost
+from polycoal.analysis.placement_cost import ArrayReads, placement_cost, request_cost, tile_shape
 from polycoal.model.memory_spec import Memory, MemorySpec
 
 BRANCH_AND_BOUND_ARRAYS = 12
@@ -55,6 +57,7 @@ class ArrayChoice:
     chosen: str = "global"
     forced: bool = False
     fill_share: float = 1.0          # launches that fill its copy, of all its launches
+    tile_bytes: int = 0              # a block's tile, where it can be staged
 
     def cost(self, memory: str) -> float | None:
         return next((o.cost for o in self.options if o.memory == memory), None)
@@ -78,6 +81,8 @@ class KernelPlacement:
     # where applied: the kernel as rewritten (preprocessed), the declarations of its
     # __constant__ arrays, and each constant array's elements copied (first, last)
     written: str | None = None
+    placed_name: str | None = None   # its name in the program (beside the original: _pc_placed)
+    assumed: str | None = None       # what each launch checks before taking it (staging)
     declarations: str = ""
     constants: dict = field(default_factory=dict)
 
@@ -97,19 +102,22 @@ class KernelPlacement:
 
 
 def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | None,
-             pointer_type: str | None, block: int = 0) -> str | None:
+             pointer_type: str | None, block: tuple[int, int] | None = None) -> str | None:
     if memory.name == "global":
         return None
     if "staging" in memory.needs:
         if reads.halo is None:
             return ("its reads are not all A[i + o] (i the thread's index of a "
-                    "one-dimensional kernel, o within constant bounds)")
-        if not block:
-            return "the launches' blocks are not one-dimensional of one known size"
-        tile = (block + reads.halo[1] - reads.halo[0]) * reads.element_size
+                    "one-dimensional kernel, o within constant bounds) or "
+                    "A[(i + di) W + j + dj] (threads (j, i), W a constant, j + dj a column)")
+        if not block or (reads.rows is None and block[1] != 1):
+            return ("the launches' blocks are not of one size known when compiling"
+                    + (", one-dimensional" if reads.rows is None else ""))
+        rows, columns = tile_shape(reads, block)
+        tile = rows * columns * reads.element_size
         if memory.capacity and tile > memory.capacity:
             return f"a block's {tile} bytes exceed its {memory.capacity} bytes"
-        if reads.halo[1] - reads.halo[0] > MAX_HALO:
+        if reads.halo[1] - reads.halo[0] > MAX_HALO or rows - block[1] > MAX_HALO:
             return f"its reads spread over more than {MAX_HALO} elements around a thread's"
     if "read-only" in memory.needs:
         if reads.written or not read_only:
@@ -135,7 +143,7 @@ def _why_not(reads: ArrayReads, memory: Memory, read_only: bool, alias: str | No
 def options(reads: ArrayReads, spec: MemorySpec, read_only: bool, alias: str | None,
             pointer_type: str | None, fill_share: float = 1.0,
             values: dict[str, int] | None = None, obstacle: str | None = None,
-            block: int = 0) -> list[Option]:
+            block: tuple[int, int] | None = None) -> list[Option]:
     """Each memory's predicted cost for the array, or why it cannot go there;
     `fill_share`: the share of launches that fill a copy (1 / launches per fill);
     `values`: the parameters to price at (default: the launch's or nominal ones);
@@ -178,8 +186,11 @@ def gain_terms(placement: "KernelPlacement", spec: MemorySpec
     return terms, fill
 
 
-def _bytes(choice: ArrayChoice) -> int:
+def _bytes(choice: ArrayChoice, memory: Memory) -> int:
+    """What the array takes of the memory: a block's tile where it is staged."""
     r = choice.reads
+    if "staging" in memory.needs:
+        return choice.tile_bytes
     return (r.last + 1) * r.element_size if r.last is not None else 0
 
 
@@ -188,7 +199,7 @@ def _fits(assignment: dict[str, str], arrays: list[ArrayChoice], spec: MemorySpe
     for a in arrays:
         m = assignment.get(a.reads.array)
         if m is not None and m != "global":
-            used[m] = used.get(m, 0) + _bytes(a)
+            used[m] = used.get(m, 0) + _bytes(a, spec.memory(m))
     return all(not spec.memory(m).capacity or b <= spec.memory(m).capacity
                for m, b in used.items())
 
@@ -245,7 +256,7 @@ def greedy(arrays: list[ArrayChoice], spec: MemorySpec) -> dict[str, str]:
     for m in constant:
         broadcast = [a for a in free if a.reads.uniform >= BROADCAST_SHARE and
                      (gain(a, m) or 0.0) > 0]
-        broadcast.sort(key=lambda a: -gain(a, m) / max(_bytes(a), 1))
+        broadcast.sort(key=lambda a: -gain(a, m) / max(_bytes(a, spec.memory(m)), 1))
         for a in broadcast:
             trial = dict(assignment, **{a.reads.array: m})
             if _fits(trial, arrays, spec):

@@ -70,7 +70,7 @@ def measurement(program: Program, placement, arguments: dict[str, int]) -> Measu
     kernel = program.kernel(placement.kernel)
     setup = setup_launch(program, kernel, extract_model(kernel, program), arguments)
     names = (f"{kernel.name}__original", f"{kernel.name}__placed")
-    placed = f"{kernel.name}_pc_placed" if placement.sized else kernel.name
+    placed = placement.placed_name or kernel.name
     source = device_source(setup.declarations + [placement.declarations], [
         rename_kernel(kernel.expanded, kernel.name, names[0]),
         rename_kernel(placement.written, placed, names[1])])
