@@ -178,11 +178,12 @@ def test_a_lookup_table_stays_where_constant_memory_would_serialise(tmp_path):
 
 
 def test_a_traced_segment_table_broadcasts(tmp_path, nvcc):
-    """coef[4 * (i / seg) + k] is not affine: drawn at random its lanes scatter and
-    constant memory loses; traced (seg = 1024, a multiple of the warp), each request
-    reads one address and the table goes to constant memory. The placed program
-    builds and gives the original's results, for a segment length the trace did not
-    see too (lanes of two segments in one warp: two constant passes, same values)."""
+    """coef[4 * (i / seg) + k] is not affine: drawn at random its lanes scatter over 32
+    constant addresses a request; traced (seg = 1024, a multiple of the warp), each
+    request reads one address. Its index is computed per thread, so a constant read is
+    an LDC with a register index, priced as an L1 hit (measured on the H100: placed,
+    0.83-0.93x): the table stays in global memory. Forced there, the program builds and
+    gives the original's results, for a segment length the trace did not see too."""
     from polycoal.placement import trace_reads
     program = read_program(str(PLACEMENT / "spline_segments.cu"))
     drawn = place_program(program, SPEC)
@@ -194,21 +195,23 @@ def test_a_traced_segment_table_broadcasts(tmp_path, nvcc):
         notes["eval_segments"]
     traced = place_program(program, SPEC, observed=observed, trace_notes=notes)
     k = traced.kernels[0]
-    coef = next(a for a in k.arrays if a.reads.array == "coef")
-    assert k.applied and coef.chosen == "constant" and coef.reads.uniform == 1.0
-    assert all(r.traced for r in coef.reads.references)
-    assert coef.cost("constant") < coef.cost("readonly")
+    traced_coef = next(a for a in k.arrays if a.reads.array == "coef")
+    assert traced_coef.reads.uniform == 1.0
+    assert all(r.traced and r.indexed for r in traced_coef.reads.references)
+    assert traced_coef.cost("constant") < coef.cost("constant") / 10
+    assert not k.applied and traced.text == program.text
+    forced = place_program(program, SPEC, {(None, "coef"): "constant"}, observed=observed)
     out = tmp_path / "spline.cu"
-    out.write_text(traced.text)
+    out.write_text(forced.text)
     compile_sm90(nvcc, out)
     for argv in (("5000", "2", "1024"), ("100000", "8", "80")):
-        runs_alike(program.text, traced.text, tmp_path, argv=argv)
+        runs_alike(program.text, forced.text, tmp_path, argv=argv)
     # the command line: the report says what was traced
     run = _cli("place", PLACEMENT / "spline_segments.cu", "--trace", "--arg", "seg=1024",
                "--arg", "n=8192", "-o", tmp_path / "cli.cu")
     assert run.returncode == 0, run.stderr
     assert "traced on the CPU" in run.stderr and "100% of traced requests" in run.stderr
-    assert (tmp_path / "cli.cu").read_text() == traced.text
+    assert (tmp_path / "cli.cu").read_text() == program.text
 
 
 def test_written_or_aliased_arrays_never_go_to_read_only_memories(write_cu):
@@ -435,7 +438,8 @@ def test_the_device_measurement_builds_both_kernels(fixture, arguments, tmp_path
     program = read_program(str(PLACEMENT / fixture))
     observed, notes = trace_reads(program, arguments)
     forced = {"fir_filter.cu": {(None, "coef"): "constant"},
-              "stencil_1d.cu": {(None, "in"): "shared"}}.get(fixture, {})
+              "stencil_1d.cu": {(None, "in"): "shared"},
+              "spline_segments.cu": {(None, "coef"): "constant"}}.get(fixture, {})
     result = place_program(program, SPEC, forced, observed=observed, trace_notes=notes)
     k = result.kernels[0]
     assert k.applied and k.written
@@ -457,10 +461,10 @@ needs_gpu = pytest.mark.skipif(
 @needs_gpu
 @pytest.mark.gpu
 def test_place_device_measures(tmp_path):
-    """On the GPU: the FIR's coefficients in constant memory and the traced segment
-    table measured beside the kernels as written, outputs equal, times reported."""
-    run = _cli("place", PLACEMENT / "spline_segments.cu", "--trace", "--device", "--arg",
-               "n=1048576", "--arg", "seg=1024", "--report", "json", "-o", tmp_path / "s.cu")
+    """On the GPU: the FIR's coefficients in constant memory measured beside the kernel
+    as written (measured 1.15-1.25x on the H100), outputs equal, times reported."""
+    run = _cli("place", PLACEMENT / "fir_filter.cu", "--device", "--arg", "n=1048576",
+               "--report", "json", "-o", tmp_path / "s.cu")
     assert run.returncode == 0, run.stderr
     import json
     k = json.loads(run.stderr)["kernels"][0]

@@ -49,6 +49,7 @@ class Reference:
     statement: str = ""
     trips: float = 1.0                     # its statement's trips per thread
     traced: bool = False                   # its warps' offsets come from a trace
+    indexed: bool = True                   # its address depends on the thread (or data)
 
     def requests_at(self, values: dict[str, int]) -> float:
         """Warp requests per launch at these parameter values."""
@@ -274,6 +275,7 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None,
         if a.kind == "read" and a.space == "global" and not a.member and not a.atomic:
             reads.setdefault(a.array, []).append((s, a))
     out = {}
+    threads = {d.name for d in model.thread_dims}
     for array, uses in reads.items():
         first, last, exact = _element_range(model, uses)
         size = uses[0][1].element_size
@@ -306,9 +308,11 @@ def array_reads(model: KernelModel, allocated: dict[str, int] | None = None,
                 else:
                     offsets = [_random_offsets(len(w), elements, size, 31 * k + j)
                                for j, w in enumerate(sample)]
+            indexed = a.flat is None or not a.flat.is_affine() or \
+                bool(set(a.flat.variables) & threads)
             references.append(Reference(a.text, a.location.line, count / lanes,
                                         tuple(tuple(o) for o in offsets), affine, formula,
-                                        lanes, s.name, max(trips, 1.0), traced))
+                                        lanes, s.name, max(trips, 1.0), traced, indexed))
         if references:
             halo, bounds = _halo(model, uses)
             rows = _rows(model, uses) if halo is None else None
@@ -377,7 +381,7 @@ def request_cost(reads: ArrayReads, r: Reference, memory: Memory) -> float:
     footprint = reads.footprint
     if reads.halo is not None and memory.spelling != "shared":
         footprint = 0
-    return sum(memory.request(w, footprint) for w in r.warps) / len(r.warps)
+    return sum(memory.request(w, footprint, r.indexed) for w in r.warps) / len(r.warps)
 
 
 def tile_shape(reads: ArrayReads, block: tuple[int, int]) -> tuple[int, int]:

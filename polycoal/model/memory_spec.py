@@ -24,6 +24,7 @@ SHIPPED = "memory_sm90.toml"          # in grammars/ (the package polycoal.gramm
 KEYS = ("name", "scope", "capacity", "transaction", "banks", "bank_width", "serialise",
         "request_cost", "transaction_cost", "cached_bytes", "cached_transaction_cost",
         "fill_cost", "ordered", "needs", "spelling")
+OPTIONAL = ("indexed_request_cost",)
 NEEDS = ("read-only", "static-size", "staging")
 SPELLINGS = ("global", "ldg", "constant", "shared")
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -48,6 +49,11 @@ class Memory:
     ordered: bool                  # reads wait for the kernel's stores that may alias
     needs: tuple[str, ...]
     spelling: str
+    # the cost of a request whose address each thread computes (an index that depends on
+    # the thread, not only on loop counters and constants the compiler folds into the
+    # instruction): constant memory's LDC with a register index costs what an L1 hit
+    # does; None: as any other request
+    indexed_request_cost: float | None = None
 
     def transactions(self, addresses) -> int:
         """Transactions of one warp request whose active lanes read `addresses` (bytes
@@ -56,9 +62,11 @@ class Memory:
             return 0
         return _rule(self.serialise).evaluate(self, list(addresses))
 
-    def request(self, addresses, footprint: int | None) -> float:
+    def request(self, addresses, footprint: int | None, indexed: bool = False) -> float:
         """The cost of one warp request (footprint: the bytes the kernel reads of the
-        array; None: unknown, not cached)."""
+        array; None: unknown, not cached; `indexed`: its address computed per thread)."""
+        if indexed and self.indexed_request_cost is not None:
+            return self.indexed_request_cost * max(self.transactions(addresses), 1)
         cached = footprint is not None and footprint <= self.cached_bytes
         per = self.cached_transaction_cost if cached else self.transaction_cost
         return self.request_cost + per * self.transactions(addresses)
@@ -148,7 +156,7 @@ def _rule(text: str) -> _Rule:
 
 def _memory(entry: dict, where: str) -> Memory:
     missing = [k for k in KEYS if k not in entry]
-    unknown = [k for k in entry if k not in KEYS]
+    unknown = [k for k in entry if k not in KEYS + OPTIONAL]
     if missing or unknown:
         raise InputError(f"{where}: " + "; ".join(
             ([f"missing {', '.join(missing)}"] if missing else []) +
@@ -167,7 +175,8 @@ def _memory(entry: dict, where: str) -> Memory:
                         float(entry["request_cost"]), float(entry["transaction_cost"]),
                         int(entry["cached_bytes"]), float(entry["cached_transaction_cost"]),
                         float(entry["fill_cost"]), bool(entry["ordered"]), needs,
-                        entry["spelling"])
+                        entry["spelling"], None if "indexed_request_cost" not in entry
+                        else float(entry["indexed_request_cost"]))
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: {e}") from None
     if memory.transaction <= 0 or memory.capacity < 0:
