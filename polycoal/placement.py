@@ -15,7 +15,7 @@ import islpy as isl
 from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.analysis.dependences import detect_races
 from polycoal.analysis.irregular import read_only_parameters
-from polycoal.analysis.placement_cost import array_reads, store_waits, tile_shape
+from polycoal.analysis.placement_cost import array_reads, split_offset, store_waits, tile_shape
 from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import launch_parts, launch_values
@@ -304,13 +304,12 @@ def _same_under(before, after, renamed, staged, size) -> bool:
         # the plan the rewrite followed), against the tile read at its place in the text
         st, expected = staged[name[len("pc_tile_"):]], []
         for _, a in sorted(reads, key=lambda x: (x[0].line, x[0].col)):
-            offset = a.flat - Poly.var("gx") - Poly.var("gy") * st.width
-            if not offset.is_constant():
+            parts = split_offset(a.flat - Poly.var("gx") - Poly.var("gy") * st.width,
+                                 st.width)
+            if parts is None:
                 return False
-            o = int(offset.constant())
-            di = (o + st.width // 2) // st.width
-            expected.append(str((Poly.var("ty") + (di - st.top)) * st.columns +
-                                Poly.var("tx") + (o - di * st.width - st.low)))
+            expected.append(str((Poly.var("ty") + parts[0] - st.top) * st.columns +
+                                Poly.var("tx") + parts[1] - st.low))
         found = [str(a.flat) for _, a in sorted(tiled.get(name, []),
                                                 key=lambda x: (x[0].line, x[0].col))]
         if expected != found:

@@ -350,30 +350,50 @@ def test_an_internal_error_is_confined_to_its_kernel(monkeypatch):
     assert not result.kernels[0].applied
 
 
-def test_a_two_dimensional_stencil_is_staged_in_a_tile(tmp_path, nvcc, monkeypatch):
-    """A 3x3 blur reads in[(y + dy) WIDTH + x + dx]: staged, each block loads a
+BLUR_LOOPS = """    float sum = 0.0f;
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++)
+        sum += in[(y + dy) * WIDTH + x + dx];"""
+
+
+@pytest.mark.parametrize("spelling", ["unrolled", "loops"])
+def test_a_two_dimensional_stencil_is_staged_in_a_tile(spelling, tmp_path, nvcc, monkeypatch,
+                                                       write_cu):
+    """A 3x3 blur reads in[(y + dy) WIDTH + x + dx], its nine reads written out (as
+    PolyBench's 2dconv) or in loops over the radius: staged, each block loads a
     (8 + 2) x (32 + 2) tile and reads in[...] as pc_tile_in[(ty + dy + 1) 34 + tx + dx
     + 1]; x + dx is a column for every launch (x < WIDTH - 1), so the kernel is
     replaced in place. Its results equal the original's on the CPU; a tile read given
     another read's shift fails the read-back check and leaves the kernel as written."""
+    import re
     import polycoal.placement as driver
-    program = read_program(str(PLACEMENT / "blur_2d.cu"))
+    text = (PLACEMENT / "blur_2d.cu").read_text()
+    if spelling == "loops":
+        text = re.sub(r"    float sum = in\[.*?\];\n", BLUR_LOOPS + "\n", text, flags=re.S)
+        assert "for (int dx" in text
+    program = read_program(str(write_cu(text, "blur.cu")))
     result = place_program(program, SPEC, {(None, "in"): "shared"})
     k = result.kernels[0]
     assert k.applied and k.placed_name == "blur" and k.assumed is None
     assert "__shared__ float pc_tile_in[340];" in result.text
-    assert "pc_tile_in[((int)threadIdx.y + (0)) * 34 + (int)threadIdx.x + (0)]" in result.text
-    assert "pc_tile_in[((int)threadIdx.y + (2)) * 34 + (int)threadIdx.x + (2)]" in result.text
+    if spelling == "loops":
+        assert "pc_tile_in[((int)threadIdx.y + (dy + 1)) * 34 + (int)threadIdx.x + (dx + 1)]" \
+            in result.text
+    else:
+        assert "pc_tile_in[((int)threadIdx.y + (0)) * 34 + (int)threadIdx.x + (0)]" in \
+            result.text
+        assert "pc_tile_in[((int)threadIdx.y + (2)) * 34 + (int)threadIdx.x + (2)]" in \
+            result.text
     out = tmp_path / "blur.cu"
     out.write_text(result.text)
     compile_sm90(nvcc, out)
     runs_alike(program.text, result.text, tmp_path, argv=(str(1024 * 21), "2"))
     staging = driver._staging
 
-    def swapped(reads, block):
+    def swapped(reads, block):          # one read's column shifted by one
         st = staging(reads, block)
         shifts = list(st.shifts)
-        shifts[0], shifts[1] = (shifts[0][0], shifts[1][1]), (shifts[1][0], shifts[0][1])
+        shifts[0] = (shifts[0][0], shifts[0][1], shifts[0][2] + 1)
         return driver.Staging(st.low, st.rows, st.columns, st.inside, st.width, st.top,
                               tuple(shifts))
     monkeypatch.setattr(driver, "_staging", swapped)

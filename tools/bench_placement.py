@@ -3,7 +3,8 @@
 arrays against polycoal's choice (needs nvcc and a GPU).
 
     python tools/bench_placement.py --out DIR [--sizes 65536,1048576,4194304] [--steps 50]
-        [--repeat 5] [--polybench atax,bicg,...] [--trace NAME=V,...] [FIXTURE.cu ...]
+        [--repeat 5] [--polybench atax,bicg,...] [--trace NAME=V,...] [-D NAME=V ...]
+        [FIXTURE.cu ...]
 
 Each fixture (default: testsuite/fixtures/placement/*.cu) prints a checksum on stdout
 and "kernel ms per step: X" on stderr (CUDA events around its loop of launches, the
@@ -119,6 +120,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--polybench", default="", help="programs of polybench_inputs/, "
                     "comma-separated (instead of the fixtures)")
+    ap.add_argument("--define", "-D", action="append", default=[], metavar="NAME=VALUE",
+                    help="a macro for every program (PolyBench's sizes: -D NI=512)")
     ap.add_argument("--trace", default="", help="trace the irregular reads with these "
                     "sizes (NAME=V,...; as polycoal place --trace --arg)")
     ap.add_argument("fixtures", nargs="*")
@@ -135,7 +138,8 @@ def main() -> int:
         for path in fixtures:
             folder = os.path.dirname(path)
             includes = (folder, os.path.join(ROOT, "polybench_inputs", "common"))
-            options = PreprocessorOptions(includes if polybench else (), (), ())
+            options = PreprocessorOptions(includes if polybench else (),
+                                          tuple(args.define), ())
             program = read_program(path, options)
             traced = None
             if args.trace:
@@ -159,7 +163,8 @@ def main() -> int:
                     f.write(text)
                 variants.append((label, src[:-3]))
                 builds.append(["nvcc", "-O3", "-arch=sm_90", "-w", src, "-o", src[:-3]] +
-                              [f"-I{d}" for d in options.include_dirs])
+                              [f"-I{d}" for d in options.include_dirs] +
+                              [f"-D{d}" for d in args.define])
             predicted = {f"{k.kernel}:{a.reads.array}": {o.memory: o.cost for o in a.options}
                          for k in chosen.kernels for a in k.arrays}
             results.append({"fixture": name, "choice": choice, "variants": variants,

@@ -81,7 +81,8 @@ class ArrayReads:
     # two-dimensional staging: every read is A[(gy + di) W + gx + dj] of a kernel of
     # threads (gx, gy), W a constant, gx + dj proven a column (0 <= gx + dj < W): `halo`
     # is then dj's range, `rows` (W, lowest di, highest di), and `shifts` each read's
-    # ((line, column) of its reference, (di, dj)), in the text's order
+    # ((line, column) of its reference, di, dj) in the text's order (di, dj: Polys of
+    # the loops' counters by their source names, constants for fixed offsets)
     rows: tuple[int, int, int] | None = None
     shifts: tuple = ()
     # the parameters' values for which every gx + dj is a column (sizes the launch
@@ -191,14 +192,42 @@ def _bounds(model: KernelModel, uses) -> tuple:
     return values.dim_min(0).coalesce(), values.dim_max(0).coalesce()
 
 
+def split_offset(offset: Poly, width: int) -> tuple[Poly, Poly] | None:
+    """(row, column) parts of an offset o = row W + column: each integer coefficient
+    (of a loop counter, and the constant) c = q W + r, r in [-W/2, W/2), gives q to the
+    row and r to the column; None where o is not affine with integer coefficients."""
+    if not offset.is_affine():
+        return None
+    row, column = Poly(), Poly()
+    for monomial, c in offset.terms.items():
+        if c.denominator != 1:
+            return None
+        q = (int(c) + width // 2) // width
+        unit = Poly.var(monomial[0]) if monomial else Poly.const(1)
+        row, column = row + unit * q, column + unit * (int(c) - q * width)
+    return row, column
+
+
+def _constant_range(model: KernelModel, s, value: Poly) -> tuple[int, int] | None:
+    """The lowest and highest value of `value` over the statement's instances, where
+    both are constants."""
+    values = value_range(model, [s], value)
+    if values is None or values.is_empty():
+        return None
+    lo, hi = _constant(values.dim_min(0).coalesce()), _constant(values.dim_max(0).coalesce())
+    return None if lo is None or hi is None else (lo, hi)
+
+
 def _rows(model: KernelModel, uses):
     """(halo, bounds, rows, shifts, assumed) of a kernel of threads (gx, gy) whose
     every read of the array is A[(gy + di) W + gx + dj] (ArrayReads.rows), else None.
-    Each offset o = di W + dj is split with dj in [-W/2, W/2); the split is the
-    element's row and column only where gx + dj is a column of the row over the read's
-    instances: isl gives the parameters' values for which it is (`assumed`, checked
-    at each launch; none: the reads wrap into other rows, and the array is not
-    staged)."""
+    di and dj may move with loop counters within constant bounds (a filter's loops over
+    its radius): each offset o = di W + dj is split by split_offset, and the split is
+    the element's row and column only where gx + dj is a column of the row over the
+    read's instances: isl gives the parameters' values for which it is (`assumed`,
+    checked at each launch; none: the reads wrap into other rows, and the array is not
+    staged). `shifts`: each read's ((line, column), di, dj), the parts in the loops'
+    source names (the counters the kernel's text reads)."""
     dims = {d.name: d for d in model.thread_dims}
     if set(dims) != {"gx", "gy"} or any(d.strided for d in dims.values()):
         return None
@@ -207,25 +236,37 @@ def _rows(model: KernelModel, uses):
     if width is None or not width.is_constant() or int(width.constant()) < 2:
         return None
     w = int(width.constant())
-    offsets = _offsets(model, uses, Poly.var("gx") + Poly.var("gy") * w)
-    if offsets is None or any(lo != hi for lo, hi in offsets):
-        return None
-    shifts, assumed = [], None
-    for (s, a), (o, _) in zip(uses, offsets):
-        di = (o + w // 2) // w
-        dj = o - di * w
-        column = value_range(model, [s], Poly.var("gx") + dj)
-        if column is None:
+    base = Poly.var("gx") + Poly.var("gy") * w
+    shifts, assumed, rows, columns = [], None, [], []
+    for s, a in uses:
+        if a.flat is None or not a.flat.is_affine():
             return None
-        where = _within(column, 0, w - 1)
+        counters = {loop.counter: loop for loop in s.loops}
+        offset = a.flat - base
+        parts = split_offset(offset, w)
+        if parts is None or not offset.variables <= set(counters) or \
+                any(counters[v].step != 1 for v in offset.variables):
+            return None
+        row, column = parts
+        row_range = _constant_range(model, s, row)
+        column_range = _constant_range(model, s, column)
+        span = value_range(model, [s], Poly.var("gx") + column)
+        if row_range is None or column_range is None or span is None:
+            return None
+        where = _within(span, 0, w - 1)
         assumed = where if assumed is None else assumed.intersect(where)
         if assumed.is_empty():
             return None
-        shifts.append(((a.location.line, a.location.col), (di, dj)))
-    djs = [dj for _, (_, dj) in shifts]
-    dis = [di for _, (di, _) in shifts]
-    return (min(djs), max(djs)), _bounds(model, uses), (w, min(dis), max(dis)), \
-        tuple(sorted(shifts)), assumed.coalesce()
+        rows.append(row_range)
+        columns.append(column_range)
+        names = {c: Poly.var(loop.source_name) for c, loop in counters.items()}
+        shifts.append(((a.location.line, a.location.col), row.substitute(names),
+                       column.substitute(names)))
+    if not shifts:
+        return None
+    return (min(lo for lo, _ in columns), max(hi for _, hi in columns)), \
+        _bounds(model, uses), (w, min(lo for lo, _ in rows), max(hi for _, hi in rows)), \
+        tuple(sorted(shifts, key=lambda x: x[0])), assumed.coalesce()
 
 
 def _within(values: isl.Set, low: int, high: int) -> isl.Set:

@@ -49,8 +49,9 @@ class Staging:
     block's first thread's element shifted by `top` rows and `low` columns (rows of
     `width` elements; width 0: one-dimensional, a tile of one row read at
     A[e] -> tile[e - base]); each element loaded where `inside` (C, of PC_ELEMENT)
-    holds; `shifts`: each read's ((line, column), (di, dj)) in the text's order
-    (two-dimensional)."""
+    holds; `shifts`: each read's ((line, column), di, dj) in the text's order, its
+    row and column offsets (Polys of the loops' counters by their source names;
+    two-dimensional)."""
 
     low: int
     rows: int
@@ -123,12 +124,13 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
                 # the k-th mention is the model's k-th read in the text's order (a macro
                 # expanded before it moves its column, never its line or its order)
                 st = staging[array]
-                (line, _), shift = st.shifts[mentions.index(k)]
+                (line, _), row, column = st.shifts[mentions.index(k)]
                 if line != _position(program.text, kernel.span.start + tokens[k].start)[0]:
                     raise NotRewritable(f"a read of '{array}' is not where the model has it")
                 edits.append((tokens[k].start, tokens[end].end,
-                              f"{tile(array)}[((int)threadIdx.y + ({shift[0] - st.top})) * "
-                              f"{st.columns} + (int)threadIdx.x + ({shift[1] - st.low})]"))
+                              f"{tile(array)}[((int)threadIdx.y + ({(row - st.top).to_c()})) "
+                              f"* {st.columns} + (int)threadIdx.x + "
+                              f"({(column - st.low).to_c()})]"))
             elif spelling == "shared":
                 edits.append((tokens[k].start, tokens[k + 1].end, f"{tile(array)}[("))
                 edits.append((tokens[end].start, tokens[end].end, f") - pc_base_{array}]"))
