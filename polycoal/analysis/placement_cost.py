@@ -438,7 +438,8 @@ def staging_cost(reads: ArrayReads, memory: Memory, source: Memory, block: tuple
                  values: dict[str, int] | None = None) -> float:
     """The loads that stage the array in `memory` (shared), per launch: each block reads
     its tile from `source` (global memory), each row contiguously, once (its warps'
-    requests after the first warp's sectors are L1 hits)."""
+    requests after the first warp's sectors are L1 hits), and pays the memory's
+    block_cost (its barrier and fill loop)."""
     rows, columns = tile_shape(reads, block)
     warps = 0.0
     for r in reads.references:
@@ -447,6 +448,8 @@ def staging_cost(reads: ArrayReads, memory: Memory, source: Memory, block: tuple
     blocks = warps / max(block[0] * block[1] / 32.0, 1.0)
     row = tuple(range(0, 32 * reads.element_size, reads.element_size))
     per_block = rows * -(-columns // 32) * source.request(row, None)
+    if "staging" in memory.needs:
+        per_block += memory.block_cost
     return blocks * per_block
 
 

@@ -24,7 +24,7 @@ SHIPPED = "memory_sm90.toml"          # in grammars/ (the package polycoal.gramm
 KEYS = ("name", "scope", "capacity", "transaction", "banks", "bank_width", "serialise",
         "request_cost", "transaction_cost", "cached_bytes", "cached_transaction_cost",
         "fill_cost", "ordered", "needs", "spelling")
-OPTIONAL = ("indexed_request_cost",)
+OPTIONAL = ("indexed_request_cost", "block_cost")
 NEEDS = ("read-only", "static-size", "staging")
 SPELLINGS = ("global", "ldg", "constant", "shared")
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -54,6 +54,9 @@ class Memory:
     # instruction): constant memory's LDC with a register index costs what an L1 hit
     # does; None: as any other request
     indexed_request_cost: float | None = None
+    # a staging memory's cost per block beyond its loads: the barrier, and the fill
+    # loop's index arithmetic
+    block_cost: float = 0.0
 
     def transactions(self, addresses) -> int:
         """Transactions of one warp request whose active lanes read `addresses` (bytes
@@ -176,7 +179,8 @@ def _memory(entry: dict, where: str) -> Memory:
                         int(entry["cached_bytes"]), float(entry["cached_transaction_cost"]),
                         float(entry["fill_cost"]), bool(entry["ordered"]), needs,
                         entry["spelling"], None if "indexed_request_cost" not in entry
-                        else float(entry["indexed_request_cost"]))
+                        else float(entry["indexed_request_cost"]),
+                        float(entry.get("block_cost", 0.0)))
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: {e}") from None
     if memory.transaction <= 0 or memory.capacity < 0:
