@@ -201,6 +201,10 @@ def _parser() -> argparse.ArgumentParser:
                            help="where to write the program (default: standard output)")
     _add_preprocessor_options(transform)
     _add_transform_options(transform)
+    transform.add_argument("--placement", action="store_true",
+                           help="then place the arrays each kernel of the transformed "
+                           "program only reads across memory kinds, as polycoal place does "
+                           "(its report on standard error)")
     _add_arg_option(transform)
     transform.add_argument("--report", choices=("text", "json"), default="text",
                            help="format of the report printed on standard error")
@@ -456,13 +460,39 @@ def cmd_transform(args) -> int:
                                 for pair in d.disjoint]}
                               for d in result.decisions],
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
+    text, placed = result.text, None
+    if args.placement:
+        placed = _place_transformed(program, text, args)
+        text = placed.text
+    if args.report == "json":
+        if placed is not None:
+            from polycoal.model.memory_spec import load_spec
+            from polycoal.report.placement import placement_json
+            report["placement"] = placement_json(program, load_spec(), placed)
         sys.stderr.write(json.dumps(report, indent=2) + "\n")
     else:
         for x in diagnostics:
             print(x, file=sys.stderr)
+        if placed is not None:
+            from polycoal.model.memory_spec import load_spec
+            from polycoal.report.placement import placement_text
+            sys.stderr.write(placement_text(load_spec(), placed))
     from polycoal.output import relocate_includes
-    _write(relocate_includes(result.text, program.path, args.output), args.output)
-    return 1 if any(x.severity == "error" for x in result.diagnostics) else 0
+    _write(relocate_includes(text, program.path, args.output), args.output)
+    return 1 if any(x.severity == "error" for x in result.diagnostics) or \
+        (placed is not None and any(d.severity == "error" for d in placed.diagnostics)) else 0
+
+
+def _place_transformed(program, text: str, args):
+    """`transform --placement`: the transformed program's placement (polycoal place's,
+    with the shipped memory specification)."""
+    from polycoal.frontend import read_program
+    from polycoal.model.memory_spec import load_spec
+    from polycoal.placement import place_program
+    preprocessor = _preprocessor_options(args)
+    transformed = read_program(program.path, preprocessor, text=text,
+                               constants=program.constants)
+    return place_program(transformed, load_spec(), {}, preprocessor)
 
 
 def cmd_place(args) -> int:

@@ -490,3 +490,22 @@ def test_place_device_measures(tmp_path):
     k = json.loads(run.stderr)["kernels"][0]
     assert k["measured"]["ok"] and k["measured"]["original_ms"] > 0
     assert k["measured"]["placed_ms"] > 0
+
+
+def test_transform_then_placement(tmp_path, nvcc):
+    """`polycoal transform --placement`: the transformed program placed as polycoal
+    place places it. The FIR is already coalesced (transform leaves it), so the output
+    is place's; its report follows transform's on standard error."""
+    run = _cli("transform", PLACEMENT / "fir_filter.cu", "--placement",
+               "-o", tmp_path / "t.cu")
+    assert run.returncode == 0, run.stderr
+    assert "kernel 'fir' left unchanged" in run.stderr
+    assert "kernel 'fir': placed" in run.stderr
+    place = _cli("place", PLACEMENT / "fir_filter.cu", "-o", tmp_path / "p.cu")
+    assert (tmp_path / "t.cu").read_text() == (tmp_path / "p.cu").read_text()
+    compile_sm90(nvcc, tmp_path / "t.cu")
+    plain = _cli("transform", PLACEMENT / "fir_filter.cu", "--report", "json",
+                 "--placement", "-o", tmp_path / "j.cu")
+    import json
+    report = json.loads(plain.stderr)
+    assert report["placement"]["kernels"][0]["applied"] and place.returncode == 0

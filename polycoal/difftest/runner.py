@@ -62,6 +62,7 @@ OPTION_SETS: dict[str, list[str]] = {
     # `polycoal place` instead of transform: data placement of the original's arrays
     "place": ["place"],
     "place-trace": ["place", "--trace"],
+    "placement": ["--placement"],
 }
 
 
