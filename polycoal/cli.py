@@ -462,37 +462,35 @@ def cmd_transform(args) -> int:
                   "diagnostics": [json_report.diagnostic(x) for x in diagnostics]}
     text, placed = result.text, None
     if args.placement:
-        placed = _place_transformed(program, text, args)
+        from polycoal.model.memory_spec import load_spec
+        from polycoal.report.placement import placement_json, placement_text
+        spec = load_spec()
+        placed = _place_transformed(program, text, spec, args)
         text = placed.text
     if args.report == "json":
         if placed is not None:
-            from polycoal.model.memory_spec import load_spec
-            from polycoal.report.placement import placement_json
-            report["placement"] = placement_json(program, load_spec(), placed)
+            report["placement"] = placement_json(program, spec, placed)
         sys.stderr.write(json.dumps(report, indent=2) + "\n")
     else:
         for x in diagnostics:
             print(x, file=sys.stderr)
         if placed is not None:
-            from polycoal.model.memory_spec import load_spec
-            from polycoal.report.placement import placement_text
-            sys.stderr.write(placement_text(load_spec(), placed))
+            sys.stderr.write(placement_text(spec, placed))
     from polycoal.output import relocate_includes
     _write(relocate_includes(text, program.path, args.output), args.output)
     return 1 if any(x.severity == "error" for x in result.diagnostics) or \
         (placed is not None and any(d.severity == "error" for d in placed.diagnostics)) else 0
 
 
-def _place_transformed(program, text: str, args):
-    """`transform --placement`: the transformed program's placement (polycoal place's,
-    with the shipped memory specification)."""
+def _place_transformed(program, text: str, spec, args):
+    """`transform --placement`: the transformed program's placement, as polycoal place
+    makes it."""
     from polycoal.frontend import read_program
-    from polycoal.model.memory_spec import load_spec
     from polycoal.placement import place_program
     preprocessor = _preprocessor_options(args)
     transformed = read_program(program.path, preprocessor, text=text,
                                constants=program.constants)
-    return place_program(transformed, load_spec(), {}, preprocessor)
+    return place_program(transformed, spec, {}, preprocessor)
 
 
 def cmd_place(args) -> int:

@@ -450,17 +450,18 @@ def place_program(program: Program, spec: MemorySpec,
                     renamed(text, kernel.name, name)
 
                 def condition(lz):
-                    parts = [] if assumed is None else [condition_to_c(assumed, {
-                        p: v for p, v in launch_values(program.text, lz, kernel,
-                                                       "long long").items()})]
+                    parts = []
+                    if assumed is not None:     # the tiles' assumption at this launch
+                        values = launch_values(program.text, lz, kernel, "long long")
+                        if not set(_parameters(assumed)) <= set(values):
+                            raise NotRewritable(f"the launch at line {lz.location.line} does "
+                                                "not give the sizes the staging assumes "
+                                                "plainly")
+                        parts.append(condition_to_c(assumed, values))
                     if placement.sized:
                         parts.append(launch_condition(
                             program, lz, kernel, terms, fill,
                             kept_copy(program, lz, kernel, constants, cached)))
-                    if assumed is not None and not set(_parameters(assumed)) <= set(
-                            launch_values(program.text, lz, kernel, "long long")):
-                        raise NotRewritable(f"the launch at line {lz.location.line} does "
-                                            "not give the sizes the staging assumes plainly")
                     return " && ".join(f"({x})" for x in parts)
                 launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached,
                                                      name, condition(lz)))

@@ -168,16 +168,10 @@ def _offsets(model: KernelModel, uses, base: Poly) -> list[tuple[int, int]] | No
         if a.flat is None or not a.flat.is_affine() or \
                 any(a.flat.coefficient(v) != base.coefficient(v) for v in base.variables):
             return None
-        offset = value_range(model, [s], a.flat - base)
-        if offset is None or offset.is_empty():
+        bounds = _constant_range(model, s, a.flat - base)
+        if bounds is None:
             return None
-        lo, hi = offset.dim_min(0).coalesce(), offset.dim_max(0).coalesce()
-        if not (lo.is_cst() and hi.is_cst()):
-            return None
-        lo, hi = _constant(lo), _constant(hi)
-        if lo is None or hi is None:
-            return None
-        out.append((lo, hi))
+        out.append(bounds)
     return out or None
 
 
@@ -214,7 +208,10 @@ def _constant_range(model: KernelModel, s, value: Poly) -> tuple[int, int] | Non
     values = value_range(model, [s], value)
     if values is None or values.is_empty():
         return None
-    lo, hi = _constant(values.dim_min(0).coalesce()), _constant(values.dim_max(0).coalesce())
+    lo, hi = values.dim_min(0).coalesce(), values.dim_max(0).coalesce()
+    if not (lo.is_cst() and hi.is_cst()):      # a bound that moves with a parameter
+        return None
+    lo, hi = _constant(lo), _constant(hi)
     return None if lo is None or hi is None else (lo, hi)
 
 
