@@ -355,7 +355,9 @@ def test_a_syntax_error_anywhere_in_the_kernels_is_unusable_input(tmp_path, caps
     source = FIXTURES / "syntax_error.cu"
     status, err, out = _transform_status(tmp_path, capsys, source, *options)
     assert status == 2 and not out.exists()
-    assert f"{source}:25:" in err and "syntax error in kernel 'broken'" in err
+    # Clang's location and message: the missing semicolon at the end of line 24
+    assert f"{source}:24:" in err and "syntax error in kernel 'broken'" in err
+    assert "expected ';' at end of declaration" in err
 
 
 def test_a_syntax_error_in_a_device_function_is_unusable_input(write_cu, tmp_path, capsys):

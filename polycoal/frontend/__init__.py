@@ -16,6 +16,7 @@ from polycoal.frontend.launches import find_launches
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessedSource, PreprocessorOptions, preprocess
 from polycoal.frontend.program import Program
+from polycoal.frontend.validity import judge_syntax_errors
 from polycoal.output import decode
 
 
@@ -95,6 +96,8 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     _require_balanced(source, user_tokens)
     kernels, device_functions, variables, diagnostics = read_functions(
         source, text, options.std, user_tokens, original_tokens)
+    kernels, diagnostics = judge_syntax_errors(path, options, text, kernels,
+                                               device_functions, diagnostics)
     if constants is None:
         constants = file_constants(path, options, text)
     launches = find_launches(source, text, constants, user_tokens, original_tokens)

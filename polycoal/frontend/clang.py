@@ -24,12 +24,14 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 
+from polycoal.frontend import toolkit
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 
@@ -128,6 +130,8 @@ class ClangUnit:
     kernels: list[ClangKernel] = field(default_factory=list)
     launches: list[ClangLaunch] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)     # "file:line: message"
+    # the same errors as (file, line, column, message), in Clang's order
+    error_sites: list[tuple[str, int, int, str]] = field(default_factory=list)
     # integer constants declared at file or namespace scope (`constexpr int ROWS = 512;`,
     # `static const int PAD = 4;`), by unqualified name, with the values Clang evaluates;
     # a name two of them share with different values is left out
@@ -193,7 +197,8 @@ def arguments(path: str, options: PreprocessorOptions) -> list[str]:
             "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header()]
     args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
     args += [f"-I{d}" for d in options.include_dirs]
-    args += [f"-I{os.path.dirname(os.path.abspath(path))}", "-isystem", _stub_directory()]
+    args += [f"-I{os.path.dirname(os.path.abspath(path))}", "-isystem", _stub_directory(),
+             "-isystem", toolkit.read_directory()]
     builtin = _builtin_include()
     return args + (["-isystem", builtin] if builtin else [])
 
@@ -452,11 +457,37 @@ def read(path: str, options: PreprocessorOptions = PreprocessorOptions(),
     return _read(os.path.abspath(path), options, text)
 
 
+_NOT_FOUND = re.compile(r"'(.+)' file not found")
+
+
+def _parse(ci, path: str, options: PreprocessorOptions, text: str):
+    """The translation unit; a header of the CUDA toolkit or its libraries that is not
+    installed (cooperative_groups/reduce.h, curand_kernel.h, cub/cub.cuh) is read as
+    empty, never a fatal error (what kernels use of them is declared in
+    grammars/clang_cuda.h), and the file parsed again."""
+    for _ in range(32):
+        tu = ci.Index.create().parse(path, args=arguments(path, options),
+                                     unsaved_files=[(path, closed_up(text))])
+        missing = {m.group(1) for d in tu.diagnostics if d.severity >= 4
+                   for m in [_NOT_FOUND.search(d.spelling)]
+                   if m and toolkit.is_library_header(m.group(1))}
+        made = False
+        for name in missing:
+            stub = os.path.join(_stub_directory(), name)
+            if not os.path.exists(stub) and ".." not in name and not os.path.isabs(name):
+                os.makedirs(os.path.dirname(stub), exist_ok=True)
+                with open(stub, "w") as f:
+                    f.write("#pragma once\n")
+                made = True
+        if not made:
+            return tu
+    return tu
+
+
 @functools.lru_cache(maxsize=4)
 def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
     ci = _cindex()
-    tu = ci.Index.create().parse(path, args=arguments(path, options),
-                                 unsaved_files=[(path, closed_up(text))])
+    tu = _parse(ci, path, options, text)
     unit = ClangUnit(path)
     texts = {path: text}
 
@@ -466,8 +497,10 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                 texts[name] = f.read()
         return texts[name]
 
-    unit.errors = [f"{d.location.file.name if d.location.file else path}:{d.location.line}: "
-                   f"{d.spelling}" for d in tu.diagnostics if d.severity >= 3]
+    unit.error_sites = [(d.location.file.name if d.location.file else path,
+                         d.location.line, d.location.column, d.spelling)
+                        for d in tu.diagnostics if d.severity >= 3]
+    unit.errors = [f"{f}:{line}: {message}" for f, line, _, message in unit.error_sites]
     ours = os.path.dirname(declarations_header())
 
     def user_file(c) -> bool:

@@ -23,12 +23,12 @@ from importlib import resources
 from pathlib import Path
 
 from polycoal.diagnostics import Diagnostic, InputError, Location
+from polycoal.frontend import toolkit
 from polycoal.output import decode, encode
 
 LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _MISSING = re.compile(r'^(.*?):(\d+):(\d+): fatal error: ([^:]+): No such file or directory', re.M)
 _ERROR = re.compile(r'^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$', re.M)
-_CUDA_LIBRARY = re.compile(r'^(cu|nv|thrust/|cub/|cuda|helper_|device_|sm_\d|mma|crt/)')
 
 PREDEFINED = ("__CUDACC__", "__NVCC__", "__CUDACC_VER_MAJOR__=13", "__CUDACC_VER_MINOR__=0")
 
@@ -103,7 +103,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
             cmd.append(f"-U{u}")
         for inc in options.include_dirs:
             cmd.append(f"-I{inc}")
-        cmd += [f"-I{stub_include_dir()}", f"-I{stubs}"]
+        cmd += [f"-I{stub_include_dir()}", f"-I{stubs}", "-isystem", toolkit.read_directory()]
         source_arg = path
         if text is not None:
             source_arg = "-"
@@ -122,7 +122,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
                 raise _preprocessor_error(proc.stderr, path)
             stub.parent.mkdir(parents=True, exist_ok=True)
             stub.write_text("")
-            quiet = _CUDA_LIBRARY.match(header) is not None
+            quiet = toolkit.is_library_header(header)
             diagnostics.append(Diagnostic(
                 "note" if quiet else "warning", "missing-header",
                 f"header '{header}' not found; preprocessed as empty"

@@ -26,12 +26,16 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 
+from polycoal.frontend import toolkit
+
 HEADER = "cpu_program.h"
 TYPES = "cuda_types.h"           # included by HEADER, shared with validate --cpu
 RUNTIME = "cpu_program_rt.cpp"
 STUB_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
                 "device_functions.h", "cuda_fp16.h", "math_functions.h", "vector_types.h",
-                "driver_types.h", "sm_60_atomic_functions.h")
+                "driver_types.h", "sm_60_atomic_functions.h", "cooperative_groups.h",
+                "cooperative_groups/reduce.h", "cooperative_groups/memcpy_async.h",
+                "cooperative_groups/scan.h")
 CXXFLAGS = ("-std=c++17", "-O0", "-w", "-ffp-contract=off")
 
 # exit statuses of the runtime (cpu_program.h, PC_EXIT_*)
@@ -365,7 +369,7 @@ class CpuProgramRunner:
         self.types = (files / TYPES).read_text()
         self.runtime = (files / RUNTIME).read_text()
         key = hashlib.sha256("\0".join((self.header, self.types, self.runtime, self.cxx) +
-                                       self.flags)
+                                       self.flags + STUB_HEADERS)
                              .encode()).hexdigest()[:16]
         base = cache or os.path.join(tempfile.gettempdir(), "polycoal-cpu-program")
         self.directory = os.path.join(base, key)
@@ -383,6 +387,8 @@ class CpuProgramRunner:
                 with open(os.path.join(tmp, name), "w") as f:
                     f.write(text)
             for stub in STUB_HEADERS:
+                os.makedirs(os.path.dirname(os.path.join(tmp, stub)), exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.join(self.include, stub)), exist_ok=True)
                 with open(os.path.join(tmp, stub), "w") as f:
                     f.write("#pragma once\n")
             with open(os.path.join(tmp, RUNTIME), "w") as f:
@@ -419,7 +425,8 @@ class CpuProgramRunner:
             f.write(text)
         exe = os.path.join(directory, name)
         build = subprocess.run([self.cxx, *self.flags, "-I", self.include,
-                                *(f"-I{d}" for d in include_dirs), "-include",
+                                *(f"-I{d}" for d in include_dirs),
+                                "-isystem", toolkit.read_directory(), "-include",
                                 os.path.join(self.include, HEADER), src, self.object,
                                 *self.link_flags, "-o", exe], capture_output=True, text=True)
         if build.returncode != 0:
@@ -437,6 +444,7 @@ class CpuProgramRunner:
         with open(src, "w") as f:
             f.write(text)
         r = subprocess.run([self.cxx, *self.flags, "-fsyntax-only", "-I", self.include,
+                            "-isystem", toolkit.read_directory(),
                             "-include", os.path.join(self.include, HEADER), src],
                            capture_output=True, text=True)
         return None if r.returncode == 0 else r.stderr

@@ -1,0 +1,99 @@
+"""Issue 32: polycoal reads real projects as their build does.
+
+Clang is the judge of validity (a file Clang accepts is never refused as a syntax
+error), CUDA toolkit headers are never a refusal (read from the toolkit when installed,
+else through polycoal's declarations), and the kernels of such files are still read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import compile_sm90, runs_alike
+
+FIXTURES = Path(__file__).parent / "fixtures"
+clang = pytest.importorskip("clang.cindex")
+
+
+def transform(path: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(path),
+                        "--report", "json", "-o", str(out), *extra],
+                       capture_output=True, text=True)
+    start = r.stderr.find("{")
+    return r.returncode, (json.loads(r.stderr[start:]) if start >= 0 else {"stderr": r.stderr})
+
+
+def decisions(report: dict) -> dict[str, tuple[str, str]]:
+    return {k["name"]: (k["action"], k["reason"]) for k in report["kernels"]}
+
+
+def test_header_types_are_not_syntax_errors(tmp_path, monkeypatch):
+    """A kernel using a C++ alias of a header looks like a syntax error to the
+    function-alone check; Clang accepts the file: the kernel is left as written, the
+    rest transformed, the output compiles and runs alike."""
+    from polycoal import frontend
+    from polycoal.frontend import read_program
+    source = FIXTURES / "header_types" / "main.cu"
+    # the function-alone verdict the fixture exists for (without Clang's judgement)
+    monkeypatch.setattr(frontend, "judge_syntax_errors", lambda p, o, t, k, f, d: (k, d))
+    alone = read_program(str(source))
+    assert any(d.code == "syntax-error" and d.kernel == "moments" for d in alone.diagnostics)
+    monkeypatch.undo()
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = decisions(report)
+    assert kernels["moments"][0] == "unchanged"
+    assert kernels["row_sums"][0] != "unchanged"
+    assert not any(d["code"] == "syntax-error" for d in report["diagnostics"])
+    shutil.copy(source.parent / "cplx.h", tmp_path / "cplx.h")
+    runs_alike(source.read_text(), out.read_text(), tmp_path, include_dirs=(source.parent,))
+
+
+def test_a_real_syntax_error_is_clangs(tmp_path):
+    """A syntax error still exits 2, with Clang's location and message."""
+    rc, report = transform(FIXTURES / "syntax_error.cu", tmp_path / "out.cu")
+    assert rc == 2
+    assert not (tmp_path / "out.cu").exists()
+
+
+def test_syntax_error_message_and_place(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform",
+                        str(FIXTURES / "syntax_error.cu"), "-o", str(tmp_path / "o.cu")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "syntax_error.cu:24:" in r.stderr and "expected ';'" in r.stderr
+
+
+def test_toolkit_headers_are_read(tmp_path, nvcc):
+    """cooperative_groups/reduce.h, math_constants.h and cuComplex.h: no refusal; the
+    kernel reading CUDART_PI_F is read with its value and transformed; the output
+    compiles and runs alike."""
+    source = FIXTURES / "toolkit_headers" / "main.cu"
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    assert decisions(report)["scaled_row_sums"][0] == "reduced"
+    assert not any(d["severity"] == "error" for d in report["diagnostics"])
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), out.read_text(), tmp_path)
+
+
+def test_shipped_toolkit_declarations_stand_alone(tmp_path, monkeypatch):
+    """Without an installed toolkit, polycoal's own math_constants.h and cuComplex.h
+    are read: the kernel is still transformed."""
+    from polycoal.frontend import toolkit
+    monkeypatch.setattr(toolkit, "toolkit_include", lambda: None)
+    toolkit.read_directory.cache_clear()
+    try:
+        directory = Path(toolkit.read_directory())
+        assert "polycoal" in (directory / "math_constants.h").read_text()
+        assert "cuFloatComplex" in (directory / "cuComplex.h").read_text()
+    finally:
+        toolkit.read_directory.cache_clear()

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""polycoal over a corpus of public CUDA sources, as a new user runs it (issue 32).
+
+    python tools/sweep_corpus.py ROOT [ROOT ...] --out DIR [--jobs N] [--nvcc] [--limit N]
+    python tools/sweep_corpus.py --table DIR/sweep.json [--before OLD/sweep.json]
+
+ROOT is a checkout of Rodinia (its `cuda/` sources) or HeCBench (its `src/*-cuda/`
+programs), fetched outside the project (no third-party source is kept here). For each
+`.cu` file: `polycoal transform FILE -I DIR --report json -o OUT` (DIR its directory);
+the exit status, every kernel's action and reason code; with `--nvcc`, for files that
+exit 2 or change, `nvcc -arch=sm_90 -c -I DIR` on the original and on the output.
+
+The table classifies each kept kernel's reason as about *the kernel* (coalescing,
+dependences, races, irregular accesses, no gain) or about *reading the code* (not
+parsed, not in the file's text, no launch found): the issue's acceptance is that at least
+90% of kernels reach the model. Results go to DIR/sweep.json, one record per file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Reason codes that say polycoal did not get to read the kernel (front end and launch
+# discovery), as opposed to a verdict about the kernel itself.
+READING = frozenset({
+    "unparsed", "not-in-text", "no-launch", "launch-not-in-text", "lowered",
+    "thread-index-in-macro", "thread-index-in-callee", "name-shared", "used-elsewhere",
+    "internal-error", "syntax-error", "refused", "timeout", "not-instantiated",
+    "crash"})
+
+
+def corpus_files(root: Path) -> list[Path]:
+    """The CUDA sources of a Rodinia or HeCBench checkout (any other tree: every .cu)."""
+    if (root / "src").is_dir() and any(root.glob("src/*-cuda")):
+        return sorted(p for p in root.glob("src/*-cuda/**/*.cu") if p.is_file())
+    if (root / "cuda").is_dir():
+        return sorted(p for p in root.glob("cuda/**/*.cu") if p.is_file())
+    return sorted(p for p in root.rglob("*.cu") if p.is_file())
+
+
+def nvcc_compiles(path: Path, include: Path, timeout: int = 300) -> tuple[bool, str]:
+    """Whether nvcc compiles the file alone (no linking), and its first error line."""
+    with_obj = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-{os.getpid()}.o"
+    try:
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-w", "-I", str(include),
+                            "-DcudaThreadSynchronize=cudaDeviceSynchronize",
+                            str(path), "-o", str(with_obj)],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, "timeout"
+    finally:
+        with_obj.unlink(missing_ok=True)
+    first = next((x for x in r.stderr.splitlines() if "error" in x), "")
+    return r.returncode == 0, first[:300]
+
+
+def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> dict:
+    rel = path.relative_to(base)
+    dest = out / "outputs" / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.unlink(missing_ok=True)
+    started = time.monotonic()
+    cmd = [sys.executable, "-m", "polycoal", "transform", str(path), "-I", str(path.parent),
+           "--report", "json", "-o", str(dest)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        rc, stderr = r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        rc, stderr = -1, "timeout"
+    record = {"file": str(rel), "rc": rc, "seconds": round(time.monotonic() - started, 2),
+              "kernels": [], "diagnostics": [], "stderr": ""}
+    start = stderr.find("{")
+    try:
+        report = json.loads(stderr[start:]) if start >= 0 else None
+    except json.JSONDecodeError:
+        report = None
+    if report:
+        record["kernels"] = [{"name": k["name"], "action": k["action"], "code": k["code"],
+                              "reason": k["reason"][:300]} for k in report["kernels"]]
+        record["diagnostics"] = [{"code": d["code"], "severity": d["severity"],
+                                  "message": d["message"][:300]}
+                                 for d in report["diagnostics"]
+                                 if d["severity"] == "error"]
+    else:
+        record["stderr"] = stderr[-1500:]
+    # the output's includes are relocated to its folder: a changed file is one where a
+    # kernel changed
+    changed = dest.exists() and any(k["action"] != "unchanged" for k in record["kernels"])
+    record["changed"] = changed
+    if nvcc and (rc == 2 or changed):
+        ok, why = nvcc_compiles(path, path.parent)
+        record["nvcc_original"] = [ok, why]
+        if changed:
+            ok, why = nvcc_compiles(dest, path.parent)
+            record["nvcc_output"] = [ok, why]
+    if not changed:
+        dest.unlink(missing_ok=True)
+    return record
+
+
+def outcome(k: dict) -> str:
+    return "changed" if k["action"] != "unchanged" else k["code"] or "unknown"
+
+
+def table(records: list[dict]) -> str:
+    kernels = [k for r in records for k in r["kernels"]]
+    by_code = collections.Counter(outcome(k) for k in kernels)
+    files_by_rc = collections.Counter(r["rc"] for r in records)
+    reading = sum(n for c, n in by_code.items() if c in READING)
+    lines = [f"files: {len(records)}; exit status: " +
+             ", ".join(f"{rc}: {n}" for rc, n in sorted(files_by_rc.items())),
+             f"kernels: {len(kernels)}; reach the model: {len(kernels) - reading} "
+             f"({100.0 * (len(kernels) - reading) / max(len(kernels), 1):.1f}%)",
+             f"files changed: {sum(r['changed'] for r in records)}; kernels changed: "
+             f"{by_code.get('changed', 0)}",
+             f"internal errors: {sum(1 for r in records for d in r['diagnostics'] if d['code'] == 'internal-error') + files_by_rc.get(3, 0)}"]
+    exit2 = [r for r in records if r["rc"] == 2]
+    if any("nvcc_original" in r for r in exit2):
+        valid = [r for r in exit2 if r.get("nvcc_original", [False])[0]]
+        lines.append(f"exit 2 on files nvcc compiles: {len(valid)} of {len(exit2)}")
+    outs = [r for r in records if "nvcc_output" in r]
+    if outs:
+        broken = [r["file"] for r in outs if r["nvcc_original"][0] and not r["nvcc_output"][0]]
+        lines.append(f"outputs nvcc rejects where the input compiles: {len(broken)} of "
+                     f"{len(outs)}" + (": " + ", ".join(broken) if broken else ""))
+    lines.append("")
+    lines.append("| outcome | kernels | about |")
+    lines.append("|---|---|---|")
+    for code, n in by_code.most_common():
+        lines.append(f"| {code} | {n} | {'reading the code' if code in READING else 'the kernel'} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("roots", nargs="*", type=Path)
+    p.add_argument("--out", type=Path, default=Path("sweep-out"))
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--nvcc", action="store_true")
+    p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--match", default="", help="only files whose path contains this")
+    p.add_argument("--table", type=Path, help="print the table of an earlier sweep")
+    args = p.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return 0
+    work = [(f, root) for root in args.roots for f in corpus_files(root)
+            if args.match in str(f)]
+    if args.limit:
+        work = work[:args.limit]
+    args.out.mkdir(parents=True, exist_ok=True)
+    records = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(sweep_file, f, root.parent, args.out, args.nvcc, args.timeout)
+                   for f, root in work]
+        for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            r = fut.result()
+            records.append(r)
+            print(f"[{i}/{len(work)}] {r['file']}: exit {r['rc']}, "
+                  f"{len(r['kernels'])} kernels, {r['seconds']} s", flush=True)
+    records.sort(key=lambda r: r["file"])
+    (args.out / "sweep.json").write_text(json.dumps(records, indent=1))
+    print(table(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
