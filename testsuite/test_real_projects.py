@@ -97,3 +97,42 @@ def test_shipped_toolkit_declarations_stand_alone(tmp_path, monkeypatch):
         assert "cuFloatComplex" in (directory / "cuComplex.h").read_text()
     finally:
         toolkit.read_directory.cache_clear()
+
+
+def test_conditional_blocks_with_unmatched_brackets(write_cu, tmp_path):
+    """`#ifdef` branches that each open a block (in a kernel and around a host loop):
+    the brackets of the text as written do not match. No internal error; the kernel
+    whose definition cannot be replaced as one text is left as written."""
+    source = write_cu("""
+__global__ void shift(float *a, const float *b, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef INTERIOR
+  if (i > 0 && i < n) {
+#else
+  if (i < n) {
+#endif
+    a[i] = 2.0f * b[i];
+  }
+}
+
+int main()
+{
+  const int n = 1024;
+  float *a, *b;
+  cudaMalloc(&a, n * sizeof(float));
+  cudaMalloc(&b, n * sizeof(float));
+#ifdef DUMP
+  for (int r = 0; r < 2; r++) {
+#else
+  for (int r = 0; r < 4; r++) {
+#endif
+    shift<<<n / 256, 256>>>(a, b, n);
+  }
+  return 0;
+}
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    assert decisions(report)["shift"][0] == "unchanged"
+    assert (tmp_path / "out.cu").read_text() == source.read_text()

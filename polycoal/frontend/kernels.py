@@ -400,8 +400,18 @@ def locate_in_original(original_tokens: list[Token], name: str, marker_text: str
 
     The definition starts at the first token after the previous `;`, `}` or `{` (so
     `template<...>`, `extern "C"` and `static` are included) and ends at its closing
-    brace. Definitions produced by macros are not found (None).
+    brace. Definitions produced by macros are not found (None), nor those whose
+    brackets as written do not match (`#if` branches that each open a block: the text
+    cannot be replaced as one definition).
     """
+    try:
+        return _locate(original_tokens, name, marker_text, line)
+    except ValueError:
+        return None
+
+
+def _locate(original_tokens: list[Token], name: str, marker_text: str,
+            line: int) -> Span | None:
     for k, t in enumerate(original_tokens):
         if t.text != marker_text or abs(t.line - line) > 0:
             continue

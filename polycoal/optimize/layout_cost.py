@@ -368,26 +368,37 @@ def host_loops(tokens, outside: list) -> list[tuple[int, int, float]]:
         if t.text not in ("for", "while", "do") or any(s.start <= t.start < s.end
                                                        for s in outside):
             continue
-        trips = float(HOST_LOOP_TRIPS)
-        at = k + 1
-        if t.text != "do":
-            if at >= len(tokens) or tokens[at].text != "(":
-                continue
-            close = matching(tokens, at)
-            if t.text == "for":
-                trips = _for_trips(tokens[at + 1:close]) or trips
-            at = close + 1
-        if at >= len(tokens):
+        try:
+            out.append(_host_loop(tokens, k))
+        except (ValueError, IndexError):
+            # brackets of the text as written need not match (`#ifdef` branches each
+            # opening a loop, one closing brace): such a loop is not counted
             continue
-        if tokens[at].text == "{":
-            end = tokens[matching(tokens, at)].end
-        else:
-            j = at
-            while j < len(tokens) and tokens[j].text != ";":
-                j += 1
-            end = tokens[min(j, len(tokens) - 1)].end
-        out.append((tokens[at].start, end, trips))
-    return out
+    return [loop for loop in out if loop is not None]
+
+
+def _host_loop(tokens, k: int) -> tuple[int, int, float] | None:
+    """The loop whose keyword is tokens[k], as host_loops gives it (None: no loop)."""
+    t = tokens[k]
+    trips = float(HOST_LOOP_TRIPS)
+    at = k + 1
+    if t.text != "do":
+        if at >= len(tokens) or tokens[at].text != "(":
+            return None
+        close = matching(tokens, at)
+        if t.text == "for":
+            trips = _for_trips(tokens[at + 1:close]) or trips
+        at = close + 1
+    if at >= len(tokens):
+        return None
+    if tokens[at].text == "{":
+        end = tokens[matching(tokens, at)].end
+    else:
+        j = at
+        while j < len(tokens) and tokens[j].text != ";":
+            j += 1
+        end = tokens[min(j, len(tokens) - 1)].end
+    return tokens[at].start, end, trips
 
 
 def _for_trips(header) -> float | None:
