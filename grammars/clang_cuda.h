@@ -20,11 +20,15 @@
 #define __NVCC__ 1
 #define CUDART_VERSION 13000
 
-// nvcc includes cuda_runtime.h in every .cu file, and it brings these
+// nvcc includes cuda_runtime.h in every .cu file, and it brings these; device code may
+// call printf, memcpy and memset (C headers, read as host and device functions)
 #include <stddef.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#pragma clang force_cuda_host_device begin
+#include <stdio.h>
 #include <string.h>
+#pragma clang force_cuda_host_device end
 #include <time.h>
 #include <math.h>
 
@@ -57,6 +61,7 @@ extern const __device__ int warpSize;
 
 // ---- runtime API (host) ----
 typedef int cudaError_t;
+typedef cudaError_t cudaError;
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
@@ -64,7 +69,8 @@ enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDe
 enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2 };
 enum cudaFuncCache { cudaFuncCachePreferNone, cudaFuncCachePreferShared,
                      cudaFuncCachePreferL1, cudaFuncCachePreferEqual };
-enum { cudaMemAttachGlobal = 1, cudaHostAllocDefault = 0, cudaEventDefault = 0 };
+enum { cudaMemAttachGlobal = 1, cudaHostAllocDefault = 0, cudaEventDefault = 0,
+       cudaStreamDefault = 0, cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
 struct cudaDeviceProp {
   char name[256]; size_t totalGlobalMem, sharedMemPerBlock; int regsPerBlock, warpSize;
   int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], major, minor;
@@ -98,6 +104,14 @@ cudaError_t cudaGetDevice(int *);
 cudaError_t cudaGetDeviceCount(int *);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *, int);
 cudaError_t cudaStreamCreate(cudaStream_t *);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *, unsigned);
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0);
+cudaError_t cudaEventQuery(cudaEvent_t);
+cudaError_t cudaMallocAsync(void **, size_t, cudaStream_t);
+cudaError_t cudaFreeAsync(void *, cudaStream_t);
+cudaError_t cudaMemcpyToSymbolAsync(const void *, const void *, size_t, size_t = 0,
+                                    cudaMemcpyKind = cudaMemcpyHostToDevice,
+                                    cudaStream_t = 0);
 cudaError_t cudaStreamDestroy(cudaStream_t);
 cudaError_t cudaStreamSynchronize(cudaStream_t);
 cudaError_t cudaEventCreate(cudaEvent_t *);
@@ -119,6 +133,15 @@ template <typename T> cudaError_t cudaMalloc(T **p, size_t n) { return cudaMallo
 template <typename T> cudaError_t cudaMallocManaged(T **p, size_t n, unsigned f = cudaMemAttachGlobal)
 { return cudaMallocManaged((void **)p, n, f); }
 template <typename T> cudaError_t cudaMallocHost(T **p, size_t n) { return cudaMallocHost((void **)p, n); }
+template <typename T> cudaError_t cudaHostAlloc(T **p, size_t n, unsigned f)
+{ return cudaHostAlloc((void **)p, n, f); }
+template <typename T> cudaError_t cudaMallocPitch(T **p, size_t *pitch, size_t w, size_t h)
+{ return cudaMallocPitch((void **)p, pitch, w, h); }
+template <typename T> cudaError_t cudaMallocAsync(T **p, size_t n, cudaStream_t s)
+{ return cudaMallocAsync((void **)p, n, s); }
+template <typename T> cudaError_t cudaMemcpyToSymbolAsync(const T &s, const void *src, size_t n,
+    size_t o = 0, cudaMemcpyKind k = cudaMemcpyHostToDevice, cudaStream_t t = 0)
+{ return cudaMemcpyToSymbolAsync((const void *)&s, src, n, o, k, t); }
 template <typename T> cudaError_t cudaMemcpyToSymbol(const T &s, const void *src, size_t n,
     size_t o = 0, cudaMemcpyKind k = cudaMemcpyHostToDevice) { return cudaMemcpyToSymbol((const void *)&s, src, n, o, k); }
 template <typename T> cudaError_t cudaLaunchKernel(T *f, dim3 g, dim3 b, void **a, size_t s = 0,
@@ -146,14 +169,18 @@ __device__ unsigned __activemask(void);
 __device__ int __popc(unsigned);
 __device__ int __clz(int);
 __device__ int __ffs(int);
-template <typename T> __device__ T atomicAdd(T *, T);
-template <typename T> __device__ T atomicSub(T *, T);
-template <typename T> __device__ T atomicMax(T *, T);
-template <typename T> __device__ T atomicMin(T *, T);
-template <typename T> __device__ T atomicExch(T *, T);
-template <typename T> __device__ T atomicCAS(T *, T, T);
-template <typename T> __device__ T atomicAnd(T *, T);
-template <typename T> __device__ T atomicOr(T *, T);
+// the atomics take the value in the address's type (atomicAdd(&count, 1) with an
+// unsigned count): the value's parameter is not deduced
+template <typename T> struct __pc_nondeduced { typedef T type; };
+template <typename T> __device__ T atomicAdd(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicSub(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicMax(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicMin(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicExch(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicCAS(T *, typename __pc_nondeduced<T>::type,
+                                             typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicAnd(T *, typename __pc_nondeduced<T>::type);
+template <typename T> __device__ T atomicOr(T *, typename __pc_nondeduced<T>::type);
 __device__ unsigned atomicInc(unsigned *, unsigned);
 __device__ long long clock64(void);
 __device__ long clock(void);

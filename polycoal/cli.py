@@ -59,6 +59,12 @@ def _add_transform_options(p: argparse.ArgumentParser) -> None:
                    "auto (chosen by sectors and requests over all kernels), soa (a struct "
                    "of arrays), grouped (fields read together in aligned vectors), none "
                    "(keep every layout)")
+    p.add_argument("--compile-check", choices=("clang", "nvcc", "none"), default="clang",
+                   help="the compiler that must accept the output wherever it accepts the "
+                   "input before it is written: clang (libclang in CUDA mode, a parse; "
+                   "none where libclang is not installed), nvcc (nvcc -arch=sm_90 "
+                   "-fdevice-syntax-only -c), or none; a kernel whose rewrite does not "
+                   "compile is left as written, with an error (output-rejected)")
     p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
                    help="the shape of tiled products: tile=T (outputs per block along "
                    "each dim), threads=B (B x B threads per block, default 16), chunk=C "
@@ -146,6 +152,7 @@ def _transform_options(args, environ=None):
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),
                             layout=args.layout, reorganise=args.reorganise,
+                            compile_check=args.compile_check,
                             empirical=args.empirical,
                             arguments=tuple(sorted(_arguments(args).items())),
                             preprocessor=_preprocessor_options(args))
@@ -196,9 +203,22 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("-o", "--output", help="write the report here instead of stdout")
     transform = sub.add_parser("transform", help="restructure kernels for coalesced access "
                                "and rewrite their launches")
-    transform.add_argument("input", help="a .cu file, or - for standard input")
+    transform.add_argument("input", nargs="?", help="a .cu file, or - for standard input "
+                           "(none with -p)")
     transform.add_argument("-o", "--output", default="-",
-                           help="where to write the program (default: standard output)")
+                           help="where to write the program (default: standard output); "
+                           "with -p, the directory of the changed sources")
+    transform.add_argument("-p", "--project", metavar="BUILD_DIR",
+                           help="transform every CUDA translation unit of the compile "
+                           "database BUILD_DIR/compile_commands.json, each with its own "
+                           "flags (CMake: -DCMAKE_EXPORT_COMPILE_COMMANDS=ON; Make: bear -- "
+                           "make); the report goes to standard output")
+    transform.add_argument("--root", metavar="DIR", help="with -p: the directory the "
+                           "sources' paths under -o are relative to (default: their "
+                           "deepest common directory)")
+    transform.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                           help="with -p: translation units transformed at once, each in "
+                           "a process of its own (default: the CPUs available)")
     _add_preprocessor_options(transform)
     _add_transform_options(transform)
     transform.add_argument("--placement", action="store_true",
@@ -206,8 +226,9 @@ def _parser() -> argparse.ArgumentParser:
                            "program only reads across memory kinds, as polycoal place does "
                            "(its report on standard error)")
     _add_arg_option(transform)
-    transform.add_argument("--report", choices=("text", "json"), default="text",
-                           help="format of the report printed on standard error")
+    transform.add_argument("--report", choices=("text", "json", "sarif"), default="text",
+                           help="format of the report printed on standard error (with -p: "
+                           "on standard output, and sarif too)")
     for what in ("model", "deps", "ilp", "schedule"):
         transform.add_argument(f"--dump-{what}", action="store_true",
                                help=f"print the {what} of each kernel on standard error")
@@ -387,6 +408,8 @@ def _check_outputs(args) -> None:
     """Before any work: every file the command will write can take it (see
     polycoal.output.check_output)."""
     from polycoal.output import check_output
+    if getattr(args, "project", None):
+        return                          # an output directory: polycoal/project.py checks it
     inputs = (getattr(args, "input", None),)
     for name in ("output", "depfile"):
         check_output(getattr(args, name, None), inputs)
@@ -426,10 +449,48 @@ def cmd_analyze(args) -> int:
     return 1 if errors else 0
 
 
+def _project_arguments(args) -> None:
+    """The options `transform -p` takes (InputError for the others: they name one file,
+    or what the compile database gives each unit)."""
+    if args.input is not None:
+        raise InputError("transform -p reads its sources from the compile database: give "
+                         f"no input file ({args.input})")
+    if args.output in (None, "-"):
+        raise InputError("transform -p needs -o OUT_DIR, the directory of the changed "
+                         "sources")
+    given = [name for name, value in (
+        ("-I", args.include_dirs), ("-D", args.defines), ("-U", args.undefines),
+        ("--kernel", args.kernel), ("--placement", args.placement),
+        *((f"--dump-{w}", getattr(args, f"dump_{w}"))
+          for w in ("model", "deps", "ilp", "schedule", "sizes"))) if value]
+    if given:
+        raise InputError(f"transform -p: {given[0]} applies to one file" + (
+            " (each unit's -I/-D/-U come from its compile command)"
+            if given[0] in ("-I", "-D", "-U") else ""))
+
+
+def cmd_transform_project(args) -> int:
+    from polycoal.project import transform_project
+    _project_arguments(args)
+    return transform_project(args.project, args.output, _transform_options(args),
+                             args.root, args.jobs, args.report)
+
+
 def cmd_transform(args) -> int:
     from dataclasses import asdict
     from polycoal.report import dumps, json_report
     from polycoal.transform import transform_program
+    if args.project:
+        return cmd_transform_project(args)
+    if args.input is None:
+        raise InputError("transform: give a .cu file (or - for standard input), or -p "
+                         "BUILD_DIR for a whole project")
+    unused = [name for name, value in (("--root", args.root), ("--jobs", args.jobs)) if value]
+    if unused:
+        raise InputError(f"transform: {unused[0]} applies only with -p BUILD_DIR")
+    if args.report == "sarif":
+        raise InputError("transform: --report sarif is for a whole project (-p); one file's "
+                         "report is text or json")
     program = _read(args)
     _require_usable(program)
     options = _transform_options(args)

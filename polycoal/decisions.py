@@ -61,6 +61,9 @@ class TransformOptions:
     # irregular references (gathers, segment loops) read from reorganised copies:
     # auto (where launches reuse them and the run-time selector agrees), none
     reorganise: str = "auto"
+    # the compiler that must accept the output where it accepts the input (validate/
+    # compiles.py): clang (libclang; none where it is not installed), nvcc, none
+    compile_check: str = "clang"
 
 
 # Actions whose kernels add floating-point values in another order than the original's.

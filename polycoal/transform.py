@@ -25,17 +25,20 @@ from polycoal.codegen.kernel import _describe_dim, default_block, generate_kerne
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOptions,
                                 TransformResult, internal_error)
-from polycoal.diagnostics import Diagnostic, InputError
+from polycoal.diagnostics import Diagnostic, InputError, Location
 from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import lower, read_program
-from polycoal.frontend.lexer import line_ending, tokenize, with_line_ending
+from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
+from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import Kernel, Program, Span
 from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, racing_values
-from polycoal.optimize.assumptions import both, disjoint_pointers, race_free_assumption
+from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
+                                           race_free_assumption)
 from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
-from polycoal.optimize.permutation import Permutation, is_identity, solve_permutation
+from polycoal.optimize.permutation import (Permutation, is_identity, launch_takes, needs_guard,
+                                           solve_permutation)
 from polycoal.codegen.column import (generate_column_blocks, generate_column_phases,
                                      generate_column_split,
                                      generate_tiled_reduction, split_extents)
@@ -47,6 +50,7 @@ from polycoal.optimize.staging import StagingPlan, staging_plan
 from polycoal.codegen.staged import generate_staged
 from polycoal.codegen.product import generate_product, vector_width
 from polycoal.optimize.products import ProductPlan, TileSizes, product_plan, tile_set
+from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
@@ -75,9 +79,40 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         return d.keep(code, f"the kernel is legal only under conditions checked at run time "
                       f"({checks}), and a permuted kernel is not emitted under them")
     if d.action in GENERATED:
+        launches = program.launches_of(kernel.name)
+        takes = [_takes_checked(d, launch) for launch in launches]
+        if all(t is False for t in takes):
+            return d.keep("no-launch-takes-copy", f"the change ({d.reason}) holds only "
+                          f"under a run-time check ({checks}) that the known values of "
+                          "every launch fail: the checked copy could never run")
         return replace(d, reason=f"{d.reason}; under a run-time check at each launch: "
-                       f"{checks} (the original kernel runs where it fails)")
+                       f"{checks} (the original kernel runs where it fails"
+                       f"{_decided_note(launches, takes)})")
     return replace(d, assumption=None, disjoint=())
+
+
+def _decided_note(launches, takes: list[bool | None], verdicts=(
+        (True, "always passes it (no check written)", "always pass it (no check written)"),
+        (False, "always fails it (left as written)", "always fail it (left as written)"))
+        ) -> str:
+    """`; the launch at line 40 always passes it...`: the launches whose known values
+    decide a run-time check, by verdict (`verdicts`: the verdict and what one launch, or
+    several, with it do)."""
+    note = ""
+    for verdict, one, several in verdicts:
+        lines = [str(l.location.line) for l, t in zip(launches, takes) if t is verdict]
+        if lines:
+            many = len(lines) > 1
+            note += (f"; the launch{'es' if many else ''} at line{'s' if many else ''} "
+                     f"{', '.join(lines)} {several if many else one}")
+    return note
+
+
+def _takes_checked(d: KernelDecision, launch) -> bool | None:
+    """Whether a launch runs a checked copy: its known values decide the race-freedom
+    condition (True, False) or not (None); pointer ranges are known only at run time."""
+    verdict = decided(d.assumption, known_values(launch)) if d.assumption else True
+    return verdict if verdict is False or not d.disjoint else None
 
 
 def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
@@ -502,18 +537,42 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if options.empirical or (unknown and options.empirical_fallback):
         d, traced = _search_permutation(program, kernel, d, blocks, grids, options)
     if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
+        narrow = d.permutation.narrow
+        if narrow and not traced:
+            return d.keep("no-launch-takes-copy", f"{why}; thread axes not permuted: every "
+                          f"launch's block has {' and '.join(f'{a} = 1' for a in narrow)}, "
+                          f"so a copy with {' or '.join(narrow)} as the new x (which would "
+                          "lower the global-memory cost) could never run")
         return d.keep("best-axis-order", f"{why}; the thread axes are already in the best "
                       f"order{traced}")
-    veto = options.price_on_chip and _on_chip_veto(d.analysis.model, d.permutation.source,
-                                                   blocks, "chosen by tracing" in traced)
+    source = d.permutation.source
+    takes = [launch_takes(source, b, g) for b, g in zip(blocks, grids)]
+    veto = options.price_on_chip and _on_chip_veto(
+        d.analysis.model, source, [b for b, t in zip(blocks, takes) if t is not False],
+        "chosen by tracing" in traced)
     if veto:
         return d.keep(veto[0], f"{why}; thread axes not permuted ({d.permutation.describe()}"
                       f" would lower the global-memory cost{traced}): {veto[1]}")
-    guarded = ("; the launch checks at run time that its geometry fits the permuted axes "
-               "and runs the original kernel where it does not"
-               if d.permutation.guarded else "")
     return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
-                    f"new <- original){traced}{guarded}")
+                    f"new <- original){traced}{_guard_note(launches, takes)}")
+
+
+def _guard_note(launches, takes: list[bool | None]) -> str:
+    """What the launches of a permuted kernel check, for its reason: nothing where each
+    one's known geometry fits the permuted axes; otherwise which launches check at run
+    time, which fit without a check and which never take the permuted copy."""
+    if all(t is True for t in takes):
+        return ""
+    if all(t is None for t in takes):
+        return ("; the launch checks at run time that its geometry fits the permuted axes "
+                "and runs the original kernel where it does not")
+    return _decided_note(launches, takes, (
+        (None, "checks at run time that its geometry fits the permuted axes",
+         "check at run time that their geometry fits the permuted axes"),
+        (True, "fits the permuted axes (no check written)",
+         "fit the permuted axes (no check written)"),
+        (False, "never fits the permuted axes (left as written)",
+         "never fit the permuted axes (left as written)")))
 
 
 def _on_chip_veto(model, source: dict[str, str], blocks: list[tuple], traced: bool
@@ -574,8 +633,9 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blo
         return d, (f" (static choice: the empirical search could not trace "
                    f"{failed[0].label()}: {failed[0].error})")
     best, identity = choice.best, choice.candidates[0]
-    return replace(d, permutation=Permutation(best.source, best.excess, identity.excess,
-                                              "")), " (chosen by tracing)"
+    return replace(d, permutation=Permutation(
+        best.source, best.excess, identity.excess, "",
+        guarded=needs_guard(best.source, blocks, grids))), " (chosen by tracing)"
 
 
 def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
@@ -613,8 +673,9 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
                 permuted = program.text[kernel.span.start:kernel.span.end] + "\n\n" + permuted
             out.append((kernel.span, permuted))
             for launch in program.launches_of(d.kernel):
-                out.append((launch.span, permute_launch(program.text, launch, d.permutation,
-                                                        d.emitted)))
+                text = permute_launch(program.text, launch, d.permutation, d.emitted)
+                if text is not None:        # None: the launch never takes the copy
+                    out.append((launch.span, text))
         if d.action not in GENERATED:
             continue
         kernel = program.kernel(d.kernel)
@@ -632,9 +693,15 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
             f"{a} = {what.split(' (')[0]}" for a, what in
             _axis_descriptions(d.analysis.model, d.mapping))
         for launch in program.launches_of(d.kernel):
+            assumption = d.assumption
+            if assumption is not None:
+                verdict = decided(assumption, known_values(launch))
+                if verdict is False:
+                    continue        # never runs the copy: the launch stays as written
+                assumption = None if verdict else assumption
             out.append((launch.span, rewrite_launch(
                 program.text, launch, kernel, d.generated.stages, d.generated.hidden, note,
-                d.assumption, d.emitted if d.emitted != d.kernel else None, d.disjoint)))
+                assumption, d.emitted if d.emitted != d.kernel else None, d.disjoint)))
     return out
 
 
@@ -805,6 +872,107 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
     return out
 
 
+# The compile check (validate/compiles.py): the output must compile wherever the input
+# does. A change that breaks it is found by leaving the changes out in turn, those whose
+# text holds an error first, and is kept as written with an error.
+
+def _compile_checked(program: Program, decisions: list[KernelDecision], text: str,
+                     options: TransformOptions, errors: list[Diagnostic], finish,
+                     baseline=None) -> tuple[list[KernelDecision], str]:
+    """The decisions and the text, every change whose output (as `finish` makes it of
+    the text) does not compile where the input does (`baseline()`: the errors allowed,
+    by default the program's own) left as written (code `output-rejected`, an error
+    naming the compiler's first message). An output without errors is all it costs."""
+    checker = options.compile_check
+    units = _change_units(decisions)
+    if not units or not compiles.available(checker):
+        return decisions, text
+
+    def compiled(output: str):
+        return compiles.compile_errors(checker, program.path, finish(output),
+                                       options.preprocessor)
+    after = compiled(text)
+    if after == ():
+        return decisions, text
+    before = baseline() if baseline is not None else \
+        compiles.compile_errors(checker, program.path, program.text, options.preprocessor)
+    if before is None:
+        return decisions, text
+
+    def new_errors(output: str) -> list[compiles.CompileError] | None:
+        after = compiled(output)
+        return None if after is None else compiles.new_errors(before, after)
+
+    found = None if after is None else compiles.new_errors(before, after)
+    if found is None:
+        found = [compiles.CompileError(0, "the output cannot be compiled at all")]
+    if not found:
+        return decisions, text
+    _, edits = _edits(program, decisions, [])
+    ordered = _suspects_first(units, _edit_lines(program.text, edits), found)
+
+    def without(left_out: list[tuple[str, ...]]):
+        kept = {k for unit in left_out for k in unit}
+        _, trial = _rendered(program, [d.keep("output-rejected", "") if d.kernel in kept
+                                       else d for d in decisions], [])
+        return new_errors(trial)
+
+    rejected = {k: error for unit, error in compiles.culprits(ordered, found, without).items()
+                for k in unit}
+    out = []
+    for d in decisions:
+        if d.kernel in rejected:
+            why = rejected[d.kernel].describe(checker)
+            d = d.keep("output-rejected", f"the transformed program does not compile where "
+                       f"the input does ({why}); the kernel is left as written")
+            errors.append(Diagnostic("error", "output-rejected", f"kernel '{d.kernel}': "
+                                     f"{d.reason}", program.kernel(d.kernel).location,
+                                     d.kernel))
+        out.append(d)
+    return _rendered(program, out, errors)
+
+
+def _change_units(decisions: list[KernelDecision]) -> list[tuple[str, ...]]:
+    """The changes that stand or fall together, as the kernels they change: one kernel,
+    or every kernel of one layout (a whole-program change)."""
+    units: list[list[str]] = []
+    layouts: dict[int, list[str]] = {}
+    for d in decisions:
+        if d.action not in CHANGED:
+            continue
+        if d.action == "layout" and id(d.layout) in layouts:
+            layouts[id(d.layout)].append(d.kernel)
+            continue
+        units.append([d.kernel])
+        if d.action == "layout":
+            layouts[id(d.layout)] = units[-1]
+    return [tuple(u) for u in units]
+
+
+def _edit_lines(text: str, edits: list[tuple[Span, str, str | None]]
+                ) -> list[tuple[int, int, str | None]]:
+    """(first line, last line, kernel) of each edit in the spliced text (_splice: the
+    edits in order, their lines ended as the file's)."""
+    ending = line_ending(text)
+    out, shift = [], 0
+    for span, new, kernel in sorted(edits, key=lambda e: (e[0].start, e[0].end)):
+        new = with_line_ending(new, ending)
+        first = line_ends(text[:span.start]) + 1 + shift
+        out.append((first, first + line_ends(new), kernel))
+        shift += line_ends(new) - line_ends(text[span.start:span.end])
+    return out
+
+
+def _suspects_first(units: list[tuple[str, ...]], lines: list[tuple[int, int, str | None]],
+                    found: list[compiles.CompileError]) -> list[tuple[str, ...]]:
+    """The units in the order to leave them out: those with an error inside their edits
+    first (in the order of the errors), then the others."""
+    def rank(unit: tuple[str, ...]) -> int:
+        return next((n for n, e in enumerate(found) for first, last, kernel in lines
+                     if kernel in unit and first <= e.line <= last), len(found))
+    return sorted(units, key=rank)
+
+
 def _fail(program: Program, d: KernelDecision, error: Exception, stage: str,
           errors: list[Diagnostic]) -> KernelDecision:
     """A failure inside polycoal while working on one kernel: the kernel is left as it
@@ -829,19 +997,30 @@ def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Di
               ) -> tuple[list[KernelDecision], str]:
     """The program text with every decision's edits (a kernel and its launches); a
     failure to render one is confined to its kernel (see _fail)."""
+    out, edits = _edits(program, decisions, errors)
+    return out, _splice(program.text, [(span, new) for span, new, _ in edits])
+
+
+def _edits(program: Program, decisions: list[KernelDecision], errors: list[Diagnostic]
+           ) -> tuple[list[KernelDecision], list[tuple[Span, str, str | None]]]:
+    """The decisions (a failure to render one confined to its kernel) and the edits of
+    the program text they make, each with the kernel whose edit it is (None: the host
+    side of the reorganisations and layouts, shared by their kernels)."""
     out, edits = [], []
     for d in decisions:
         try:
-            edits += _replacements(program, [d])
+            edits += [(span, new, d.kernel) for span, new in _replacements(program, [d])]
         except Exception as error:
             d = _fail(program, d, error, "rendering it and its launches", errors)
         out.append(d)
+    shared = []
     try:
-        edits += reorganisation.edits(program, out)
+        shared += reorganisation.edits(program, out)
     except Exception as error:          # confined: every reorganised kernel stays
         out = [_fail(program, d, error, "rendering its reorganised references", errors)
                if d.action == "reorganised" else d for d in out]
-    return out, _splice(program.text, edits + _layout_host_edits(program, out))
+    shared += _layout_host_edits(program, out)
+    return out, edits + [(span, new, None) for span, new in shared]
 
 
 def _layout_host_edits(program: Program, decisions: list[KernelDecision]
@@ -993,13 +1172,100 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
 
 def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
                        options: TransformOptions) -> TransformResult:
+    """Transform the lowered program, through the lowerings that compile wherever the
+    input does (the others are refused, with an error, before any kernel is read
+    through them)."""
+    lowerings, refused, baseline = _compiling_lowerings(program, lowerings, options)
+    result = _transform_lowerings(program, lowerings, options, baseline) if lowerings else \
+        _transform(program, options)
+    return _with_refused(result, refused, options.compile_check)
+
+
+def _compiling_lowerings(program: Program, lowerings: list[lower.Lowering],
+                         options: TransformOptions):
+    """The lowerings whose lowered program compiles wherever the input does (the copy of
+    a template's instantiation, its redirected launches, helpers inlined), the others,
+    each with the compiler's first error it caused (validate/compiles.py), and how to
+    get the input's errors (the errors the outputs read through the lowerings may
+    have; None: not judged). A lowered program without errors is all it costs."""
+    checker = options.compile_check
+    if not compiles.available(checker):
+        return lowerings, [], None
+
+    def compiled(text: str):
+        return compiles.compile_errors(checker, program.path, text, options.preprocessor)
+
+    def original():
+        return compiled(program.text)
+    lowered = lower.apply(program.text, lowerings)
+    after = compiled(lowered.text)
+    if after == ():
+        return lowerings, [], original
+    before = original()
+    if before is None:
+        return lowerings, [], None
+
+    def new_errors(chosen: list[lower.Lowering]) -> list[compiles.CompileError] | None:
+        after = compiled(lower.apply(program.text, chosen).text)
+        return None if after is None else compiles.new_errors(before, after)
+
+    found = None if after is None else compiles.new_errors(before, after)
+    if found is None:
+        found = [compiles.CompileError(0, "the lowered program cannot be compiled at all")]
+    if not found:
+        return lowerings, [], original
+    bad = compiles.culprits(_by_errors(program.text, lowerings, lowered, found), found,
+                            lambda left_out: new_errors([l for l in lowerings
+                                                         if l not in left_out]))
+    return [l for l in lowerings if l not in bad], [(l, e) for l, e in bad.items()], original
+
+
+def _by_errors(text: str, lowerings: list[lower.Lowering], lowered: lower.Lowered,
+               found: list[compiles.CompileError]) -> list[lower.Lowering]:
+    """The lowerings (`lowered`: the input `text` with them) in the order to leave them
+    out: those whose copy or edits hold an error first (in the order of the errors).
+    The input's lines keep their numbers in the lowered text; the copies follow it."""
+    lines = [(first, first + count - 1, l) for first, count, l in lowered.copies]
+    lines += [(line_ends(text[:start]) + 1, line_ends(text[:start]) + 1 + line_ends(new), l)
+              for l in lowerings for start, _, new in l.edits]
+    return sorted(lowerings, key=lambda l: next(
+        (n for n, e in enumerate(found) for first, last, x in lines
+         if x is l and first <= e.line <= last), len(found)))
+
+
+def _with_refused(result: TransformResult,
+                  refused: list[tuple[lower.Lowering, compiles.CompileError]],
+                  checker: str) -> TransformResult:
+    """The result with an error (output-rejected) for each lowering refused, at its
+    kernel's definition; a copy's instantiation is kept as written (its decision)."""
+    decisions, diagnostics = list(result.decisions), list(result.diagnostics)
+    for lowering, error in refused:
+        what = "its copy for this instantiation" if lowering.copy else \
+            "its reading through Clang (helpers inlined, aliases and macros expanded)"
+        reason = (f"{what} does not compile where the input does "
+                  f"({error.describe(checker, 'the program lowered')}); "
+                  + ("the kernel is left as written" if lowering.copy
+                     else "the kernel is read as written instead"))
+        diagnostics.append(Diagnostic("error", "output-rejected",
+                                      f"kernel '{lowering.shown}': {reason}",
+                                      Location(lowering.file, lowering.line), lowering.shown))
+        if not any(d.kernel == lowering.shown for d in decisions):
+            decisions.append(KernelDecision(lowering.shown, "unchanged", reason,
+                                            code="output-rejected"))
+    return replace(result, decisions=decisions, diagnostics=diagnostics)
+
+
+def _transform_lowerings(program: Program, lowerings: list[lower.Lowering],
+                         options: TransformOptions, baseline=None) -> TransformResult:
     """Transform the lowered program; then once more with only the lowerings whose kernel
-    changed (a lowered kernel left unchanged leaves the input's text as it was)."""
+    changed (a lowered kernel left unchanged leaves the input's text as it was).
+    `baseline`: how to get the errors the outputs may have (the input's)."""
     def run(chosen):
         lowered = lower.apply(program.text, chosen)
         p = read_program(program.path, options.preprocessor, text=lowered.text,
                          constants=program.constants)
-        return lowered, p, _transform(p, options, {l.kernel: l.shown for l in chosen})
+        return lowered, p, _transform(p, options, {l.kernel: l.shown for l in chosen},
+                                      lambda text: _declared(text, chosen), baseline)
 
     lowered, p, first = run(lowerings)
     first_lowered = lowered
@@ -1038,10 +1304,7 @@ def _transform_lowered(program: Program, lowerings: list[lower.Lowering],
     notes = [replace(x, message=f"kernel '{x.kernel}' left unchanged: "
                      f"{_copied(copies[x.kernel], kept)}")
              if x.kernel in copies and x.code == "unchanged" else x for x in notes]
-    text = final.text
-    for lowering in kept:
-        if lowering.copy:
-            text = lower.declared_before_use(text, lowering)
+    text = _declared(final.text, kept)
     return TransformResult(text, decisions, notes, final_program, superseded)
 
 
@@ -1084,9 +1347,22 @@ def _original_lines(text: str, lowered: lower.Lowered) -> str:
     return re.sub(r"\bline (\d+)", line, text)
 
 
+def _declared(text: str, lowerings: list[lower.Lowering]) -> str:
+    """A transformed lowered program with each copy declared as transformed
+    (lower.declared_before_use)."""
+    for lowering in lowerings:
+        if lowering.copy:
+            text = lower.declared_before_use(text, lowering)
+    return text
+
+
 def _transform(program: Program, options: TransformOptions,
-               shown: dict[str, str] | None = None) -> TransformResult:
-    """`shown`: names of lowered kernels as the input names them (for --kernel)."""
+               shown: dict[str, str] | None = None, finish=None, baseline=None
+               ) -> TransformResult:
+    """`shown`: names of lowered kernels as the input names them (for --kernel);
+    `finish`: what the caller makes of the text before it is written (the compile
+    check judges that); `baseline`: how to get the errors the compile check allows
+    (default: the program's own; a lowered program's are its input's)."""
     shown = shown or {}
     kernels = [k for k in program.kernels
                if options.kernel in (None, k.name, shown.get(k.name, "").split("<")[0])]
@@ -1132,6 +1408,8 @@ def _transform(program: Program, options: TransformOptions,
             decisions = [next(checked) if d.action == "reorganised" else d
                          for d in decisions]
             decisions, text = _rendered(program, decisions, errors)
+    decisions, text = _compile_checked(program, decisions, text, options, errors,
+                                       finish or (lambda t: t), baseline)
     diagnostics = list(errors) + _layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)
@@ -1154,7 +1432,8 @@ def _transform(program: Program, options: TransformOptions,
                     f"kernel '{d.kernel}': its pointer arguments were assumed not to alias "
                     "(--assume-no-alias); the transformation is wrong if they do",
                     kernel.location, d.kernel))
-        elif not any(x.kernel == d.kernel and x.code in ("validation-failed", "internal-error")
+        elif not any(x.kernel == d.kernel and x.code in ("validation-failed", "internal-error",
+                                                          "output-rejected")
                      for x in diagnostics):
             diagnostics.append(Diagnostic("note", "unchanged",
                                           f"kernel '{d.kernel}' left unchanged: {d.reason}",

@@ -136,3 +136,70 @@ int main()
     assert rc == 0, report
     assert decisions(report)["shift"][0] == "unchanged"
     assert (tmp_path / "out.cu").read_text() == source.read_text()
+
+
+ROWSUM_TEMPLATE = """
+// {comment}
+template <typename T>
+__global__ void row_sums(const T *m, T *s, int rows, int cols)
+{{
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) {{
+    T acc = 0;
+    for (int c = 0; c < cols; c++)
+      acc += m[r * cols + c];
+    s[r] = acc;
+  }}
+}}
+
+template <typename T>
+void run(const T *m, T *s, int rows, int cols)
+{{
+  row_sums<<<(rows + 127) / 128, 128>>>(m, s, rows, cols);   // T deduced
+}}
+
+int main()
+{{
+  const int rows = 512, cols = 256;
+  float *m, *s;
+  cudaMalloc(&m, rows * cols * sizeof(float));
+  cudaMalloc(&s, rows * sizeof(float));
+  run(m, s, rows, cols);
+  return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("comment", [b"plain ASCII", "UTF-8: \u00a9 2024 \u2014 \u00e9t\u00e9".encode(),
+                                     b"Latin-1: \xe9t\xe9 \xa9"])
+def test_template_launched_from_a_host_template_after_non_ascii_text(tmp_path, comment, nvcc):
+    """Clang's offsets are bytes; a comment of multi-byte (or undecodable) characters
+    before a template kernel launched with deduced arguments from a host template must
+    not shift what is read: the instantiation is transformed, the output compiles."""
+    source = tmp_path / "k.cu"
+    source.write_bytes(ROWSUM_TEMPLATE.replace("{comment}", "@@").replace("{{", "{")
+                       .replace("}}", "}").encode().replace(b"@@", comment))
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = decisions(report)
+    instance = kernels.get("row_sums<float>") or kernels.get("row_sums__pc_float")
+    assert instance is not None and instance[0] == "reduced", kernels
+    assert out.read_bytes().startswith(source.read_bytes()[:len(comment) + 4])
+    compile_sm90(nvcc, out)
+
+
+def test_cpp_words_are_read_through_clang(tmp_path, nvcc):
+    """auto (deduced), constexpr, static_cast / reinterpret_cast, std:: and :: before
+    library functions: the kernels reach the model (reasons about the kernel), the row
+    reduction is transformed, the output compiles and runs alike."""
+    source = FIXTURES / "cpp_words" / "main.cu"
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = decisions(report)
+    assert kernels["row_norms"][0] == "reduced", kernels
+    assert kernels["copy_words"][0] == "unchanged"
+    assert "outside the affine model" in kernels["copy_words"][1]   # about the kernel
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), out.read_text(), tmp_path, tolerance=1e-3)

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Reason codes that say polycoal did not get to read the kernel (front end and launch
 # discovery), as opposed to a verdict about the kernel itself.
 READING = frozenset({
-    "unparsed", "not-in-text", "no-launch", "launch-not-in-text", "lowered",
+    "unparsed", "not-in-text", "no-launch", "launch-not-in-text",
     "thread-index-in-macro", "thread-index-in-callee", "name-shared", "used-elsewhere",
     "internal-error", "syntax-error", "refused", "timeout", "not-instantiated",
     "crash"})
@@ -113,8 +113,21 @@ def outcome(k: dict) -> str:
     return "changed" if k["action"] != "unchanged" else k["code"] or "unknown"
 
 
+def is_instance(k: dict) -> bool:
+    """A template's instantiation or a header kernel's copy, reported beside the kernel
+    it is read from (whose code is then `lowered` when none of them changed)."""
+    return "<" in k["name"] or "__pc" in k["name"]
+
+
 def table(records: list[dict]) -> str:
-    kernels = [k for r in records for k in r["kernels"]]
+    """Counts by kernel definition: a kernel read through its instantiations (code
+    `lowered`, or a changed instance) reaches the model through them."""
+    kernels = []
+    for r in records:
+        changed = {k["name"].split("<")[0].split("__pc")[0] for k in r["kernels"]
+                   if is_instance(k) and k["action"] != "unchanged"}
+        kernels += [dict(k, action="changed-instance") if k["name"] in changed else k
+                    for k in r["kernels"] if not is_instance(k)]
     by_code = collections.Counter(outcome(k) for k in kernels)
     files_by_rc = collections.Counter(r["rc"] for r in records)
     reading = sum(n for c, n in by_code.items() if c in READING)

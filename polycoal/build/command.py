@@ -2,7 +2,8 @@
 
 `parse_command` reads what polycoal needs from the arguments after the compiler: the
 CUDA sources (`.cu`, or any C/C++ file after `-x cu` / `-x cuda`), the preprocessor's
-`-I/-isystem/-D/-U` and `-std`, the output (`-o`) and the dependency file that `-MD/-MMD`
+`-I/-isystem/-D/-U` and `-std`, the files read before the source (`-include`, nvcc's
+`--pre-include`, `-imacros`), the output (`-o`) and the dependency file that `-MD/-MMD`
 write (`-MF`, or the name the driver derives from `-o` or from the source). Everything
 else (`-arch`, `-gencode`, `-Xcompiler`...) is carried through unchanged. Response files
 (`@file`, nvcc's `--options-file/-optf`) are expanded. `rewrite_command` swaps sources
@@ -39,6 +40,7 @@ _RESPONSE_OPTIONS = ("-optf", "--options-file")
 _INCLUDE = ("-I", "--include-path", "-isystem", "--system-include")
 _DEFINE = ("-D", "--define-macro")
 _UNDEFINE = ("-U", "--undefine-macro")
+_FORCED = ("-include", "--pre-include", "-imacros")
 # modes that compile nothing: preprocessing, dependency generation only, queries
 _NO_COMPILE = frozenset("""-E --preprocess -M -MM --generate-dependencies
 --generate-nonsystem-dependencies --version -V --help -h -dryrun --dryrun --list-gpu-arch
@@ -61,6 +63,7 @@ class CompileCommand:
     output: str | None
     depfile: str | None                  # written by the compiler (-MD), None if none
     compiles: bool                       # False: -E, -M, --version... (run it as it is)
+    forced_includes: tuple[str, ...] = ()    # -include, --pre-include, -imacros
 
     @property
     def source_paths(self) -> list[str]:
@@ -119,7 +122,7 @@ def _is_cuda(path: str, language: str | None) -> bool:
 def parse_command(argv: list[str]) -> CompileCommand:
     """Read the arguments after the compiler (see the module's docstring)."""
     args = expand_response_files(list(argv))
-    sources, includes, defines, undefines = [], [], [], []
+    sources, includes, defines, undefines, forced = [], [], [], [], []
     std = output = depfile = None
     language = None
     wants_depfile = False
@@ -139,6 +142,8 @@ def parse_command(argv: list[str]) -> CompileCommand:
             defines.append(value)
         elif name in _UNDEFINE:
             undefines.append(value)
+        elif name in _FORCED:
+            forced.append(value)
         elif name in ("-x", "--x"):
             language = None if value == "none" else value
         elif name in ("-std", "--std"):
@@ -156,7 +161,7 @@ def parse_command(argv: list[str]) -> CompileCommand:
         depfile = os.path.splitext(base)[0] + ".d"
     return CompileCommand(tuple(args), tuple(sources), tuple(includes), tuple(defines),
                           tuple(undefines), std, output, depfile if wants_depfile else None,
-                          compiles)
+                          compiles, tuple(forced))
 
 
 def rewrite_command(command: CompileCommand, copies: dict[str, str]) -> list[str]:

@@ -136,6 +136,14 @@ def _aliases(tokens: list[Token], body: int, layouts: dict[str, Layout], text: s
     return out
 
 
+def pointee_const(param: list[Token]) -> bool:
+    """Whether the parameter's declaration makes its elements const (`const S *p`,
+    `S const *p`), not only the pointer itself (`S *const p`, which the kernel may
+    write through)."""
+    star = next((k for k, t in enumerate(param) if t.text == "*"), len(param))
+    return any(t.text == "const" for t in param[:star])
+
+
 def _field(p: str, layout: Layout, path: str, index: str) -> str:
     """The access to field `path` of element `index` of `p` in the new layout."""
     g_index, group = layout.group_of(path)
@@ -245,7 +253,7 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
         clash = set(names) & taken
         if clash:
             raise NotRewritable(f"the name '{sorted(clash)[0]}' is taken")
-        const = "const " if any(t.text == "const" for t in param[:-1]) else ""
+        const = "const " if pointee_const(param) else ""
         written = _written_leaves(
             tokens, body, p, text, {a for a, (q, _, _, _) in aliases.items() if q == p},
             tuple((first, last) for _, _, first, last in aliases.values())) \

@@ -13,7 +13,7 @@ from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Launch
-from polycoal.optimize.permutation import Permutation, run_time_checks
+from polycoal.optimize.permutation import Permutation, launch_takes, open_checks
 
 
 def builtin_uses(text: str) -> int:
@@ -58,21 +58,27 @@ def permute_kernel(original: str, kernel: Kernel, perm: Permutation,
 
 
 def permute_launch(original: str, launch: Launch, perm: Permutation,
-                   kernel: str | None = None) -> str:
+                   kernel: str | None = None) -> str | None:
     """The launch with grid and block permuted like the kernel's axes; with `kernel`
     (a permuted copy's name) and a guarded permutation, the copy runs where the launch's
-    geometry fits the permuted axes and the original kernel elsewhere."""
+    geometry fits the permuted axes and the original kernel elsewhere: the checks that
+    the launch's known components decide are left out, and a launch that can never take
+    the copy is not rewritten (None)."""
     name, config, args = launch_parts(original, launch)
     indent = statement_indent(original, launch)
     permuted = {"name": name, "grid": [f"pc_grid0.{perm.source[n]}" for n in "xyz"],
                 "block": [f"pc_block0.{perm.source[n]}" for n in "xyz"]}
     checks, fallback = [], None
     if perm.guarded and kernel:
+        block, grid = tuple(launch.block_parts), tuple(launch.grid_parts)
+        if launch_takes(perm.source, block, grid) is False:
+            return None
         qualifier, arguments = qualified_names(name, launch.kernel)
         permuted["name"] = qualifier + kernel + arguments
-        checks = run_time_checks(perm.source, "pc_block0", "pc_grid0")
-        fallback = {"name": name, "grid": [f"pc_grid0.{n}" for n in "xyz"],
-                    "block": [f"pc_block0.{n}" for n in "xyz"], "args": args}
+        checks = open_checks(perm.source, block, grid, "pc_block0", "pc_grid0")
+        if checks:
+            fallback = {"name": name, "grid": [f"pc_grid0.{n}" for n in "xyz"],
+                        "block": [f"pc_block0.{n}" for n in "xyz"], "args": args}
     return render_template(
         "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})"
         + (" where the launch's geometry allows" if checks else ""), name=_plain(name),

@@ -9,9 +9,23 @@ from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
                                      with_geometry)
 from polycoal.codegen.statements import references, renderer
 from polycoal.frontend.program import Kernel
+from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.staging import TILE, TILE_ROWS, StagingPlan
 from polycoal.templates import render_template
+
+
+def fixed_dims(model: KernelModel, dims: tuple[str, str]) -> dict[str, str]:
+    """The value of each dim other than the two tiled ones, which holds one value over
+    the statement's domain (a thread axis launched one thread wide, a loop of one
+    iteration), as C: its lower bound (staging_plan requires one where a reference
+    moves with it)."""
+    out = {}
+    for name in isl_helpers.all_dims(model):
+        lowers = isl_helpers.dim_bounds(model, name)[0] if name not in dims else ()
+        if len(lowers) == 1:
+            out[name] = lowers[0].to_c("*")
+    return out
 
 
 def generate_staged(original: str, kernel: Kernel, model: KernelModel,
@@ -20,7 +34,7 @@ def generate_staged(original: str, kernel: Kernel, model: KernelModel,
     once for the copy into their tiles, and replaced by the tile's element in the
     statement."""
     s = next(st for st in model.statements if st.name == plan.statement)
-    names = {plan.x: "pc_x", plan.y: "pc_y"}
+    names = {**fixed_dims(model, (plan.x, plan.y)), plan.x: "pc_x", plan.y: "pc_y"}
     reads = references(s.node, set(plan.staged))
     tiles, replace = [], {}
     for k, staged in enumerate(plan.staged):

@@ -127,7 +127,8 @@ _CONSTANT = re.compile(r"^(?:[ \t]*static\s+(?:inline\s+)?(?=const)|(?:static\s+
 def file_constants(path: str, options: PreprocessorOptions, text: str) -> dict[str, int]:
     """The file-scope integer constants of the program (`constexpr int ROWS = 512;`) and
     their values, read by Clang (frontend/clang.py) when the text declares any and
-    libclang is installed; {} otherwise, or when Clang finds an error."""
+    libclang is installed ({} otherwise); a constant whose declaration Clang finds
+    invalid is left out."""
     from polycoal.frontend import clang
     if not _CONSTANT.search(text) or not clang.available():
         return {}
@@ -135,4 +136,4 @@ def file_constants(path: str, options: PreprocessorOptions, text: str) -> dict[s
         unit = clang.read(path, options, text)
     except Exception:             # noqa: BLE001 - Clang is an improvement, never a failure
         return {}
-    return {} if unit.errors else unit.constants
+    return unit.constants

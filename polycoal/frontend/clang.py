@@ -21,8 +21,10 @@ the preprocessor options.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -36,10 +38,10 @@ from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 
 # CUDA headers a program includes, read as empty files (their declarations are in
-# grammars/clang_cuda.h)
+# grammars/clang_cuda.h; those of the toolkit's libraries are in grammars/clang_toolkit)
 CUDA_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
-                "cuda_fp16.h", "device_functions.h", "math_functions.h", "vector_types.h",
-                "driver_types.h", "cooperative_groups.h", "sm_60_atomic_functions.h")
+                "device_functions.h", "math_functions.h", "vector_types.h",
+                "driver_types.h", "sm_60_atomic_functions.h")
 _INTEGER_KINDS = set()          # filled with libclang's integer TypeKinds on first use
 
 
@@ -71,6 +73,14 @@ class ClangKernel:
     # C++ casts (`T(e)`, `static_cast<T>(e)`): (start, [type start, end), [operand start,
     # end), end), offsets in its file
     casts: tuple[tuple[int, int, int, int, int, int], ...] = ()
+    # Clang reports no error inside its definition and it names no declaration Clang
+    # found invalid: what Clang read of it stands even where the file has errors
+    # elsewhere (a host library polycoal declares nothing of, thrust or MPI)
+    clean: bool = True
+    # C++ words the C subset reads otherwise, as (start, end, replacement) in its file:
+    # `auto` in a declaration by the type Clang deduced, `constexpr` as `const`,
+    # `nullptr` as 0, `std::` and `::` before a C library function dropped
+    words: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def is_template(self) -> bool:
@@ -157,6 +167,8 @@ def _cindex():
     lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
     lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
     lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    lib.clang_isInvalidDeclaration.argtypes = [ci.Cursor]
+    lib.clang_isInvalidDeclaration.restype = ctypes.c_uint
     k = ci.TypeKind
     _INTEGER_KINDS.update({k.BOOL, k.CHAR_U, k.UCHAR, k.USHORT, k.UINT, k.ULONG, k.ULONGLONG,
                            k.CHAR_S, k.SCHAR, k.SHORT, k.INT, k.LONG, k.LONGLONG, k.ENUM})
@@ -188,19 +200,59 @@ def _stub_directory() -> str:
     return directory
 
 
-def declarations_header() -> str:
-    return str(resources.files("polycoal.grammars") / "clang_cuda.h")
+def declarations_header(name: str = "clang_cuda.h") -> str:
+    """polycoal's declarations of CUDA for Clang: the runtime (clang_cuda.h), the
+    toolkit's libraries (clang_cuda_toolkit.h)."""
+    return str(resources.files("polycoal.grammars") / name)
 
 
 def arguments(path: str, options: PreprocessorOptions) -> list[str]:
     args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
-            "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header()]
+            "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header(),
+            "-include", declarations_header("clang_cuda_toolkit.h")]
     args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
     args += [f"-I{d}" for d in options.include_dirs]
-    args += [f"-I{os.path.dirname(os.path.abspath(path))}", "-isystem", _stub_directory(),
-             "-isystem", toolkit.read_directory()]
+    args += [f"-I{os.path.dirname(os.path.abspath(path))}",
+             "-isystem", str(resources.files("polycoal.grammars") / "clang_toolkit"),
+             "-isystem", _stub_directory(), "-isystem", toolkit.read_directory()]
     builtin = _builtin_include()
     return args + (["-isystem", builtin] if builtin else [])
+
+
+def encoded(text: str) -> bytes:
+    """The text as the bytes of its file (polycoal.output.decode keeps every byte), for
+    Clang to read as the file."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+class _Chars:
+    """Clang's offsets are bytes of a file's UTF-8 text; polycoal's, characters of the
+    text as read (polycoal.output.decode). One file's map from the first to the second
+    (the identity for an ASCII file)."""
+
+    def __init__(self, text: str):
+        self.ascii = text.isascii()
+        if not self.ascii:
+            self.starts = list(itertools.accumulate(
+                (len(c.encode("utf-8", "surrogateescape")) for c in text), initial=0))
+
+    def __call__(self, offset: int) -> int:
+        return offset if self.ascii else bisect.bisect_left(self.starts, offset)
+
+
+_CHARS: dict[str, _Chars] = {}       # by file name: the texts Clang read
+
+
+def _at(location) -> int:
+    """A source location's offset in characters of its file's text."""
+    name = location.file.name if location.file is not None else None
+    if name not in _CHARS:
+        try:
+            with open(name, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                _CHARS[name] = _Chars(f.read())
+        except (OSError, TypeError):
+            return location.offset
+    return _CHARS[name](location.offset)
 
 
 def closed_up(text: str) -> str:
@@ -256,12 +308,12 @@ def _records(ci, kernel):
                 while base is not None and base.kind == K.UNEXPOSED_EXPR:
                     base = next(iter(base.get_children()), None)
                 if base is not None and base.kind == K.DECL_REF_EXPR and base.referenced == p:
-                    uses.append((e.extent.start.offset, e.extent.end.offset, p.spelling,
+                    uses.append((_at(e.extent.start), _at(e.extent.end), p.spelling,
                                  e.spelling))
             elif e.kind == K.DECL_REF_EXPR and e.referenced == p:
-                whole = whole or not any(u[0] == e.extent.start.offset for u in uses)
+                whole = whole or not any(u[0] == _at(e.extent.start) for u in uses)
         if uses and not whole:
-            records.append((p.spelling, position, p.extent.start.offset, p.extent.end.offset,
+            records.append((p.spelling, position, _at(p.extent.start), _at(p.extent.end),
                             tuple((name, t.spelling) for name, t in fields)))
             members.extend(uses)
     return tuple(records), tuple(members)
@@ -296,7 +348,7 @@ def _helper(ci, function, file_text, user_file) -> Helper | None:
     text = file_text(function.location.file.name)
 
     def spelled(c) -> str | None:
-        written = text[c.extent.start.offset:c.extent.end.offset]
+        written = text[_at(c.extent.start):_at(c.extent.end)]
         return None if "//" in written or "/*" in written else " ".join(written.split())
 
     statements = list(body.get_children())
@@ -326,9 +378,9 @@ def _calls(ci, kernel) -> list[Call]:
             if child.kind == K.CALL_EXPR:
                 definition = _callee(ci, child)
                 if definition is not None:
-                    arguments = tuple((a.extent.start.offset, a.extent.end.offset,
+                    arguments = tuple((_at(a.extent.start), _at(a.extent.end),
                                        _written_type(ci, a)) for a in child.get_arguments())
-                    out.append(Call(child.extent.start.offset, child.extent.end.offset,
+                    out.append(Call(_at(child.extent.start), _at(child.extent.end),
                                     definition.get_usr(), arguments,
                                     c.kind == K.COMPOUND_STMT))
             walk(child)
@@ -348,25 +400,25 @@ def _casts(ci, kernel, text: str) -> list[tuple[int, int, int, int, int, int]]:
             children[0].kind == K.TYPE_REF and children[0].referenced is not None and \
             children[0].referenced.kind in (K.TEMPLATE_TYPE_PARAMETER, K.TYPEDEF_DECL,
                                             K.TYPE_ALIAS_DECL)
-        if c.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, K.CXX_STATIC_CAST_EXPR) and \
-                not constructs:
+        named = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_CONST_CAST_EXPR)
+        if c.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *named) and not constructs:
             continue
         operands = [x for x in children if x.kind.is_expression()]
         if len(operands) != 1:
             continue
-        start, end = c.extent.start.offset, c.extent.end.offset
+        start, end = _at(c.extent.start), _at(c.extent.end)
         inner = operands[0].extent
-        head = text[start:inner.start.offset].rstrip()
-        if not head.endswith("(") or text[inner.end.offset:end].strip() != ")":
+        head = text[start:_at(inner.start)].rstrip()
+        if not head.endswith("(") or text[_at(inner.end):end].strip() != ")":
             continue                                   # `T{e}`, or a macro's
-        if c.kind == K.CXX_STATIC_CAST_EXPR:
+        if c.kind in named:
             open_, close = head.find("<"), head.rfind(">")
             if open_ < 0 or close < open_:
                 continue
             type_range = (start + open_ + 1, start + close)
         else:
             type_range = (start, start + len(head) - 1)
-        out.append((start, *type_range, inner.start.offset, inner.end.offset, end))
+        out.append((start, *type_range, _at(inner.start), _at(inner.end), end))
     return out
 
 
@@ -416,14 +468,121 @@ def _instance(ci, template, function) -> tuple[tuple[str, str, bool], ...] | Non
         return None
     out = []
     for k, p in enumerate(parameters):
-        kind = function.get_template_argument_kind(k)
+        try:
+            kind = function.get_template_argument_kind(k)
+        except ValueError:            # a kind the Python bindings do not know (a pack)
+            return None
         if kinds[p.kind] and kind == ci.TemplateArgumentKind.TYPE:
             out.append((p.spelling, function.get_template_argument_type(k).spelling, True))
         elif not kinds[p.kind] and kind == ci.TemplateArgumentKind.INTEGRAL:
-            out.append((p.spelling, str(function.get_template_argument_value(k)), False))
+            out.append((p.spelling, _integral(ci, p, function.get_template_argument_value(k)),
+                        False))
         else:
             return None
     return tuple(out)
+
+
+def _integral(ci, parameter, value: int) -> str:
+    """An integral template argument as C++ spells one for its parameter: an enum's by
+    its enumerator's qualified name (`MorphOpType::ERODE`; no integer converts to a
+    scoped enum), a bool's as true or false, others as the number."""
+    canonical = parameter.type.get_canonical() if parameter is not None else None
+    if canonical is not None and canonical.kind == ci.TypeKind.BOOL:
+        return "true" if value else "false"
+    if canonical is None or canonical.kind != ci.TypeKind.ENUM:
+        return str(value)
+    declaration = canonical.get_declaration()
+    # an unnamed enum's enumerators are named in the scope around it
+    name = None if declaration.is_anonymous() else _qualified(ci, declaration)
+    for c in declaration.get_children():
+        if c.kind == ci.CursorKind.ENUM_CONSTANT_DECL and c.enum_value == value:
+            return f"{name}::{c.spelling}" if name else c.spelling
+    return f"static_cast<{name or canonical.spelling}>({value})"
+
+
+def _template_parameters(ci, function) -> list:
+    """The template parameters of the template a function specialises ([] if none)."""
+    template = ci.conf.lib.clang_getSpecializedCursorTemplate(function)
+    if template is None:
+        return []
+    return [p for p in template.get_children() if p.kind in (
+        ci.CursorKind.TEMPLATE_TYPE_PARAMETER, ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+        ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER)]
+
+
+# C library functions (and CUDA's min/max) that C++ code may qualify (std::sqrt, ::max)
+_LIBRARY_FUNCTIONS = frozenset(
+    "min max abs fabs fabsf sqrt sqrtf exp expf exp2 exp2f log logf log2 log2f log10 "
+    "log10f pow powf sin sinf cos cosf tan tanf tanh tanhf atan atanf atan2 atan2f asin "
+    "asinf acos acosf floor floorf ceil ceilf round roundf trunc truncf fmin fminf fmax "
+    "fmaxf fma fmaf hypot hypotf cbrt cbrtf erf erff rsqrt rsqrtf isnan isinf".split())
+_DEDUCIBLE = re.compile(r"(?:const\s+)?(?:unsigned\s+|signed\s+)?"
+                        r"(?:bool|char|short|int|long|long long|float|double|size_t|"
+                        r"u?int\d+_t|(?:u?char|u?short|u?int|u?long|u?longlong|float|double)"
+                        r"[1-4])(?:\s*\*)*")
+
+
+def _words(ci, kernel):
+    """The kernel's C++ words with their C spellings (ClangKernel.words)."""
+    K = ci.CursorKind
+    deduced = {}
+    for d in kernel.walk_preorder():
+        if d.kind != K.VAR_DECL:
+            continue
+        tokens = list(d.get_tokens())
+        names = [t.spelling for t in tokens]
+        if "auto" not in names or d.spelling not in names:
+            continue
+        at, name_at = names.index("auto"), names.index(d.spelling)
+        # `[const] auto name = ...`: the type alone stands for auto (not `auto *p`, `auto &r`)
+        if name_at != at + 1 or any(w not in ("const", "static") for w in names[:at]):
+            continue
+        t = d.type.get_canonical()
+        spelling = t.spelling.replace("const ", "", 1) if t.is_const_qualified() else \
+            t.spelling
+        if _DEDUCIBLE.fullmatch(spelling.strip()):
+            deduced[_at(tokens[at].extent.start)] = (_at(tokens[at].extent.end), spelling)
+    out = [(start, end, spelling) for start, (end, spelling) in deduced.items()]
+    # the body's tokens (the definition's extent starts in the expansion of __global__)
+    body = next((c for c in kernel.get_children() if c.kind == K.COMPOUND_STMT), None)
+    tokens = list(body.get_tokens()) if body is not None else []
+    for k, t in enumerate(tokens):
+        word = t.spelling
+        start, end = _at(t.extent.start), _at(t.extent.end)
+        if word == "constexpr":
+            out.append((start, end, "const"))
+        elif word == "nullptr":
+            out.append((start, end, "0"))
+        elif word == "::" and k + 1 < len(tokens) and \
+                tokens[k + 1].spelling in _LIBRARY_FUNCTIONS and \
+                k + 2 < len(tokens) and tokens[k + 2].spelling == "(":
+            qualified = k > 0 and tokens[k - 1].spelling == "std"
+            first = tokens[k - 1] if qualified else t
+            if qualified or k == 0 or tokens[k - 1].kind.name != "IDENTIFIER":
+                out.append((_at(first.extent.start), end, ""))
+    return out
+
+
+def _clean(ci, kernel, errors) -> bool:
+    """Whether Clang read the kernel without an error: none inside its definition, no
+    use of a declaration Clang found invalid (an error there is reported where it is
+    declared, and Clang stays silent at the uses)."""
+    extent = kernel.extent
+    name = kernel.location.file.name if kernel.location.file else None
+    if any(f == name and extent.start.line <= line <= extent.end.line
+           for f, line, _, _ in errors):
+        return False
+    invalid = ci.conf.lib.clang_isInvalidDeclaration
+    for e in kernel.walk_preorder():
+        if invalid(e):
+            return False
+        ref = e.referenced if e.kind in (ci.CursorKind.DECL_REF_EXPR,
+                                         ci.CursorKind.TYPE_REF,
+                                         ci.CursorKind.MEMBER_REF_EXPR,
+                                         ci.CursorKind.CALL_EXPR) else None
+        if ref is not None and invalid(ref):
+            return False
+    return True
 
 
 def _in_macro(ci, cursor) -> bool:
@@ -467,7 +626,7 @@ def _parse(ci, path: str, options: PreprocessorOptions, text: str):
     grammars/clang_cuda.h), and the file parsed again."""
     for _ in range(32):
         tu = ci.Index.create().parse(path, args=arguments(path, options),
-                                     unsaved_files=[(path, closed_up(text))])
+                                     unsaved_files=[(path, encoded(closed_up(text)))])
         missing = {m.group(1) for d in tu.diagnostics if d.severity >= 4
                    for m in [_NOT_FOUND.search(d.spelling)]
                    if m and toolkit.is_library_header(m.group(1))}
@@ -484,10 +643,25 @@ def _parse(ci, path: str, options: PreprocessorOptions, text: str):
     return tu
 
 
+def error_sites(path: str, options: PreprocessorOptions, text: str
+                ) -> list[tuple[str, int, int, str, str]]:
+    """Clang's errors in the translation unit, as (file, line, column, message,
+    category: "Parse Issue", "Semantic Issue", "Lexical or Preprocessor Issue"...),
+    from a parse alone (none of the reading that `read` does)."""
+    ci = _cindex()
+    if ci is None:
+        raise RuntimeError("libclang is not installed (pip install libclang)")
+    tu = _parse(ci, os.path.abspath(path), options, text)
+    return [(d.location.file.name if d.location.file else os.path.abspath(path),
+             d.location.line, d.location.column, d.spelling, d.category_name or "")
+            for d in tu.diagnostics if d.severity >= 3]
+
+
 @functools.lru_cache(maxsize=4)
 def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
     ci = _cindex()
     tu = _parse(ci, path, options, text)
+    _CHARS[path] = _Chars(text)
     unit = ClangUnit(path)
     texts = {path: text}
 
@@ -533,7 +707,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                                                 ci.CursorKind.TYPE_ALIAS_DECL) \
                     and user_file(ref) and e.location.file is not None \
                     and e.location.file.name == c.location.file.name:
-                aliases.append((e.extent.start.offset, e.extent.end.offset,
+                aliases.append((_at(e.extent.start), _at(e.extent.end),
                                 _aliased(ref.underlying_typedef_type)))
         records, members = _records(ci, c)
         calls = tuple(_calls(ci, c))
@@ -541,13 +715,14 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         extent = c.extent
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
-                                 extent.start.offset, extent.end.offset),
+                                 _at(extent.start), _at(extent.end)),
                            params, tuple(sorted(constants.items())), declared,
-                           tuple(sorted(set(aliases))), records, members, calls, casts)
+                           tuple(sorted(set(aliases))), records, members, calls, casts,
+                           _clean(ci, c, unit.error_sites), tuple(_words(ci, c)))
 
     def launch_of(c, tokens: list[str], top, instance=()) -> ClangLaunch:
         callee = c.referenced
-        scope = top.extent.start.offset if top is not None else None
+        scope = _at(top.extent.start) if top is not None else None
         if callee is None:
             # a dependent callee (a launch inside a template): its name and arguments as
             # written before `<<<`
@@ -559,21 +734,23 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                                tuple(a.strip() for a in written.split(",") if a.strip()),
                                dependent=True, scope_start=scope)
         n = max(callee.get_num_template_arguments(), 0)
+        parameters = _template_parameters(ci, callee) if n else []
         args = tuple(
             callee.get_template_argument_type(k).spelling
             if callee.get_template_argument_kind(k) == ci.TemplateArgumentKind.TYPE
-            else str(callee.get_template_argument_value(k)) for k in range(n))
+            else _integral(ci, parameters[k] if k < len(parameters) else None,
+                           callee.get_template_argument_value(k)) for k in range(n))
         children = list(c.get_children())
         head = children[0].extent if children else None
-        written = (head.start.offset, head.end.offset) if head is not None and \
+        written = (_at(head.start), _at(head.end)) if head is not None and \
             head.start.file is not None and head.start.file.name == c.location.file.name \
             and not _in_macro(ci, c) else None
-        arguments = tuple((a.extent.start.offset, a.extent.end.offset)
+        arguments = tuple((_at(a.extent.start), _at(a.extent.end))
                           for a in children[2:]) if written else ()
         return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args,
                            callee=written, scope_start=scope, arguments=arguments,
                            instance=instance,
-                           expression=(c.extent.start.offset, c.extent.end.offset))
+                           expression=(_at(c.extent.start), _at(c.extent.end)))
 
     def launch_tokens(c) -> list[str] | None:
         """The tokens of a launch (a CUDAKernelCallExpr: the callee, the configuration as
@@ -595,7 +772,8 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
 
     def constant(c) -> None:
         if c.kind == ci.CursorKind.VAR_DECL and c.type.is_const_qualified() and \
-                c.type.get_canonical().kind in _INTEGER_KINDS:
+                c.type.get_canonical().kind in _INTEGER_KINDS and \
+                not ci.conf.lib.clang_isInvalidDeclaration(c):
             value = _evaluate(ci, c)
             if value is not None:
                 values.setdefault(c.spelling, set()).add(value)

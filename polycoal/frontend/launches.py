@@ -1,9 +1,15 @@
 """Find launch sites `k<<<grid, block[, shmem[, stream]]>>>(args);` and their geometry.
 
-The block and grid are evaluated when they are compile-time constants: literals and
-macros (expanded by the preprocessor), `dim3(X, Y)` in place, or a variable of the
-enclosing host function defined before the launch (`dim3 block(X, Y);`,
-`dim3 block = dim3(...)`, `int threads = 256;`, later `block.x = 64;`).
+The block and grid are evaluated component by component: literals and macros (expanded
+by the preprocessor), `dim3(X, Y)` in place, or a variable of the enclosing host function
+defined before the launch (`dim3 block(X, Y);`, `dim3 block{X, Y};`, `dim3 block =
+dim3(...)`, `dim3 block = {X, Y};`, `int threads = 256;`, `dim3 block;` then
+`block.x = 64;`). A component is known when it is a constant, or when the constructor's
+default argument sets it: `dim3 threads(BLOCK)`, `dim3 b(BX, 1)`, a default-constructed
+`dim3 block;` and an int or unsigned configuration (`k<<<n / 256, threads>>>`, `threads`
+an `int`) have y = z = 1 whatever the run-time value of x. A dim3 the function receives
+as a parameter, or one changed where the launch cannot see it (a loop around the launch,
+a call that may take it by reference), is unknown.
 
 A geometry known only at run time (`(n + 255) / 256` with n read from argv, a host
 loop's variable) can be evaluated later for given values of the kernel's arguments
@@ -17,8 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pycparser import c_ast
+
 from polycoal.diagnostics import Location
-from polycoal.frontend.cexpr import Value, evaluate
+from polycoal.frontend.cexpr import Value, evaluate, parse_expression
 from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
 from polycoal.frontend.preprocess import PreprocessedSource
 from polycoal.frontend.program import Kernel, Launch, Span
@@ -27,8 +35,25 @@ _TYPE_WORDS = {"int", "unsigned", "long", "short", "size_t", "const", "constexpr
                "uint", "uint32_t", "int32_t", "int64_t", "uint64_t", "auto", "dim3", "float",
                "double"}
 _DIM3_CALL = re.compile(r"^\s*dim3\s*[({](.*)[)}]\s*$", re.S)
+_BRACED = re.compile(r"^\s*\{(.*)\}\s*$", re.S)         # `= {X, Y}`
 _AXES = ("x", "y", "z")
-Dim3 = tuple[Value, Value, Value]
+# each component's value; None where it is known only at run time
+Dim3 = tuple[Value | None, Value | None, Value | None]
+# the words of a declaration's type that make the variable a number (dim3's constructor
+# then sets y = z = 1), and those that qualify a type without changing it
+_SCALAR_WORDS = frozenset({
+    "int", "unsigned", "long", "short", "char", "signed", "size_t", "ssize_t", "uint",
+    "ulong", "ushort", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t",
+    "int32_t", "int64_t", "ptrdiff_t", "float", "double", "bool"})
+_QUALIFIER_WORDS = frozenset({"const", "constexpr", "static", "volatile", "register", "std",
+                              "::", "__restrict__", "auto"})
+# cudaDeviceProp's fields that launches size blocks with (`prop.maxThreadsPerBlock`)
+_SCALAR_FIELDS = frozenset({"maxThreadsPerBlock", "warpSize", "multiProcessorCount",
+                            "maxThreadsPerMultiProcessor", "maxBlocksPerMultiProcessor"})
+# functions of numbers whose result is a number (a dim3 argument would not compile)
+_SCALAR_FUNCTIONS = frozenset({"ceil", "ceilf", "floor", "floorf", "min", "max", "fmin",
+                               "fmax", "fminf", "fmaxf", "sqrt", "sqrtf", "abs", "fabs",
+                               "round", "roundf", "log2", "log2f", "pow", "powf"})
 
 
 def _text(tokens: list[Token]) -> str:
@@ -51,11 +76,16 @@ class _Scope:
         self.constants = constants or {}      # file scope: seen when no local defines it
 
     def dim3(self, expression: str, before: int, depth: int = 0) -> Dim3 | None:
-        m = _DIM3_CALL.match(expression)
+        """The dim3 an expression makes (`dim3(X, Y)`, `{X, Y}`, a variable, a number),
+        component by component, or None when not even its form is known (a dim3
+        parameter, a function's result)."""
+        m = _DIM3_CALL.match(expression) or _BRACED.match(expression)
         if m:
             parts = [p for p in _split_commas(m.group(1)) if p.strip()]
             if len(parts) == 1 and depth <= 12:     # dim3(X): X a dim3 or a scalar
                 return self.dim3(parts[0], before, depth + 1)
+            if not parts:
+                return (1, 1, 1)                    # dim3(), dim3{}, {}
             values = [self.scalar(p, before, depth + 1) for p in parts]
             if not 1 <= len(values) <= 3:
                 return None
@@ -66,7 +96,120 @@ class _Scope:
             if found is not None:
                 return found
         value = self.scalar(expression, before, depth + 1)
-        return None if value is None else (value, 1, 1)
+        if value is None and self.kind(expression, before) != "scalar":
+            return None
+        return (value, 1, 1)
+
+    def kind(self, expression: str, before: int) -> str | None:
+        """"scalar" when the expression is a number (as dim3(X) it has y = z = 1), "dim3"
+        when it is a dim3 variable, None when its type is not known here."""
+        node = parse_expression(expression)
+        return None if node is None else self._node_kind(node, before)
+
+    def _node_kind(self, node: c_ast.Node, before: int) -> str | None:
+        if isinstance(node, c_ast.Constant):
+            return "scalar" if node.type != "string" else None
+        if isinstance(node, c_ast.ID):
+            return self.declared(node.name, before)
+        if isinstance(node, c_ast.StructRef):       # a dim3's or a vector's component
+            return "scalar" if node.field.name in _AXES or \
+                node.field.name in _SCALAR_FIELDS else None
+        if isinstance(node, c_ast.BinaryOp):        # dim3 has no operators
+            return "scalar"
+        if isinstance(node, c_ast.UnaryOp):
+            if node.op in ("sizeof", "-", "+", "!", "~"):
+                return "scalar"
+            return self._node_kind(node.expr, before) if node.op in ("p++", "p--") else None
+        if isinstance(node, c_ast.TernaryOp):
+            sides = {self._node_kind(node.iftrue, before),
+                     self._node_kind(node.iffalse, before)}
+            return "scalar" if sides == {"scalar"} else None
+        if isinstance(node, c_ast.Cast):
+            names = set(getattr(getattr(node.to_type.type, "type", None), "names", []) or [])
+            return "scalar" if names and names <= _SCALAR_WORDS | _QUALIFIER_WORDS else None
+        if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+            return "scalar" if node.name.name in _SCALAR_FUNCTIONS else None
+        if isinstance(node, c_ast.ArrayRef) and isinstance(node.name, c_ast.ID):
+            return self.declared(node.name.name, before)    # `int sizes[3]`: its elements
+        return None
+
+    def declared(self, name: str, before: int) -> str | None:
+        """The type of variable `name` as seen at token `before`: "scalar" (a number),
+        "dim3", or None (another type, a pointer or reference, or no declaration in
+        sight)."""
+        if name in self.bound:
+            return "scalar"
+        tokens = self.tokens
+        for k in range(before - 1, self.begin - 1, -1):
+            t = tokens[k]
+            if t.text == name and t.kind == "id" and not (k and tokens[k - 1].text in
+                                                          (".", "->")):
+                head = self._declaration(k)
+                if head is not None:
+                    return _type_kind(head)
+        for head, parameter in self._parameters():
+            if parameter == name:
+                return _type_kind(head)
+        if name in self.constants:
+            return "scalar"
+        return self._file_scope(name)
+
+    def _file_scope(self, name: str) -> str | None:
+        """The type of a variable declared at file scope before the function (`const int
+        threads_per_block = 512;`, whatever its value: its type is what counts here)."""
+        tokens, depth = self.tokens, 0
+        for k in range(self.begin):
+            text = tokens[k].text
+            depth += (text == "{") - (text == "}")
+            if depth == 0 and text == name and tokens[k].kind == "id" and \
+                    k + 1 < len(tokens) and tokens[k + 1].text in ("=", ";", ",", "(", "{"):
+                head = _file_declaration(tokens, k)
+                if head is not None:
+                    return _type_kind(head)
+        return None
+
+    def _declaration(self, k: int) -> list[str] | None:
+        """The type words of the declaration that declares the name at token k (`int`,
+        `const unsigned`, `dim3`; with "*" or "&" for a pointer or a reference), or None
+        when token k is not a declarator (a use of the name)."""
+        tokens = self.tokens
+        j = k - 1
+        while j >= self.begin and tokens[j].text not in (";", "{", "}", "("):
+            if tokens[j].text in (")", "]"):
+                j = matching(tokens, j)
+            j -= 1
+        statement = tokens[j + 1:k]
+        n = 0
+        while n < len(statement) and (statement[n].text in _SCALAR_WORDS | _QUALIFIER_WORDS
+                                      or statement[n].text == "dim3"):
+            n += 1
+        if n == 0 or not any(t.text in _SCALAR_WORDS or t.text in ("dim3", "auto")
+                             for t in statement[:n]):
+            return None
+        rest = [t.text for t in statement[n:]]
+        if all(r in ("*", "&", "&&", "const") for r in rest):
+            return [t.text for t in statement[:n]] + [r for r in rest if r != "const"]
+        if rest and rest[-1] == ",":
+            return [t.text for t in statement[:n]]        # `dim3 grid(g), block;`
+        return None
+
+    def _parameters(self) -> list[tuple[list[str], str]]:
+        """The enclosing function's parameters: (type words, name) each."""
+        tokens = self.tokens
+        j = self.begin - 1
+        while j >= 0 and tokens[j].text in ("const", "override", "noexcept", "final",
+                                            "mutable"):
+            j -= 1
+        if j < 0 or tokens[j].text != ")":
+            return []
+        out = []
+        for part in split_top_level(tokens[matching(tokens, j) + 1:j]):
+            words = [t.text for t in part]
+            if "=" in words:                            # a default argument
+                words = words[:words.index("=")]
+            if len(words) >= 2 and part[len(words) - 1].kind == "id":
+                out.append((words[:-1], words[-1]))
+        return out
 
     def scalar(self, expression: str, before: int, depth: int = 0) -> Value | None:
         if depth > 12:
@@ -91,11 +234,17 @@ class _Scope:
         return evaluate(expression, resolve)
 
     def definition(self, name: str, before: int, depth: int) -> Dim3 | None:
-        """Value of variable `name` just before token `before`, as a dim3."""
+        """Value of variable `name` just before token `before`, as a dim3: a number n is
+        (n, 1, 1), a number known only at run time (None, 1, 1); None when the variable's
+        form is not known (a dim3 parameter, set on some paths only)."""
         if depth > 12:
             return None
         if name in self.bound and self._untouched(name, before):
             return (self.bound[name], 1, 1)
+        kind = self.declared(name, before)
+        unknown: Dim3 | None = (None, 1, 1) if kind == "scalar" else None
+        if self._changed_in_loop(name, before, kind):
+            return unknown
         tokens = self.tokens
         members: dict[int, Value | None] = {}
         k = before - 1
@@ -106,31 +255,108 @@ class _Scope:
                 continue
             nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
             prev = tokens[k - 1].text if k else ""
-            if nxt in ("++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=",
-                       "^=") or prev in ("++", "--", "&"):
-                return None     # changed (a loop counter, say) or its address taken
-            if nxt in ("=", ".") and self._conditional(k, before):
-                return None     # set on some paths only: its value here is not known
-            if nxt == "." and k + 3 < len(tokens) and tokens[k + 2].text in _AXES \
-                    and tokens[k + 3].text == "=":
-                axis = _AXES.index(tokens[k + 2].text)
-                if axis not in members:
-                    members[axis] = self.scalar(_text(self._until_semicolon(k + 4)), k, depth + 1)
+            if nxt in ASSIGNMENTS and nxt != "=" or prev in ("++", "--", "&") or \
+                    (kind == "dim3" and self._passed_to_call(k)):
+                return unknown  # changed (a loop counter, say), its address taken
+            axis = _member_axis(tokens, k)
+            if axis is not None:
+                after = tokens[k + 3].text if k + 3 < len(tokens) else ""
+                if after in ASSIGNMENTS:
+                    # `block.y = e;`, or set on some paths only or changed: unknown
+                    plain = after == "=" and not self._conditional(k, before)
+                    members.setdefault(_AXES.index(tokens[k + 2].text), self.scalar(
+                        _text(self._until_semicolon(k + 4)), k, depth + 1) if plain else None)
             elif nxt == "=" and (k + 2 >= len(tokens) or tokens[k + 2].text != "="):
-                value = self.dim3(_text(self._until_semicolon(k + 2)), k, depth + 1)
+                if self._conditional(k, before):
+                    return unknown  # set on some paths only: its value here is not known
+                return self._with_members(self._value(kind, _text(self._until_semicolon(
+                    k + 2)), k, depth), members)
+            elif self._declaration(k) is not None:
+                if self._conditional(k, before):
+                    return unknown  # another variable of that name, in a closed block
+                if nxt in ("(", "{"):
+                    close = matching(tokens, k + 1)
+                    value = self._value(kind, f"dim3({_text(tokens[k + 2:close])})", k, depth)
+                else:           # declared without a value: a dim3 is (1, 1, 1)
+                    value = (1, 1, 1) if kind == "dim3" else unknown
                 return self._with_members(value, members)
-            elif nxt in ("(", "{") and k and (tokens[k - 1].text in _TYPE_WORDS
-                                              or tokens[k - 1].text == ","):
-                close = matching(tokens, k + 1)
-                inner = _text(tokens[k + 2:close])
-                value = self.dim3(f"dim3({inner})", k, depth + 1)
-                return self._with_members(value, members)
-            elif nxt in (";", ",") and k and tokens[k - 1].text in _TYPE_WORDS:
-                return None     # declared without a value
             k -= 1
         if name in self.constants and not members:
             return (self.constants[name], 1, 1)
-        return None
+        return self._with_members(unknown, members)     # a parameter, or not in sight
+
+    def _value(self, kind: str | None, expression: str, at: int, depth: int) -> Dim3 | None:
+        """The dim3 a variable of type `kind` holds after `= expression` (a number
+        variable holds a number, whatever `expression` is)."""
+        if kind == "scalar":
+            inner = _DIM3_CALL.match(expression) or _BRACED.match(expression)
+            text = inner.group(1) if inner else expression
+            return (self.scalar(text, at, depth + 1), 1, 1)
+        return self.dim3(expression, at, depth + 1)
+
+    def _changed_in_loop(self, name: str, before: int, kind: str | None) -> bool:
+        """Whether the variable may change after token `before` in a loop body that holds
+        `before` (the next iteration's launch sees another value)."""
+        tokens = self.tokens
+        for start, end in self._loop_bodies(before):
+            for k in range(before, end):
+                t = tokens[k]
+                if t.text != name or t.kind != "id" or tokens[k - 1].text in (".", "->"):
+                    continue
+                nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
+                axis = _member_axis(tokens, k)
+                if nxt in ASSIGNMENTS or tokens[k - 1].text in ("++", "--", "&") or (
+                        axis is not None and k + 3 < len(tokens) and
+                        tokens[k + 3].text in ASSIGNMENTS) or \
+                        (kind == "dim3" and self._passed_to_call(k)):
+                    return True
+        return False
+
+    def _loop_bodies(self, at: int) -> list[tuple[int, int]]:
+        """The braces (open, close) of the loop bodies that hold token `at`."""
+        tokens = self.tokens
+        stack: list[int] = []
+        for j in range(self.begin, at):
+            if tokens[j].text == "{":
+                stack.append(j)
+            elif tokens[j].text == "}" and stack:
+                stack.pop()
+        out = []
+        for brace in stack:
+            j = brace - 1
+            loop = j >= 0 and tokens[j].text == "do"
+            if j >= 0 and tokens[j].text == ")":
+                opening = matching(tokens, j)
+                loop = opening > 0 and tokens[opening - 1].text in ("for", "while")
+            if loop:
+                out.append((brace, matching(tokens, brace)))
+        return out
+
+    def _passed_to_call(self, k: int) -> bool:
+        """Whether the name at token k is a whole argument of a call other than a
+        launch's or dim3's (a function that may take it by reference and change it)."""
+        tokens = self.tokens
+        if tokens[k - 1].text not in ("(", ",") or k + 1 >= len(tokens) or \
+                tokens[k + 1].text not in (")", ","):
+            return False
+        depth, j = 0, k - 1
+        while j >= self.begin:
+            text = tokens[j].text
+            if text in (")", "]"):
+                depth += 1
+            elif text in ("(", "["):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif text in (";", "{", "}", "<<<"):
+                return False
+            j -= 1
+        if j < self.begin or tokens[j].text != "(" or j == 0:
+            return False
+        callee = tokens[j - 1]
+        return callee.kind == "id" and callee.text not in ("dim3", "if", "while", "for",
+                                                           "switch", "return", "sizeof") \
+            or callee.text in (">", ">>")       # a template's call, f<T>(block)
 
     def field(self, name: str, member: str, before: int, depth: int) -> Value | None:
         """Value of a struct's field `name.member` just before token `before`: the last
@@ -194,11 +420,16 @@ class _Scope:
             depth += (t.text == "{") - (t.text == "}")
             if depth < 0:
                 return True
+        tokens = self.tokens
         j = k - 1
-        while j >= 0 and self.tokens[j].text not in (";", "{", "}", ")", "else", "do", ":"):
+        while j >= 0 and tokens[j].text not in (";", "{", "}", "else", "do", ":"):
+            if tokens[j].text == ")":
+                opening = matching(tokens, j)
+                if opening and tokens[opening - 1].text in ("if", "for", "while", "switch"):
+                    return not self._in_parentheses(j + 1)      # `if (c) name = e;`
+                j = opening     # a declarator's or a call's parentheses: `a = dim3(..), b`
             j -= 1
-        return j >= 0 and self.tokens[j].text in (")", "else", "do") and \
-            not (self.tokens[j].text == ")" and self._in_parentheses(j + 1))
+        return j >= 0 and tokens[j].text in ("else", "do")
 
     def _until_semicolon(self, k: int) -> list[Token]:
         run = []
@@ -221,10 +452,37 @@ class _Scope:
             return None
         out = list(value)
         for axis, v in members.items():
-            if v is None:
-                return None
             out[axis] = v
         return tuple(out)   # type: ignore[return-value]
+
+
+def _type_kind(words: list[str]) -> str | None:
+    """"dim3", "scalar" or None (a pointer, a reference, another type) for the type words
+    of a declaration."""
+    if any(w in ("*", "&", "&&") for w in words):
+        return None
+    if "dim3" in words:
+        return "dim3"
+    return "scalar" if any(w in _SCALAR_WORDS for w in words) else None
+
+
+def _file_declaration(tokens: list[Token], k: int) -> list[str] | None:
+    """The type words before the name at token k when they are all a declaration's
+    (`static const unsigned`), else None."""
+    j = k - 1
+    while j >= 0 and tokens[j].text in _SCALAR_WORDS | _QUALIFIER_WORDS | {"dim3"}:
+        j -= 1
+    if j >= 0 and tokens[j].text not in (";", "}", "{") and not tokens[j].text.startswith("#"):
+        return None
+    head = [t.text for t in tokens[j + 1:k]]
+    return head if any(w in _SCALAR_WORDS or w == "dim3" for w in head) else None
+
+
+def _member_axis(tokens: list[Token], k: int) -> str | None:
+    """`x`, `y` or `z` where the name at token k is followed by `.x` and so on."""
+    if k + 2 < len(tokens) and tokens[k + 1].text == "." and tokens[k + 2].text in _AXES:
+        return tokens[k + 2].text
+    return None
 
 
 def _split_commas(text: str) -> list[str]:
@@ -303,6 +561,22 @@ def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int],
     block = launch.block_shape or (_positive_ints(scope.dim3(context.config[1], context.at))
                                    if len(context.config) > 1 else None)
     return grid, block
+
+
+def known_values(launch: Launch) -> dict[str, int]:
+    """The values a launch gives the names a kernel model's parameters may have, where
+    they are known at compile time: the kernel's int arguments (by parameter name) and
+    each known component of the geometry (blockDim_x, gridDim_y, nthreads_z...)."""
+    values = {name: int(v) for name, v in launch.constant_arguments.items()
+              if float(v).is_integer()}
+    for a, block, grid in zip(_AXES, launch.block_parts, launch.grid_parts):
+        if block is not None:
+            values[f"blockDim_{a}"] = block
+        if grid is not None:
+            values[f"gridDim_{a}"] = grid
+        if block is not None and grid is not None:
+            values[f"nthreads_{a}"] = block * grid
+    return values
 
 
 def find_launches(source: PreprocessedSource, original_text: str,

@@ -155,8 +155,9 @@ def _calls_helpers(ast, helpers) -> bool:
 
 
 def plan(program, options: PreprocessorOptions) -> list[Lowering]:
-    """The lowerings of the program's kernels (none without libclang, or when Clang finds
-    an error in the file)."""
+    """The lowerings of the program's kernels (none without libclang; none of a kernel
+    Clang did not read cleanly: an error inside it, or a use of what Clang found
+    invalid)."""
     from polycoal.frontend import clang
     if not clang.available():
         return []
@@ -164,18 +165,19 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
         unit = clang.read(program.path, options, program.text)
     except Exception:             # noqa: BLE001 - Clang is an improvement, never a failure
         return []
-    if unit.errors:
-        return []
     main = os.path.abspath(program.path)
     tokens = list(program.tokens) or tokenize(program.text)
     taken = {t.text for t in tokens if t.kind == "id"}
     lowerings: list[Lowering] = []
     for kernel in unit.kernels:
+        if not kernel.clean:        # Clang's errors elsewhere in the file leave it be
+            continue
         mine = program.kernel(kernel.name)
         in_main = os.path.abspath(kernel.place.file) == main
         if in_main and not kernel.is_template and not kernel.records:
             inlined = any(c.helper in unit.helpers for c in kernel.calls)
-            if mine is not None and (mine.ast is None and kernel.aliases or inlined):
+            cpp = kernel.aliases or kernel.casts or kernel.words
+            if mine is not None and (mine.ast is None and cpp or inlined):
                 lowering = _in_place(program.text, kernel, unit.helpers)
                 if lowering.edits[0][2] != program.text[kernel.place.start:kernel.place.end]:
                     lowerings.append(lowering)
@@ -354,7 +356,9 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
     """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
     names, qualifiers included, replaced by the types they stand for; its calls of small
     `__device__` helpers inlined (`accumulate(acc, A[i])` -> `(acc) += (A[i]) * 0.5f`);
-    its C++ casts written as C casts (`T(0)`, `static_cast<T>(e)` -> `((T)(e))`);
+    its C++ casts written as C casts (`T(0)`, `static_cast<T>(e)` -> `((T)(e))`, and
+    reinterpret_cast, const_cast); its C++ words in C (`auto` as the deduced type,
+    `constexpr` as const, `nullptr` as 0, `std::sqrt` as sqrt: ClangKernel.words);
     with `fields`, its struct parameters declared field by field (`Buffers b` ->
     `float *b__in, int b__n`) and their uses (`b.in`) named so. Every replacement keeps
     the line ends of what it replaces, so the definition keeps its lines."""
@@ -371,6 +375,9 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
                 _declaration(t, f"{name}__{f}") for f, t in members)))
         for start, end, name, member in kernel.members:
             edits.append((start - offset, end - offset, f"{name}__{member}"))
+    for start, end, spelling in kernel.words:
+        if 0 <= start - offset <= end - offset <= len(text):
+            edits.append((start - offset, end - offset, spelling))
     for start, type_start, type_end, inner_start, inner_end, end in kernel.casts:
         if 0 <= start - offset and end - offset <= len(text):     # as C casts: ((T)(e))
             edits.append((start - offset, inner_start - offset,
@@ -404,7 +411,11 @@ def _render(text: str, lo: int, hi: int, edits: list) -> str:
             helper, call, offset = payload
             arguments = [(_render(text, a - offset, b - offset, nested), t)
                          for a, b, t in call.arguments]
-            new = _inlined(helper, arguments, call.statement)
+            head = _head_end(text[start:end])
+            explicit = None if head is None else \
+                _explicit_arguments(_render(text, start, start + head, nested))
+            new = None if explicit is None else \
+                _inlined(helper, arguments, call.statement, explicit)
             if new is None:
                 new = _render(text, start, end, nested)
         out.append(_keep_lines(text[start:end], new))
@@ -433,15 +444,51 @@ _TYPE_WORDS = {"float", "double", "int", "unsigned", "long", "short", "char", "s
                "bool", "sizeof"}
 
 
-def _inlined(helper, arguments: list[tuple[str, str]], statement: bool) -> str | None:
-    """The text that replaces a call of `helper` on `arguments` (their texts and types),
-    or None when the call must stay: an argument with side effects (it would be
-    evaluated once per use), a value parameter the helper assigns, a void helper of
-    several statements called where a block is not a statement."""
+def _head_end(call: str) -> int | None:
+    """Where the argument list of the call `call` opens (the offset of its `(`), after
+    the callee's name and its template arguments (`ns::clamp<int>(...)`); None when
+    the call is not written so."""
+    tokens = tokenize(call)
+    k = 0
+    while k < len(tokens) and (tokens[k].kind == "id" or tokens[k].text == "::"):
+        k += 1
+    if k < len(tokens) and tokens[k].text == "<":
+        k = _angle_close(tokens, k) + 1
+    return tokens[k].start if 0 < k < len(tokens) and tokens[k].text == "(" else None
+
+
+def _explicit_arguments(head: str) -> tuple[str, ...]:
+    """The template arguments written in a callee (`clamp<int>` -> ('int',)); ()
+    when there are none."""
+    tokens = tokenize(head)
+    opening = next((k for k, t in enumerate(tokens) if t.text == "<"), None)
+    if opening is None:
+        return ()
+    close = _angle_close(tokens, opening)
+    parts, depth, start = [], 0, tokens[opening].end
+    for t in tokens[opening + 1:close]:
+        if t.text in ("(", "[", "{", "<"):
+            depth += 1
+        elif t.text in (")", "]", "}", ">"):
+            depth -= 1
+        elif t.text == "," and depth == 0:
+            parts.append(head[start:t.start].strip())
+            start = t.end
+    parts.append(head[start:tokens[close].start].strip())
+    return tuple(p for p in parts if p)
+
+
+def _inlined(helper, arguments: list[tuple[str, str]], statement: bool,
+             explicit: tuple[str, ...] = ()) -> str | None:
+    """The text that replaces a call of `helper` on `arguments` (their texts and types)
+    with the template arguments `explicit` written at the call, or None when the call
+    must stay: an argument with side effects (it would be evaluated once per use), a
+    value parameter the helper assigns, a void helper of several statements called
+    where a block is not a statement."""
     if len(arguments) != len(helper.parameters):
         return None
-    if helper.template_parameters:
-        helper = _deduced(helper, arguments)
+    if helper.template_parameters or explicit:
+        helper = _deduced(helper, arguments, explicit)
         if helper is None:
             return None
     values = {}
@@ -479,15 +526,20 @@ def _inlined(helper, arguments: list[tuple[str, str]], statement: bool) -> str |
     return "{ " + " ".join(f"{x};" for x in statements) + " }"
 
 
-def _deduced(helper, arguments: list[tuple[str, str]]):
-    """A function template helper with its type parameters replaced by the types its
-    call deduces: a parameter declared `T`, `const T` or `T &` takes its argument's type
-    (const dropped); None when a type parameter is not deduced so or two arguments
-    disagree (the call then stays as it is)."""
-    deduced: dict[str, str] = {}
+def _deduced(helper, arguments: list[tuple[str, str]], explicit: tuple[str, ...] = ()):
+    """A function template helper with its type parameters replaced by the types the
+    call gives them: first those written at the call (`halve<float>(i)`: the arguments
+    convert to them, as C++ converts them), then for the others the types its
+    arguments deduce: a parameter declared `T`, `const T` or `T &` takes its argument's
+    type (const dropped). None when a type parameter is given neither way, two
+    arguments disagree, or more types are written than it has parameters (the call
+    then stays as it is)."""
+    if len(explicit) > len(helper.template_parameters):
+        return None
+    deduced: dict[str, str] = dict(zip(helper.template_parameters, explicit))
     for (_, type_, _), (_, given) in zip(helper.parameters, arguments):
         written = _unqualified(type_)
-        if written in helper.template_parameters:
+        if written in helper.template_parameters[len(explicit):]:
             if deduced.setdefault(written, _unqualified(given)) != _unqualified(given):
                 return None
     if set(deduced) != set(helper.template_parameters):

@@ -4,9 +4,10 @@ The C parser (pycparser) rejects much valid CUDA C++, and the function-alone che
 frontend/syntax.py compiles a function without the rest of its file, so a type from an
 included header (`FloatComplex z2 = ...`) looks to it like a syntax error. A syntax
 error stands only when Clang, reading the whole translation unit in CUDA mode with the
-file's flags (frontend/clang.py), also reports an error inside that function, between
-its first line and the line where the function-alone check stopped; it is then
-reported with Clang's location and message. When Clang accepts the function, it is C++
+file's flags (frontend/clang.py), also reports a parse error inside that function,
+between its first line and the line where the function-alone check stopped (not an
+unknown name: polycoal's declarations of CUDA's headers are not all of them); it is
+then reported with Clang's location and message. When Clang accepts the function, it is C++
 outside the C subset polycoal parses: the function is left as written with a warning
 and the rest of the file is transformed. Without libclang the function-alone verdict
 stands, as before.
@@ -15,6 +16,7 @@ stands, as before.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 
 from polycoal.diagnostics import Diagnostic, Location
@@ -31,15 +33,16 @@ def judge_syntax_errors(path: str, options, text: str, kernels: list, functions:
     if not clang.available():
         return kernels, diagnostics
     try:
-        unit = clang.read(path, options, text)
-    except Exception:             # noqa: BLE001 - Clang's failure never refuses a file
-        return kernels, diagnostics
+        sites = [site for site in clang.error_sites(path, options, text)
+                 if _syntactic(site[3], site[4])]
+    except Exception:             # noqa: BLE001 - a failure of Clang's refuses nothing
+        sites = []
     starts = {f.name: f.location for f in (*kernels, *functions.values()) if f.location}
     judged: dict[int, Diagnostic] = {}
     for d in suspects:
-        confirmed = _clang_error_in(unit.error_sites, starts.get(d.kernel), d.location)
+        confirmed = _clang_error_in(sites, starts.get(d.kernel), d.location)
         if confirmed is not None:
-            file, line, column, message = confirmed
+            file, line, column, message = confirmed[:4]
             judged[id(d)] = replace(d, message=d.message.split(":")[0] + f": {message}",
                                     location=Location(_as_named(file, path), line, column))
         else:
@@ -61,14 +64,28 @@ def judged_reason(judged: dict, suspects: list[Diagnostic], name: str) -> str:
     return "syntax error"
 
 
+# Clang's messages that name what is not declared: polycoal's declarations of CUDA's
+# headers (grammars/clang_cuda.h) are not all of them, so these prove nothing of the file
+_UNDECLARED = re.compile(r"undeclared|unknown type name|no (template|type|member) named|"
+                         r"not a (class|namespace|template)|incomplete type|"
+                         r"file not found|no matching|cannot initialize|no viable")
+
+
+def _syntactic(message: str, category: str) -> bool:
+    """Whether a Clang error shows the text is not C++, whatever the declarations: a
+    parse or lexical error that is not about an unknown name."""
+    return category in ("Parse Issue", "Lexical or Preprocessor Issue") and \
+        not _UNDECLARED.search(message)
+
+
 def _clang_error_in(sites, start: Location | None, stop: Location | None):
     """Clang's first error in the function that starts at `start`, at or before the
     line `stop` where the function-alone check stopped (same file)."""
     if start is None or stop is None:
         return None
-    for file, line, column, message in sites:
-        if _same_file(file, start.file) and start.line <= line <= stop.line:
-            return file, line, column, message
+    for site in sites:
+        if _same_file(site[0], start.file) and start.line <= site[1] <= stop.line:
+            return site
     return None
 
 

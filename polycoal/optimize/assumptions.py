@@ -132,6 +132,21 @@ def holds(assumption: Assumption, values: dict[str, int]) -> bool | None:
         f"[{', '.join(assumption.space)}] -> {{ : {fixed} }}")).is_empty()
 
 
+def decided(assumption: Assumption, values: dict[str, int]) -> bool | None:
+    """Whether the assumption holds at a launch whose known values are `values` (some of
+    the parameters, by name): True whatever the others are, False for no value of them,
+    None when it depends on values known only at run time."""
+    known = {p: v for p, v in values.items() if p in assumption.space}
+    if not any(p in known for p in assumption.parameters):
+        return None
+    fixed = isl.Set(f"[{', '.join(assumption.space)}] -> {{ : "
+                    + " and ".join(f"{p} = {v}" for p, v in sorted(known.items())) + " }")
+    condition = assumption.as_set()
+    if condition.intersect(fixed).is_empty():
+        return False
+    return True if fixed.is_subset(condition) else None
+
+
 # Pointer arguments that must not overlap. The model takes every pointer argument as
 # its own array; where the program shows no evidence of that (restrict, distinct
 # cudaMalloc allocations), each launch can check it instead: the elements a pointer's

@@ -12,7 +12,10 @@ x (a warp would not run along it). The hardware limits are constraints: an axis
 whose block extent exceeds 64 cannot become z, and one whose grid extent exceeds 65535
 cannot become y or z. Where a launch's extents are known only at run time, the launch
 checks them there and runs the original kernel when the permuted geometry does not fit
-(or would not lay a warp along the new x).
+(or would not lay a warp along the new x). The checks are decided where the launch's
+known components decide them (frontend/launches.py: `dim3 threads(BLOCK)` has y = z = 1
+whatever BLOCK is): a check that always holds is not written, and a launch that can never
+take the permuted copy keeps its text; a copy that no launch can take is not made.
 
 Permuting the thread axes in the code and in the launch (block and grid together)
 keeps the same threads in each block, so it is legal for every kernel that does not
@@ -44,6 +47,10 @@ class Permutation:
     # permuted geometry fits the hardware and lays warps along the new x, and runs the
     # original kernel where it does not
     guarded: bool = False
+    # the axes the cost prefers as x that every launch's block holds one thread wide,
+    # where some launch's block is known only in part: a copy permuted to one of them
+    # could never run
+    narrow: tuple[str, ...] = ()
 
     @property
     def is_identity(self) -> bool:
@@ -80,18 +87,79 @@ def fits(new: str, original: str, blocks: list[tuple], grids: list[tuple]) -> bo
         all(g[k] is None or g[k] <= GRID_LIMITS[j] for g in grids)
 
 
-def run_time_checks(source: dict[str, str], block: str, grid: str) -> list[str]:
-    """C conditions under which a permuted launch runs (`block`, `grid`: the dim3 of the
-    original launch's configuration): each original extent within the limits of its
-    new axis, and more than one thread along the new x."""
-    checks = [f"{block}.{source['x']} > 1"]
+@dataclass(frozen=True)
+class Limit:
+    """One condition a permuted launch needs: the original launch's block or grid
+    (`space`) extent along `axis` compared (`op`: ">" or "<=") with `bound`."""
+
+    space: str
+    axis: str
+    op: str
+    bound: int
+
+    def text(self, block: str, grid: str) -> str:
+        """The condition in C, `block` and `grid` naming the launch's dim3 values."""
+        return f"{block if self.space == 'block' else grid}.{self.axis} {self.op} {self.bound}"
+
+    def holds(self, block: tuple, grid: tuple) -> bool | None:
+        """Whether it holds for a launch's components (None: known only at run time)."""
+        value = (block if self.space == "block" else grid)[AXES.index(self.axis)]
+        if value is None:
+            return None
+        return value > self.bound if self.op == ">" else value <= self.bound
+
+
+def limits(source: dict[str, str]) -> list[Limit]:
+    """The conditions under which a permuted launch runs: more than one thread along the
+    new x, and each original extent within the limits of its new axis."""
+    out = [Limit("block", source["x"], ">", 1)]
     for n, o in source.items():
         j = AXES.index(n)
         if BLOCK_LIMITS[j] < BLOCK_LIMITS[AXES.index(o)]:
-            checks.append(f"{block}.{o} <= {BLOCK_LIMITS[j]}")
+            out.append(Limit("block", o, "<=", BLOCK_LIMITS[j]))
         if GRID_LIMITS[j] < GRID_LIMITS[AXES.index(o)]:
-            checks.append(f"{grid}.{o} <= {GRID_LIMITS[j]}")
-    return checks
+            out.append(Limit("grid", o, "<=", GRID_LIMITS[j]))
+    return out
+
+
+def run_time_checks(source: dict[str, str], block: str, grid: str) -> list[str]:
+    """C conditions under which a permuted launch runs (`block`, `grid`: the dim3 of the
+    original launch's configuration)."""
+    return [limit.text(block, grid) for limit in limits(source)]
+
+
+def launch_takes(source: dict[str, str], block: tuple, grid: tuple) -> bool | None:
+    """Whether a launch with these components (None: known only at run time) runs the
+    permuted kernel: True when every limit holds, False when one fails, None when the
+    launch must check."""
+    verdicts = [limit.holds(block, grid) for limit in limits(source)]
+    if False in verdicts:
+        return False
+    return True if all(verdicts) else None
+
+
+def open_checks(source: dict[str, str], block: tuple, grid: tuple, block_name: str,
+                grid_name: str) -> list[str]:
+    """The C conditions a launch with these components must still check at run time
+    (those its known components do not decide)."""
+    return [limit.text(block_name, grid_name) for limit in limits(source)
+            if limit.holds(block, grid) is None]
+
+
+def needs_guard(source: dict[str, str], blocks: list[tuple], grids: list[tuple]) -> bool:
+    """Whether a permutation must be a copy beside the original: some launch runs it only
+    where a run-time check holds, or never."""
+    return not is_identity(source) and \
+        any(launch_takes(source, b, g) is not True for b, g in zip(blocks, grids))
+
+
+def narrow_axes(cost: dict[str, int], blocks: list[tuple]) -> tuple[str, ...]:
+    """The axes cheaper as x than x itself that every launch's block holds one thread
+    wide, where some block is known only in part (a copy permuted to one of them would
+    need a run-time check that always fails)."""
+    if not any(v is None for b in blocks for v in b):
+        return ()
+    return tuple(o for o in AXES[1:] if cost[o] < cost["x"] and not can_be_x(o, blocks))
 
 
 def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
@@ -103,6 +171,7 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
     cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
                    for r in refs) for k, o in enumerate(AXES)}
     identity = {a: a for a in AXES}
+    narrow = narrow_axes(cost, blocks)
     if not any(can_be_x(o, blocks) for o in AXES):
         return Permutation(identity, cost["x"], cost["x"], "",
                            "every block is one thread wide along every axis")
@@ -123,8 +192,8 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
         ilp.solve(prob)
     except RuntimeError:
         return Permutation(identity, cost["x"], cost["x"], ilp.problem_text(prob),
-                           "no permutation fits the hardware limits of every launch")
+                           "no permutation fits the hardware limits of every launch",
+                           narrow=narrow)
     source = {n: next(o for o in AXES if ilp.is_set(p[(n, o)])) for n in AXES}
-    unknown = any(v is None for shape in blocks + grids for v in shape)
     return Permutation(source, cost[source["x"]], cost["x"], ilp.problem_text(prob),
-                       guarded=unknown and not is_identity(source))
+                       guarded=needs_guard(source, blocks, grids), narrow=narrow)

@@ -92,6 +92,10 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
         lowers, uppers = isl_helpers.dim_bounds(model, name)
         if len(lowers) != 1 or not uppers:
             return Obstacle("staging-shape", f"the range of {name} is not one interval")
+    for name in names:        # the others take one value each, written as their bound
+        if name not in dims and any(_moves(a, [name]) for a in s.accesses) and \
+                len(isl_helpers.dim_bounds(model, name)[0]) != 1:
+            return Obstacle("staging-shape", f"the value of {name} has no single bound")
     x = None
     reads: list[tuple[Access, str | None]] = []
     for a in s.accesses:

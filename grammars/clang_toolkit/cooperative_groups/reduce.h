@@ -1,0 +1,3 @@
+// polycoal: <cooperative_groups/reduce.h> is declared with <cooperative_groups.h>
+#pragma once
+#include "../cooperative_groups.h"

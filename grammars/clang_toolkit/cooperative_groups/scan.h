@@ -1,0 +1,3 @@
+// polycoal: <cooperative_groups/scan.h> is declared with <cooperative_groups.h>
+#pragma once
+#include "../cooperative_groups.h"
