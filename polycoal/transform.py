@@ -125,10 +125,41 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
         d = _without_races(program, kernel, d, options)
         if d.action == "unchanged" and d.code:
             return d
-    for check in (_placement_check, _alias_check):
-        d = check(program, kernel, d, options)
-        if d.code:
-            return d
+    placed = _placement_check(program, kernel, d, options)
+    if placed.code in UNLAUNCHABLE:
+        return _unlaunchable(program, kernel, d, placed, options)
+    if placed.code:
+        return placed
+    return _plan_placed(program, kernel, d, options)
+
+
+# Reasons a kernel cannot be changed in this file whatever the model says of it: its
+# definition or its launches are elsewhere (a header, a macro, another translation unit)
+UNLAUNCHABLE = frozenset({"not-in-text", "no-launch", "launch-not-in-text"})
+
+
+def _unlaunchable(program: Program, kernel: Kernel, d: KernelDecision,
+                  placed: KernelDecision, options: TransformOptions) -> KernelDecision:
+    """A kernel this file cannot change (`placed` says why) is still judged by the model:
+    kept for the model's reason when the model would keep it too (already coalesced, a
+    race...), else kept for `placed`'s reason with what the model would do."""
+    try:
+        verdict = _plan_placed(program, kernel, d, options)
+    except Exception:            # noqa: BLE001 - only a report: the kernel stays anyway
+        return placed
+    where = placed.reason.split(":")[0]
+    if verdict.action == "unchanged":
+        return replace(verdict, reason=f"{verdict.reason} ({where})", generated=None)
+    return replace(placed, reason=f"{placed.reason}; the model would change it: "
+                   f"{verdict.action} ({verdict.reason.split(';')[0]})")
+
+
+def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
+                 options: TransformOptions) -> KernelDecision:
+    """The decision for a kernel whose definition and launches are in the file."""
+    d = _alias_check(program, kernel, d, options)
+    if d.code:
+        return d
     model = d.analysis.model
     if model.is_affine and model.statements and \
             all(isl_helpers.domain(model, s).is_empty() for s in model.statements):
