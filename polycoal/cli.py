@@ -20,6 +20,12 @@ def _add_preprocessor_options(p: argparse.ArgumentParser) -> None:
                    help="define a macro")
     p.add_argument("-U", dest="undefines", action="append", default=[], metavar="NAME",
                    help="undefine a macro")
+    p.add_argument("-include", "--include", "--pre-include", dest="forced_includes",
+                   action="append", default=[], metavar="FILE",
+                   help="read FILE before the source's first line (the compiler's -include, "
+                   "nvcc's --pre-include): give the build's")
+    p.add_argument("-imacros", dest="imacros", action="append", default=[], metavar="FILE",
+                   help="read the macros of FILE before the source (the compiler's -imacros)")
 
 
 def _add_transform_options(p: argparse.ArgumentParser) -> None:
@@ -171,7 +177,8 @@ def transform_options_from(argv: list[str], preprocessor, environ=None):
     from dataclasses import replace
     parser = _OptionsParser(prog="POLYCOAL_OPTIONS", add_help=False)
     _add_transform_options(parser)
-    parser.set_defaults(include_dirs=[], defines=[], undefines=[])
+    parser.set_defaults(include_dirs=[], defines=[], undefines=[], forced_includes=[],
+                        imacros=[])
     return replace(_transform_options(parser.parse_args(argv), environ),
                    preprocessor=preprocessor)
 
@@ -367,7 +374,9 @@ def _block(text: str) -> tuple[int, int, int]:
 def _preprocessor_options(args):
     from polycoal.frontend.preprocess import PreprocessorOptions
     return PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
-                               tuple(args.undefines), getattr(args, "std", DEFAULT_STD))
+                               tuple(args.undefines), getattr(args, "std", DEFAULT_STD),
+                               tuple(getattr(args, "forced_includes", ())),
+                               tuple(getattr(args, "imacros", ())))
 
 
 def _read(args):
@@ -460,13 +469,14 @@ def _project_arguments(args) -> None:
                          "sources")
     given = [name for name, value in (
         ("-I", args.include_dirs), ("-D", args.defines), ("-U", args.undefines),
+        ("-include", args.forced_includes), ("-imacros", args.imacros),
         ("--kernel", args.kernel), ("--placement", args.placement),
         *((f"--dump-{w}", getattr(args, f"dump_{w}"))
           for w in ("model", "deps", "ilp", "schedule", "sizes"))) if value]
     if given:
         raise InputError(f"transform -p: {given[0]} applies to one file" + (
-            " (each unit's -I/-D/-U come from its compile command)"
-            if given[0] in ("-I", "-D", "-U") else ""))
+            " (each unit's -I/-D/-U/-include come from its compile command)"
+            if given[0] in ("-I", "-D", "-U", "-include", "-imacros") else ""))
 
 
 def cmd_transform_project(args) -> int:
@@ -670,6 +680,7 @@ def _trace_hardware(args, arguments):
     from polycoal.dynamic.hardware import measure
     return measure([{"path": args.input, "defines": args.defines,
                      "undefines": args.undefines, "include_dirs": args.include_dirs,
+                     "forced_includes": args.forced_includes, "imacros": args.imacros,
                      "arguments": arguments, "seed": args.seed,
                      "kernels": [args.kernel] if args.kernel else None}])
 

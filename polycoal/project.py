@@ -4,8 +4,8 @@ The compile database (BUILD_DIR/compile_commands.json, as CMake's
 CMAKE_EXPORT_COMPILE_COMMANDS and Bear write it: entries with `directory`, `file`, and
 `command` or `arguments`) names every translation unit and its command line. Each entry
 that compiles CUDA (a `.cu` file, or any C/C++ file after `-x cu`) is a `Unit`: its
-command read by polycoal/build/command.py (`-I/-isystem`, `-D`, `-U`, `-std`, response
-files), relative paths resolved against the entry's `directory`. Each unit is
+command read by polycoal/build/command.py (`-I/-isystem`, `-D`, `-U`, `-std`, `-include`,
+`-imacros`, response files), relative paths resolved against the entry's `directory`. Each unit is
 transformed as one file is (`transform_program`), in worker processes (`--jobs`), and
 every source whose text changed is written to OUT_DIR at its path relative to the
 sources' common root (`--root`). Headers are never written: a kernel in a header is
@@ -22,8 +22,9 @@ What the project adds to the per-file pipeline:
   it (the other units' launches would then run a kernel made for another geometry),
   that unit is transformed again with the kernel kept (`keep_marker`).
 - Internal linkage. Two units that include one header may each add a transformed copy
-  of its kernel (`row_scale__pc_float`); every `__global__` function polycoal adds to a
-  unit is declared `static` (`internal_linkage`), so that the units link.
+  of its kernel (`row_scale__pc_float`); as in single-file mode, every `__global__`
+  function polycoal adds to a unit is `static` (frontend/lower.py, the run-time support's
+  templates), so that the units link.
 - One source, several entries (two targets with different `-D`): each entry is
   transformed with its own flags; identical results are written once, different ones
   as variants beside each other, `name.<target>.cu` (the target from CMake's object
@@ -68,8 +69,7 @@ class Unit:
     source: str                         # absolute, normalised
     directory: str
     object: str | None                  # the entry's `output`, or its -o (absolute)
-    preprocessor: PreprocessorOptions
-    forced_includes: tuple[str, ...] = ()   # -include: polycoal's front end reads none
+    preprocessor: PreprocessorOptions   # -include files named from `directory` if there
     target: str = ""                    # CMake's target, from the object's path
 
 
@@ -143,6 +143,13 @@ def target_of(object_path: str | None) -> str:
     return m.group(1) if m else ""
 
 
+def _forced(files: tuple[str, ...], directory: str) -> tuple[str, ...]:
+    """-include (-imacros) files as the compiler finds them: from the directory it runs
+    in, else (as named) on the include path."""
+    return tuple(_absolute(f, directory) if os.path.exists(_absolute(f, directory)) else f
+                 for f in files)
+
+
 def unit_of(entry: dict, index: int, where: str) -> Unit | None:
     """The entry as a unit, None when it compiles no CUDA (host C++, a link, -E);
     InputError when it is not an entry of a compile database."""
@@ -164,10 +171,9 @@ def unit_of(entry: dict, index: int, where: str) -> Unit | None:
     obj = _absolute(output, directory) if output else None
     options = PreprocessorOptions(
         tuple(_absolute(d, directory) for d in command.include_dirs), command.defines,
-        command.undefines, command.std or DEFAULT_STD)
-    forced = tuple(f if not os.path.exists(_absolute(f, directory)) else _absolute(f, directory)
-                   for f in command.forced_includes)
-    return Unit(index, source, directory, obj, options, forced, target_of(obj))
+        command.undefines, command.std or DEFAULT_STD,
+        _forced(command.forced_includes, directory), _forced(command.imacros, directory))
+    return Unit(index, source, directory, obj, options, target_of(obj))
 
 
 def units_of(entries: list, path: str) -> tuple[list[Unit], int]:
@@ -252,26 +258,6 @@ def _global_functions(tokens) -> list[tuple[int, int, str]]:
     return found
 
 
-def internal_linkage(original: str, text: str) -> str:
-    """`text` (polycoal's output for `original`) with `static` before each `__global__`
-    function it declares or defines that `original` does not (a transformed copy of a
-    header's or a template's kernel, a checked copy, the kernels of polycoal's run-time
-    support): launched only from this unit, they must not clash with the same copies in
-    another unit. Declarations already static, with C linkage, or templates stay."""
-    from polycoal.frontend.lexer import tokenize
-    ours = {name for _, _, name in _global_functions(tokenize(original))}
-    tokens = tokenize(text)
-    inserts = []
-    for first, k, name in _global_functions(tokens):
-        if name in ours or any(t.text in ("static", "extern") or t.kind == "str"
-                               for t in tokens[first:k]):
-            continue
-        inserts.append(tokens[first].start)
-    for at in sorted(inserts, reverse=True):
-        text = text[:at] + "static " + text[at:]
-    return text
-
-
 # --------------------------------------------------------------------------- the worker
 
 @dataclass(frozen=True)
@@ -344,11 +330,6 @@ def transform_unit(unit: Unit, options, keep: tuple[str, ...] = ()) -> UnitResul
     from polycoal.frontend import read_program, read_source
     from polycoal.frontend.preprocess import preprocess
     try:
-        if unit.forced_includes:
-            return UnitResult(2, error=f"polycoal: error: {unit.source}: its command reads "
-                              f"{', '.join(unit.forced_includes)} before the source "
-                              "(-include), which polycoal's front end cannot do yet; the "
-                              "unit is not transformed")
         try:
             original = read_source(unit.source)
         except OSError as error:
@@ -400,7 +381,7 @@ def _transform(unit, options, keep, original, source, program) -> UnitResult:
         if text is None:
             raise RuntimeError("the mark of the kernels launched from other units is "
                                "not in the output once")
-    text = None if text == original else internal_linkage(original, text)
+    text = None if text == original else text
     diagnostics = tuple(x for x in program.diagnostics if x.kernel not in result.superseded) \
         + tuple(result.diagnostics)
     kernels = []
@@ -833,7 +814,7 @@ def transform_project(build: str, out_dir: str, options, root: str | None = None
     check_out_dir(out_dir, root)
     jobs = jobs or _cpus()
     # one task per source and preprocessor options: duplicate entries share it
-    keys = [(u.source, u.preprocessor, u.forced_includes) for u in units]
+    keys = [(u.source, u.preprocessor) for u in units]
     distinct = list(dict.fromkeys(keys))
     tasks = [(next(u for u, k in zip(units, keys) if k == key), options, ())
              for key in distinct]

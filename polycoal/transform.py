@@ -1267,22 +1267,25 @@ def _by_errors(text: str, lowerings: list[lower.Lowering], lowered: lower.Lowere
 def _with_refused(result: TransformResult,
                   refused: list[tuple[lower.Lowering, compiles.CompileError]],
                   checker: str) -> TransformResult:
-    """The result with an error (output-rejected) for each lowering refused, at its
-    kernel's definition; a copy's instantiation is kept as written (its decision)."""
+    """The result with a warning (lowering-rejected) for each lowering refused, at its
+    kernel's definition; a copy's instantiation is kept as written (its decision). A
+    lowering is how polycoal reads a kernel, not an output: where it does not compile,
+    polycoal could not read the kernel (a bug of the reading, which the compile check
+    keeps out of every output), and the rest of the file is transformed as usual."""
     decisions, diagnostics = list(result.decisions), list(result.diagnostics)
     for lowering, error in refused:
         what = "its copy for this instantiation" if lowering.copy else \
             "its reading through Clang (helpers inlined, aliases and macros expanded)"
-        reason = (f"{what} does not compile where the input does "
+        reason = (f"not read: {what} does not compile where the input does "
                   f"({error.describe(checker, 'the program lowered')}); "
                   + ("the kernel is left as written" if lowering.copy
                      else "the kernel is read as written instead"))
-        diagnostics.append(Diagnostic("error", "output-rejected",
+        diagnostics.append(Diagnostic("warning", "lowering-rejected",
                                       f"kernel '{lowering.shown}': {reason}",
                                       Location(lowering.file, lowering.line), lowering.shown))
         if not any(d.kernel == lowering.shown for d in decisions):
             decisions.append(KernelDecision(lowering.shown, "unchanged", reason,
-                                            code="output-rejected"))
+                                            code="lowering-rejected"))
     return replace(result, decisions=decisions, diagnostics=diagnostics)
 
 

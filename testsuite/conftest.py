@@ -49,11 +49,12 @@ def printed_numbers(stdout: str) -> list[float]:
 
 
 def runs_alike(original: str, output: str, directory: Path, include_dirs=(), argv=(),
-               env: dict | None = None, tolerance: float = 1e-4) -> str:
+               env: dict | None = None, tolerance: float = 1e-4, forced_includes=()) -> str:
     """Both programs run on the CPU runtime (with the command-line arguments `argv`, the
-    environment variables `env` set) and print the same numbers (to the rounding of
-    reassociated float sums, relative `tolerance`); `directory` holds the runtime's
-    build. Returns what the output printed on standard error."""
+    environment variables `env` set, the files `forced_includes` read first as by
+    `-include`) and print the same numbers (to the rounding of reassociated float sums,
+    relative `tolerance`); `directory` holds the runtime's build. Returns what the
+    output printed on standard error."""
     import os
     from polycoal.runtime.cpu_program import CpuProgramRunner
     cpu = CpuProgramRunner(str(directory / "rt"))
@@ -63,7 +64,8 @@ def runs_alike(original: str, output: str, directory: Path, include_dirs=(), arg
     try:
         for name, text in (("original", original), ("output", output)):
             run, error = cpu.compile_and_run(
-                text, include_dirs=tuple(str(d) for d in include_dirs), argv=tuple(argv))
+                text, include_dirs=tuple(str(d) for d in include_dirs), argv=tuple(argv),
+                forced_includes=tuple(str(f) for f in forced_includes))
             assert run is not None and run.failure is None, (name, error, run and run.stderr)
             printed.append(printed_numbers(run.stdout))
             stderr = run.stderr

@@ -71,6 +71,13 @@ def test_parse_separate_long_and_joined_forms():
     assert c.std == "c++14" and c.output == "k.o" and c.source_paths == ["k.cu"]
 
 
+def test_parse_forced_includes():
+    c = parse_command(["-include", "a.h", "--pre-include=b.h,c.h", "-imacros", "m.h", "-c",
+                       "k.cu"])
+    assert c.forced_includes == ("a.h", "b.h", "c.h") and c.imacros == ("m.h",)
+    assert c.source_paths == ["k.cu"]
+
+
 def test_only_cuda_sources_are_sources():
     assert parse_command(["-c", "a.cpp", "-o", "a.o"]).sources == ()
     assert parse_command(["-x", "cu", "-c", "a.cpp"]).source_paths == ["a.cpp"]
@@ -302,6 +309,64 @@ def test_prepare_writes_the_file_to_compile_and_its_dependencies(app, tmp_path):
         (app / "axpy.cu").read_text()
     assert prepare_file(str(app / "axpy.cu"), str(unchanged), options, None,
                         clean_env(POLYCOAL_STRICT="1")) == 1
+
+
+MULTI_UNIT = Path(__file__).resolve().parent / "projects" / "multi_unit"
+UNITS = Path(__file__).resolve().parent / "fixtures" / "units"
+
+
+def test_prepare_places_the_copies_of_header_and_template_kernels(tmp_path, capsys):
+    """Regression: rows.cu's kernels run as transformed copies of a header's template
+    (row_scale__pc_float) and of an included .cu's kernel (row_sums__pc), which the
+    input program does not define: `polycoal prepare` exited with status 3 (and the
+    launcher compiled the original). Their outcomes are placed at the definitions they
+    copy; the kernels they stand for are no warning, even in strict mode."""
+    from polycoal.build.settings import build_options
+    from polycoal.transform import TransformOptions
+    rows = MULTI_UNIT / "src" / "rows.cu"
+    options = PreprocessorOptions((str(MULTI_UNIT / "include"),))
+    out = tmp_path / "rows.cu"
+    assert prepare_file(str(rows), str(out), options, None, clean_env(POLYCOAL_STRICT="1")) == 0
+    assert capsys.readouterr().err == ""
+    text = out.read_text()
+    assert "static __global__ void row_scale__pc_float(" in text
+    assert "static __global__ void row_sums__pc(" in text
+    prepared = prepare_module.prepare_source(
+        str(rows), build_options(clean_env(), TransformOptions(preprocessor=options)),
+        str(tmp_path / "cache"))
+    places = {k.kernel: (os.path.realpath(k.file), k.line, k.action) for k in prepared.kernels}
+    assert places["row_scale__pc_float"] == (
+        str(MULTI_UNIT / "include" / "kernels.cuh"), 6, "restructured")
+    assert places["row_sums__pc"][:2] == (str(MULTI_UNIT / "src" / "detail" /
+                                              "row_sums_impl.cu"), 2)
+    assert places["row_scale"][:2] == places["row_scale__pc_float"][:2]
+
+
+def test_launcher_compiles_the_copies_of_header_kernels(fake_compiler, capsys):
+    cc, calls = fake_compiler
+    args = [f"-I{MULTI_UNIT / 'include'}", "-c", str(MULTI_UNIT / "src" / "rows.cu")]
+    assert launch([cc, *args], clean_env()) == 0
+    (call,) = calls()
+    assert "polycoal: restructured" in Path(call[call.index("-c") + 1]).read_text()
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_launcher_reads_the_forced_includes(fake_compiler, tmp_path):
+    """`-include config.h` (relative, as the build runs) is read before the source: its
+    kernels, whose sizes and type config.h alone defines, are transformed, and the
+    compiler is given the same -include."""
+    cc, calls = fake_compiler
+    shutil.copy(UNITS / "forced.cu", tmp_path / "forced.cu")
+    shutil.copy(UNITS / "config.h", tmp_path / "config.h")
+    assert launch([cc, "-include", "config.h", "-c", "forced.cu", "-o", "forced.o"],
+                  clean_env(POLYCOAL_STRICT="1")) == 0
+    (call,) = calls()
+    assert call[call.index("-include") + 1] == "config.h"
+    copy = Path(call[call.index("-c") + 1])
+    text = copy.read_text()
+    assert copy.name == "forced.cu" and copy.parent.parent == tmp_path / ".polycoal"
+    assert "polycoal: restructured" in text and "static __global__ void scale_rows__pc_float(" \
+        in text
 
 
 def test_cmake_dir_and_usage(capsys):

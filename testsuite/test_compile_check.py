@@ -215,16 +215,17 @@ def test_one_compile_when_all_is_well(monkeypatch, write_cu):
 def test_a_lowering_that_does_not_compile_is_refused(monkeypatch):
     """A copy of a template's instantiation that names an enum's value by its number
     (the bug template_arguments.cu fixed) is refused before any kernel is read through
-    it: the output is the input, with an error at the kernel's definition."""
+    it: the output is the input, with a warning at the kernel's definition (polycoal
+    could not read the kernel; no output was rejected, the exit status stays 0)."""
     monkeypatch.setattr(clang, "_integral", lambda ci, parameter, value: str(value))
     clang._read.cache_clear()
     try:
         program, result = _transform(BUILDS / "template_arguments.cu")
     finally:
         clang._read.cache_clear()
-    refused = [x for x in result.diagnostics if x.code == "output-rejected"]
+    refused = [x for x in result.diagnostics if x.code == "lowering-rejected"]
     assert sorted(x.kernel for x in refused) == ["pairwise<0>", "pairwise<1>"]
-    assert all(x.severity == "error" and x.location.line == 52 and
+    assert all(x.severity == "warning" and x.location.line == 52 and
                "its copy for this instantiation does not compile" in x.message
                for x in refused)
     actions = _actions(result)

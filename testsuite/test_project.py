@@ -1,6 +1,6 @@
 """Project mode, `polycoal transform -p BUILD_DIR -o OUT_DIR` (polycoal/project.py): the
-compile database read into units, the text edits the project makes (static copies, the
-mark of kernels launched from other units), where outputs go, and
+compile database read into units, the text edits the project makes (the mark of kernels
+launched from other units), where outputs go, and
 testsuite/projects/multi_unit transformed whole: configured by CMake with
 CMAKE_EXPORT_COMPILE_COMMANDS (or, without cmake or nvcc, a database written by hand as
 Bear would), its outputs compiled and linked by nvcc per target, and both targets run on
@@ -55,7 +55,7 @@ def test_unit_of_a_cmake_entry_resolves_paths_against_its_directory(tmp_path):
     assert unit.preprocessor.defines == ("ROW_BLOCK=64",)
     assert unit.preprocessor.undefines == ("OLD",) and unit.preprocessor.std == "c++14"
     assert unit.object == str(tmp_path / "build" / "CMakeFiles/app.dir/src/k.cu.o")
-    assert unit.target == "app" and unit.forced_includes == ()
+    assert unit.target == "app" and unit.preprocessor.forced_includes == ()
 
 
 def test_unit_of_bear_entries(tmp_path):
@@ -66,7 +66,8 @@ def test_unit_of_bear_entries(tmp_path):
                                                      "k.o", "-include", "cfg.h"],
                        "file": "k.cpp", "output": "obj/k.o"}, 0, "db")
     assert unit.source == str(tmp_path / "k.cpp") and unit.object == str(tmp_path / "obj/k.o")
-    assert unit.forced_includes == ("cfg.h",) and unit.target == ""
+    # -include: from the entry's directory where the file is there, else on the path
+    assert unit.preprocessor.forced_includes == ("cfg.h",) and unit.target == ""
     assert unit.preprocessor.std == "c++17"         # nvcc's default dialect
     for args in (["g++", "-c", "k.cpp"], ["nvcc", "-o", "app", "a.o", "b.o"],
                  ["nvcc", "-E", "k.cu"]):
@@ -119,25 +120,6 @@ def test_paths_and_targets():
 
 
 # --------------------------------------------------------------------------- text edits
-
-def test_internal_linkage_makes_the_kernels_polycoal_adds_static():
-    original = ("extern \"C\" __global__ void c_kernel(float *a);\n"
-                "__global__ void mine(float *a) { }\n"
-                "void host() { }\n")
-    output = ("extern \"C\" __global__ void c_kernel(float *a);\n"
-              "__global__ void k__pc ( float * a ); __global__ void mine(float *a) { }\n"
-              "void host() { }\n"
-              "namespace ns { __global__ void __launch_bounds__(256) k__pc(float *a) { } }\n"
-              "static __global__ void already__pc(float *a) { }\n"
-              "template <class T>\n__global__ void polycoal_copy(T *a) { }\n"
-              "extern \"C\" __global__ void c__pc(float *a) { }\n"
-              "__host__ __device__ int helper(int x) { return x; }\n"
-              "// __global__ void in_a_comment(float *a);\n")
-    assert pj.internal_linkage(original, output) == output.replace(
-        "__global__ void k__pc (", "static __global__ void k__pc (").replace(
-        "{ __global__ void __launch_bounds__", "{ static __global__ void __launch_bounds__")
-    assert pj.internal_linkage(original, original) == original
-
 
 def test_keep_marker_round_trip():
     marker = pj.keep_marker(("k", "j"), "\r\n")
@@ -217,13 +199,13 @@ def test_cross_unit_uses_and_relabel():
 
 def test_assign_outputs_writes_once_or_as_variants():
     options = pj.PreprocessorOptions()
-    units = [pj.Unit(0, "/p/src/a.cu", "/b", None, options, (), "app"),
-             pj.Unit(1, "/p/src/a.cu", "/b", None, options, (), "app_narrow"),
-             pj.Unit(2, "/p/src/b.cu", "/b", None, options, (), "app"),
-             pj.Unit(3, "/p/src/b.cu", "/b", None, options, (), "app_narrow"),
-             pj.Unit(4, "/p/src/c.cu", "/b", None, options, (), "app"),
-             pj.Unit(5, "/p/src/d.cu", "/b", None, options, (), "x"),
-             pj.Unit(6, "/p/src/d.cu", "/b", None, options, (), "x")]
+    units = [pj.Unit(0, "/p/src/a.cu", "/b", None, options, "app"),
+             pj.Unit(1, "/p/src/a.cu", "/b", None, options, "app_narrow"),
+             pj.Unit(2, "/p/src/b.cu", "/b", None, options, "app"),
+             pj.Unit(3, "/p/src/b.cu", "/b", None, options, "app_narrow"),
+             pj.Unit(4, "/p/src/c.cu", "/b", None, options, "app"),
+             pj.Unit(5, "/p/src/d.cu", "/b", None, options, "x"),
+             pj.Unit(6, "/p/src/d.cu", "/b", None, options, "x")]
     results = [pj.UnitResult(0, t) for t in ("A1", "A2", "B", "B", None, "D", None)]
     outputs, writes, notes = pj.assign_outputs(units, results, "/p", "/out")
     assert outputs == ["/out/src/a.app.cu", "/out/src/a.app_narrow.cu", "/out/src/b.cu",
@@ -535,7 +517,7 @@ class _Terminal:
 
 
 def test_progress_bar_on_a_terminal_and_lines_elsewhere():
-    unit = pj.Unit(2, "/p/src/k.cu", "/b", None, pj.PreprocessorOptions(), (), "app")
+    unit = pj.Unit(2, "/p/src/k.cu", "/b", None, pj.PreprocessorOptions(), "app")
     done = pj.UnitResult(0, kernels=(pj.KernelRecord("k", "/p/src/k.cu", 1, "restructured",
                                                      "restructured", ""),))
     terminal = _Terminal()
@@ -590,6 +572,7 @@ void run(float *a) { scale<<<1, 128>>>(a, 128, 64); }
     (["-p", "BUILD", "-o", "-"], "needs -o OUT_DIR"),
     (["x.cu", "-p", "BUILD", "-o", "OUT"], "give no input file"),
     (["-p", "BUILD", "-o", "OUT", "-D", "N=1"], "-D applies to one file"),
+    (["-p", "BUILD", "-o", "OUT", "-include", "cfg.h"], "-include applies to one file"),
     (["-p", "BUILD", "-o", "OUT", "--kernel", "k"], "--kernel applies to one file"),
     (["-p", "BUILD", "-o", "OUT", "--root", "/nowhere"], "not under the root"),
     (["-p", "BUILD", "-o", "SRC"], "is the sources' root"),
@@ -629,7 +612,8 @@ def test_a_unit_that_cannot_be_read_is_reported_and_the_others_written(tmp_path,
     assert by["good.cu"]["status"] == 0 and by["good.cu"]["output"] == str(out / "good.cu")
     assert by["missing.cu"]["status"] == 2 and "cannot read" in by["missing.cu"]["error"]
     assert by["broken.cu"]["status"] == 2 and "nowhere.h" in by["broken.cu"]["error"]
-    assert by["forced.cu"]["status"] == 2 and "-include" in by["forced.cu"]["error"]
+    # its -include names a file that is nowhere: unusable, as the compiler finds it
+    assert by["forced.cu"]["status"] == 2 and "cfg.h" in by["forced.cu"]["error"]
     for name in ("missing.cu", "broken.cu", "forced.cu"):
         assert by[name]["output"] is None and by[name]["error"] in captured.err
 

@@ -36,7 +36,7 @@ READING = frozenset({
     "unparsed", "not-in-text", "no-launch", "launch-not-in-text",
     "thread-index-in-macro", "thread-index-in-callee", "name-shared", "used-elsewhere",
     "internal-error", "syntax-error", "refused", "timeout", "not-instantiated",
-    "crash"})
+    "crash", "lowering-rejected"})
 
 
 def corpus_files(root: Path) -> list[Path]:

@@ -40,7 +40,7 @@ _RESPONSE_OPTIONS = ("-optf", "--options-file")
 _INCLUDE = ("-I", "--include-path", "-isystem", "--system-include")
 _DEFINE = ("-D", "--define-macro")
 _UNDEFINE = ("-U", "--undefine-macro")
-_FORCED = ("-include", "--pre-include", "-imacros")
+_FORCED = ("-include", "--pre-include")
 # modes that compile nothing: preprocessing, dependency generation only, queries
 _NO_COMPILE = frozenset("""-E --preprocess -M -MM --generate-dependencies
 --generate-nonsystem-dependencies --version -V --help -h -dryrun --dryrun --list-gpu-arch
@@ -63,7 +63,8 @@ class CompileCommand:
     output: str | None
     depfile: str | None                  # written by the compiler (-MD), None if none
     compiles: bool                       # False: -E, -M, --version... (run it as it is)
-    forced_includes: tuple[str, ...] = ()    # -include, --pre-include, -imacros
+    forced_includes: tuple[str, ...] = ()    # -include, --pre-include
+    imacros: tuple[str, ...] = ()            # -imacros
 
     @property
     def source_paths(self) -> list[str]:
@@ -122,7 +123,7 @@ def _is_cuda(path: str, language: str | None) -> bool:
 def parse_command(argv: list[str]) -> CompileCommand:
     """Read the arguments after the compiler (see the module's docstring)."""
     args = expand_response_files(list(argv))
-    sources, includes, defines, undefines, forced = [], [], [], [], []
+    sources, includes, defines, undefines, forced, imacros = [], [], [], [], [], []
     std = output = depfile = None
     language = None
     wants_depfile = False
@@ -142,8 +143,10 @@ def parse_command(argv: list[str]) -> CompileCommand:
             defines.append(value)
         elif name in _UNDEFINE:
             undefines.append(value)
-        elif name in _FORCED:
-            forced.append(value)
+        elif name in _FORCED:             # nvcc's take a list: --pre-include a.h,b.h
+            forced += [f for f in value.split(",") if f]
+        elif name == "-imacros":
+            imacros.append(value)
         elif name in ("-x", "--x"):
             language = None if value == "none" else value
         elif name in ("-std", "--std"):
@@ -161,7 +164,7 @@ def parse_command(argv: list[str]) -> CompileCommand:
         depfile = os.path.splitext(base)[0] + ".d"
     return CompileCommand(tuple(args), tuple(sources), tuple(includes), tuple(defines),
                           tuple(undefines), std, output, depfile if wants_depfile else None,
-                          compiles, tuple(forced))
+                          compiles, tuple(forced), tuple(imacros))
 
 
 def rewrite_command(command: CompileCommand, copies: dict[str, str]) -> list[str]:

@@ -125,7 +125,8 @@ def launch(argv: list[str], environ=None) -> int:
     if not command.compiles or not command.sources:
         return _run(argv, environ)
     preprocessor = PreprocessorOptions(command.include_dirs, command.defines,
-                                       command.undefines, command.std or DEFAULT_STD)
+                                       command.undefines, command.std or DEFAULT_STD,
+                                       command.forced_includes, command.imacros)
     build_dir = os.path.dirname(os.path.abspath(command.output)) if command.output \
         else os.getcwd()
     copies: dict[str, str] = {}

@@ -34,8 +34,10 @@ class KernelOutcome:
 
     @property
     def fine_as_is(self) -> bool:
-        """Unchanged because nothing would be better (not because polycoal could not)."""
-        return self.code in FINE_AS_IS
+        """Unchanged because nothing would be better (not because polycoal could not),
+        or read through copies (a header's or a template's kernel: `lowered`), whose
+        own outcomes say what became of them."""
+        return self.code in FINE_AS_IS or self.code == "lowered"
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def prepare_source(path: str, options: BuildOptions, cache_dir: str) -> Prepared
         source = preprocess(path, options.preprocessor)
     except (OSError, InputError) as error:
         return Prepared(path, None, error=_first_line(error))
-    dependencies = _dependencies(source.origins)
+    dependencies = _dependencies(source.origins) + tuple(   # -imacros: no line of it shows
+        f for f in options.preprocessor.imacros if os.path.isfile(f))
     absolute = os.path.abspath(path)
     key = cache.cache_key([absolute, original, source.text, options.key_part()])
     record = cache.load(cache_dir, key)
@@ -81,14 +84,28 @@ def _transform(path: str, absolute: str, original: str, source: PreprocessedSour
     except Exception as error:  # a bug in polycoal must not break the user's build
         return Prepared(path, None, error=f"internal error ({type(error).__name__}: "
                         f"{_first_line(error)})")
-    kernels = tuple(KernelOutcome(d.kernel, program.kernel(d.kernel).location.file,
-                                  program.kernel(d.kernel).location.line, d.action, d.reason,
-                                  d.code)
+    kernels = tuple(KernelOutcome(d.kernel, *_location(d.kernel, result, program), d.action,
+                                  d.reason, d.code)
                     for d in result.decisions)
     text = None
     if result.text != original:
         text = with_line_directives(original, result.text, absolute)
     return Prepared(path, text, kernels)
+
+
+def _location(kernel: str, result, program) -> tuple[str, int]:
+    """(file, line) of a decision's kernel: where its diagnostics place it (a transformed
+    copy of a header's or a template's kernel, `row_scale__pc_float`, which the input
+    does not define: at the definition it copies), else where the input or the
+    transformed program defines it."""
+    for x in result.diagnostics:
+        if x.kernel == kernel and x.location is not None:
+            return x.location.file, x.location.line
+    for p in (program, result.program):
+        k = p.kernel(kernel) if p is not None else None
+        if k is not None:
+            return k.location.file, k.location.line
+    return program.path, 0
 
 
 def _from_record(path: str, record: dict) -> Prepared:

@@ -66,6 +66,13 @@ class GeneratedProgram:
     # kernel -> option sets under which it may change after all (racing copies along an
     # unread axis: --collapse-redundant-threads runs one copy)
     keep_exempt: dict[str, list[str]] = field(default_factory=dict)
+    # the C++ constructs applied (polycoal/difftest/cxx.py), for the tables
+    constructs: list[str] = field(default_factory=list)
+    # other files of the program's directory (name -> text): headers it includes
+    files: dict[str, str] = field(default_factory=dict)
+    # project mode (polycoal/difftest/project.py): the project's files (path relative to
+    # its root -> text), its translation units and their flags; None for one file
+    project: dict | None = None
 
     def kept_under(self, option: str) -> list[str]:
         """The kernels that must stay byte-identical under `option`."""
@@ -110,6 +117,8 @@ class Kernel:
     before: str = ""                 # declarations the kernel needs (a struct)
     after: str = ""                  # definitions after it (a launch macro)
     includes: set = field(default_factory=set)     # headers it needs (<cassert>)
+    header: str = ""                 # defined in this header of the program (cxx: header)
+    tparams: list = field(default_factory=list)    # its template's type parameters
 
     def size(self, s: Size) -> str:
         if s.param and s not in self.seen:
@@ -167,6 +176,13 @@ class Builder:
         self.divides = False
         self.shape: list[str] = []
         self.variant = ""
+        # the C++ constructs' additions (polycoal/difftest/cxx.py); empty, the program is
+        # the one of the generator without them
+        self.prelude: list[str] = []           # after the macros: aliases, #defines
+        self.host_functions: list[str] = []    # after the kernels: host templates
+        self.host_includes: set[str] = set()   # <algorithm>
+        self.aliases: dict[str, str] = {}      # `using real = float;`: real -> float
+        self.malloc_cast = "c"                 # cudaMalloc((void **)&d) or reinterpret_cast
 
     # ---- names and sizes
     def fresh(self, base: str) -> str:
@@ -271,16 +287,31 @@ class Builder:
         rng = self.rng
         out = ["#include <cstdio>", "#include <cstdlib>", "#include <cmath>",
                "#include <cuda_runtime.h>"]
-        out += [f"#include <{h}>" for h in sorted({h for k in self.kernels for h in k.includes})]
+        out += [f"#include <{h}>" for h in sorted({h for k in self.kernels for h in k.includes}
+                                                  | self.host_includes)]
+        includes = list(out)
         out.append("")
+        self.guarded = set()             # macros written under #ifndef (a -D may set them)
         for name, value in self.defines:
             if rng.random() < 0.3:
                 out += [f"#ifndef {name}", f"#define {name} {value}", "#endif"]
+                self.guarded.add(name)
             else:
                 out.append(f"#define {name} {value}")
+        defines = out[len(includes) + 1:]
         out.append("")
+        if self.prelude:
+            out += self.prelude + [""]
+        included = set()
         for k in self.kernels:
+            if k.header:
+                if k.header not in included:
+                    included.add(k.header)
+                    out += [f'#include "{k.header}"', ""]
+                continue
             out.append(k.text())
+        out += self.host_functions
+        start = len(out)
         out += HELPERS.splitlines()
         out.append("int main(int argc, char **argv)")
         out.append("{")
@@ -293,7 +324,7 @@ class Builder:
             out += [f"  {line}" for line in self._fill_fields(a)] if a.fields else \
                 [f"  {self._fill(a)}"]
             out.append(f"  {a.ctype} *{a.d};")
-            out.append(f"  cudaMalloc((void **)&{a.d}, sizeof({a.ctype}) * ({cnt}));")
+            out.append(f"  cudaMalloc({self.malloc_pointer(a)}, sizeof({a.ctype}) * ({cnt}));")
             out.append(f"  cudaMemcpy({a.d}, h_{a.name}, sizeof({a.ctype}) * ({cnt}), "
                        "cudaMemcpyHostToDevice);")
         out += self.main
@@ -315,7 +346,35 @@ class Builder:
             out.append(f"  free(h_{a.name});")
         out.append("  return 0;")
         out.append("}")
+        # the pieces, for the project's files (project.py)
+        self.parts = {"includes": includes, "defines": defines, "main": out[start:]}
         return "\n".join(out) + "\n"
+
+    def malloc_pointer(self, a: Array) -> str:
+        return f"reinterpret_cast<void **>(&{a.d})" if self.malloc_cast == "reinterpret" \
+            else f"(void **)&{a.d}"
+
+    def headers(self) -> dict[str, str]:
+        """name -> text of the headers of the program's directory (cxx: header): the
+        kernels defined there, in their order."""
+        out: dict[str, list[str]] = {}
+        for k in self.kernels:
+            if k.header:
+                out.setdefault(k.header, []).append(k.text())
+        texts = {}
+        for name, kernels in out.items():
+            guard = re.sub(r"\W", "_", name).upper()
+            texts[name] = (f"#ifndef {guard}\n#define {guard}\n\n" + "\n".join(kernels) +
+                           f"\n#endif // {guard}\n")
+        return texts
+
+    @property
+    def struct_names(self) -> set[str]:
+        names = set()
+        for k in self.kernels:
+            names |= set(re.findall(r"\bstruct\s+(\w+)\s*\{", k.before))
+            names |= set(re.findall(r"\}\s*(\w+)\s*;", k.before))
+        return names
 
     def _fill_fields(self, a: Array) -> list[str]:
         """Every field of an array of structs filled like a scalar array: dyadic values
@@ -2039,13 +2098,28 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "irregular": fam_irregular}
 
 
-def generate(seed: int, family: str | None = None) -> GeneratedProgram:
-    """The program of `seed` (in `family`, or one chosen by the seed)."""
+def generate(seed: int, family: str | None = None, constructs=None,
+             project: bool = False) -> GeneratedProgram:
+    """The program of `seed` (in `family`, or one chosen by the seed). `constructs`: the
+    C++ constructs over it (cxx.choose: None or "none", the program of the generator
+    without them; "mix", a quarter of the programs get some; "all"; or a list of names),
+    drawn from a generator of their own, so that a seed without constructs gives the
+    same program in every mode. `project`: the program as a project of two translation
+    units and a header with its compile database (project.py)."""
+    from polycoal.difftest import cxx
     rng = random.Random(seed)
     family = family or rng.choice(FAMILIES)
     rng = random.Random(f"{family}:{seed}")
     b = Builder(rng)
     FAMILY_FUNCTIONS[family](b)
+    crng = random.Random(f"cxx:{family}:{seed}")
+    applied = cxx.apply(b, crng, cxx.choose(crng, constructs), seed)
+    if applied:
+        b.shape.append("C++ constructs: " + ", ".join(applied))
+    layout = None
+    if project:
+        from polycoal.difftest import project as projects
+        layout = projects.layout(b, random.Random(f"project:{family}:{seed}"), seed)
     source = b.render()
     checks = {}
     for a in b.arrays:
@@ -2057,5 +2131,10 @@ def generate(seed: int, family: str | None = None) -> GeneratedProgram:
                 checks[name] = Check()
     header = (f"/* polycoal difftest: family {family}, seed {seed}\n" +
               "".join(f" * {s}\n" for s in b.shape) + " */\n")
-    return GeneratedProgram(seed, family, header + source, checks, list(b.must_keep),
-                            "; ".join(b.shape), b.variant, dict(b.keep_exempt))
+    program = GeneratedProgram(seed, family, header + source, checks, list(b.must_keep),
+                               "; ".join(b.shape), b.variant, dict(b.keep_exempt),
+                               applied, b.headers())
+    if layout is not None:
+        program.project = projects.render(b, layout, header)
+        program.files = {}
+    return program

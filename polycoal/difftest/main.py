@@ -20,6 +20,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 
+from polycoal.difftest.cxx import CONSTRUCTS
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
 from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner, command,
                                       install_read_cache, uninstall_read_cache)
@@ -37,12 +38,13 @@ def executor(cache: str, gpu: bool):
 
 
 def _init(cache: str, nvcc_mode: str | None, options: list[str], timeout: int,
-          cache_reads: bool = True, gpu: bool = False) -> None:
+          cache_reads: bool = True, gpu: bool = False, constructs=None,
+          project: bool = False) -> None:
     global _runner
     if cache_reads:
         install_read_cache()
     _runner = Runner(executor(cache, gpu), Nvcc(nvcc_mode) if nvcc_mode else None, options,
-                     timeout)
+                     timeout, constructs=constructs, project=project)
 
 
 def _job(task: tuple[int, str]) -> ProgramResult:
@@ -57,6 +59,18 @@ def _job(task: tuple[int, str]) -> ProgramResult:
             "generator-invalid", [], "the tester failed:\n" + traceback.format_exc()[-2000:])])
     r.seconds["total"] = time.monotonic() - start
     return r
+
+
+PROJECT_EXCLUDED = ("place", "place-trace", "placement")
+
+
+def constructs_mode(names: list[str]):
+    """--constructs' words as generator.generate takes them: "mix", "none", "all", or a
+    list of names."""
+    for word in ("none", "all", "mix"):
+        if word in names:
+            return word
+    return list(names)
 
 
 def tasks(count: int, seed: int, families: list[str]) -> list[tuple[int, str]]:
@@ -77,6 +91,12 @@ def save_reproducer(out: str, result: ProgramResult, failure, program: Generated
     base = os.path.join(directory, f"{result.family}-{result.seed}")
     with open(base + ".cu", "w") as f:
         f.write(program.source)
+    for name, text in program.files.items():           # the headers it includes
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(text)
+    if program.project is not None:                     # the project's tree beside it
+        from polycoal.difftest.project import write_project
+        write_project(program.project, base + ".project")
     with open(base + ".json", "w") as f:
         json.dump(dict(program_metadata(program), failure=failure.cls,
                        options=failure.options), f, indent=1)
@@ -127,9 +147,17 @@ def confirm_with_cli(path: str, option: str, failure) -> str:
 
 
 def program_metadata(p: GeneratedProgram) -> dict:
-    return {"seed": p.seed, "family": p.family, "variant": p.variant, "shape": p.shape,
+    meta = {"seed": p.seed, "family": p.family, "variant": p.variant, "shape": p.shape,
             "must_keep": p.must_keep, "keep_exempt": p.keep_exempt,
             "checks": {k: [c.kind, c.terms, c.ctype] for k, c in p.checks.items()}}
+    if p.constructs:
+        meta["constructs"] = p.constructs
+    if p.files:
+        meta["files"] = sorted(p.files)             # beside the program
+    if p.project is not None:
+        meta["project"] = {k: v for k, v in p.project.items() if k != "files"}
+        meta["project"]["files"] = sorted(p.project["files"])     # in <name>.project/
+    return meta
 
 
 def load_program(path: str) -> GeneratedProgram:
@@ -143,31 +171,49 @@ def load_program(path: str) -> GeneratedProgram:
     checks = {k: Check(*v) for k, v in meta.get("checks", {}).items()}
     names = re.findall(r'checksum\("(\w+)"', source)
     checks = {n: checks.get(n, Check()) for n in names}
+    files = {}
+    for name in meta.get("files", []):
+        with open(os.path.join(os.path.dirname(path), name)) as f:
+            files[name] = f.read()
+    project = None
+    if "project" in meta:
+        from polycoal.difftest.project import read_project
+        project = read_project(os.path.splitext(path)[0] + ".project", meta["project"])
     return GeneratedProgram(meta.get("seed", 0), meta.get("family", "replay"), source, checks,
                             meta.get("must_keep", []), meta.get("shape", ""),
-                            meta.get("variant", ""), meta.get("keep_exempt", {}))
+                            meta.get("variant", ""), meta.get("keep_exempt", {}),
+                            meta.get("constructs", []), files, project)
 
 
 def summarize(results: list[ProgramResult], options: list[str]) -> dict:
     per_family: dict[str, Counter] = defaultdict(Counter)
     per_option: dict[str, Counter] = defaultdict(Counter)
+    per_construct: dict[str, Counter] = defaultdict(Counter)
+    construct_programs: Counter = Counter()
     programs: Counter = Counter()
     failing_programs: Counter = Counter()
     examples: dict[str, list] = defaultdict(list)
     for r in results:
         programs[r.family] += 1
+        constructs = r.constructs or ["(none)"]
+        for c in constructs:
+            construct_programs[c] += 1
         classes = set()
         for f in r.failures:
             per_family[f.cls][r.family] += 1
             classes.add(f.cls)
             for o in f.options:
                 per_option[f.cls][o] += 1
+            for c in constructs:        # a program of several constructs counts in each
+                per_construct[f.cls][c] += 1
             examples[f.cls].append(f"{r.family}-{r.seed}")
         if classes - NOT_POLYCOAL:
             failing_programs[r.family] += 1
     return {"programs": dict(programs), "failing_programs": dict(failing_programs),
             "per_family": {k: dict(v) for k, v in per_family.items()},
             "per_option": {k: dict(v) for k, v in per_option.items()},
+            "per_construct": {k: dict(v) for k, v in per_construct.items()},
+            "construct_programs": dict(construct_programs),
             "examples": {k: v[:5] for k, v in examples.items()}}
 
 
@@ -220,8 +266,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                    help="stop taking results after this long and summarise the programs "
                    "judged so far (a run inside a time-limited job still reports)")
+    p.add_argument("--constructs", nargs="+", metavar="CONSTRUCT", default=["mix"],
+                   choices=["mix", "none", "all", *CONSTRUCTS],
+                   help="C++ constructs over the programs (polycoal/difftest/cxx.py): mix "
+                   "(the default: a quarter of the programs get one to three), none (the "
+                   "programs of the C-style generator, as before them), all (two to five "
+                   "in every program), or names, each applied to every program: "
+                   + ", ".join(CONSTRUCTS))
+    p.add_argument("--project", action="store_true", help="write each program as a project "
+                   "(two translation units and a header, a compile database) and judge "
+                   "`polycoal transform -p` on it (polycoal/difftest/project.py)")
     p.add_argument("--quiet", "-q", action="store_true")
     args = p.parse_args(argv)
+    constructs = constructs_mode(args.constructs)
+    if args.project:
+        # place does not take a project, nor does transform -p take --placement
+        args.options = [o for o in args.options if o not in PROJECT_EXCLUDED] or ["default"]
     # on the GPU every output is built by nvcc anyway: no separate nvcc check
     nvcc_mode = None if args.no_nvcc or args.gpu else args.nvcc_mode
     cache = args.cache or os.path.join(os.path.abspath(args.out), ".cpu-runtime")
@@ -232,7 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             install_read_cache()
         runner = Runner(cpu, Nvcc(nvcc_mode) if nvcc_mode else None, args.options, args.timeout)
         try:
-            result = runner.run_program(load_program(args.replay))
+            program = load_program(args.replay)
+            if program.project is not None:
+                runner.options = [o for o in runner.options if o not in PROJECT_EXCLUDED]
+            result = runner.run_program(program)
         finally:
             uninstall_read_cache()
         print(json.dumps(result.to_json(), indent=1))
@@ -247,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     results: list[ProgramResult] = []
     saved: dict[str, list[str]] = defaultdict(list)
-    init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache, args.gpu)
+    init = (cache, nvcc_mode, args.options, args.timeout, not args.no_read_cache, args.gpu,
+            constructs, args.project)
     if args.jobs > 1:
         # forkserver, not fork: a caller with threads (a test session, the CPU runtime's
         # executors) would hand its locks to forked workers, which then hang on them
@@ -268,12 +332,13 @@ def main(argv: list[str] | None = None) -> int:
                 break
             results.append(r)
             for f in r.failures:
-                program = generate(r.seed, r.family)
+                program = generate(r.seed, r.family, constructs, args.project)
                 confirm = args.confirm and len(saved[f.cls]) < 3
                 saved[f.cls].append(save_reproducer(args.out, r, f, program, confirm))
             if not args.quiet:
                 mark = ", ".join(sorted({f.cls for f in r.failures})) or "ok"
-                print(f"[{n}/{len(work)}] {r.family}-{r.seed} ({r.variant}) "
+                extra = f" [{'+'.join(r.constructs)}]" if r.constructs else ""
+                print(f"[{n}/{len(work)}] {r.family}-{r.seed} ({r.variant}){extra} "
                       f"{r.distinct_outputs} outputs, {r.seconds.get('total', 0):.1f}s: {mark}",
                       flush=True)
     finally:
@@ -309,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.update({
         "count": len(results), "asked": len(work), "stopped_by_time_limit": stopped,
         "seed": args.seed, "families": args.families,
+        "constructs": args.constructs, "project": args.project,
         "options": args.options, "jobs": args.jobs, "nvcc": nvcc_mode,
         "elapsed_s": round(elapsed, 1),
         "seconds_per_program": {k: round(v / max(1, len(results)), 3)
@@ -328,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(summary["per_option"], args.options, "class \\ option"))
     print()
+    if set(summary["construct_programs"]) - {"(none)"}:
+        names = [c for c in CONSTRUCTS + ("(none)",) if c in summary["construct_programs"]]
+        print(table(summary["per_construct"], names, "class \\ construct"))
+        print("programs".ljust(len("class \\ construct") + 2) +
+              str(summary["construct_programs"]))
+        print()
     for cls, paths in sorted(summary["reproducers"].items()):
         print(f"{cls}: e.g. {paths[0]}")
     if stopped:

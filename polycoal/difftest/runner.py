@@ -96,6 +96,7 @@ class ProgramResult:
     distinct_outputs: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     source: str = ""
+    constructs: list[str] = field(default_factory=list)     # C++ constructs (cxx.py)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -421,26 +422,33 @@ class Runner:
     """Judges programs; `cpu` is shared (its runtime object is built once)."""
 
     def __init__(self, cpu: CpuProgramRunner, nvcc: Nvcc | None, options: list[str] | None = None,
-                 transform_timeout: int = TRANSFORM_TIMEOUT, judge_outputs: bool = True):
+                 transform_timeout: int = TRANSFORM_TIMEOUT, judge_outputs: bool = True,
+                 constructs=None, project: bool = False):
         # False: only the transforms are judged, and the original only has to be valid
         # C++ (the shrinker's quick mode for transform-level classes)
         self.judge_outputs = judge_outputs
+        self.constructs = constructs         # generator.generate's: None, "mix", names
+        self.project = project               # programs as projects (project.py)
         self.cpu = cpu
         self.nvcc = nvcc
         self.options = options or list(OPTION_SETS)
         self.transform_timeout = transform_timeout
 
     def run_seed(self, seed: int, family: str | None = None) -> ProgramResult:
-        return self.run_program(generate(seed, family))
+        return self.run_program(generate(seed, family, self.constructs, self.project))
 
     def run_program(self, program: GeneratedProgram, transformed: dict[str, str] | None = None
                     ) -> ProgramResult:
         """Judge `program`. `transformed` (option -> output text) replaces polycoal, for
         testing the judge itself."""
         result = ProgramResult(program.seed, program.family, program.variant, program.shape,
-                               source=program.source)
+                               source=program.source, constructs=list(program.constructs))
         with tempfile.TemporaryDirectory(prefix="polycoal-difftest-") as tmp:
-            self._run(program, result, tmp, transformed)
+            if program.project is not None:
+                from polycoal.difftest.project import judge_project
+                judge_project(self, program, result, tmp, transformed)
+            else:
+                self._run(program, result, tmp, transformed)
         return result
 
     def _time(self, result: ProgramResult, key: str, start: float) -> None:
@@ -451,6 +459,9 @@ class Runner:
         path = os.path.join(tmp, f"{program.family}_{program.seed}.cu")
         with open(path, "w") as f:
             f.write(program.source)
+        for name, text in program.files.items():      # headers beside it (cxx: header)
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
         found = self._original(program, result, tmp)
         if found is not None:
             self._transforms_and_outputs(program, result, tmp, transformed, path, *found)

@@ -124,7 +124,8 @@ def error_lines(output: str) -> str:
 
 def measure(programs: list[dict], timeout: int = NCU_TIMEOUT_S) -> Hardware:
     """Counters of every kernel of the job's programs (each a dict: path, defines,
-    undefines, include_dirs, arguments, seed, kernels (null: all)); never raises."""
+    undefines, include_dirs, forced_includes, imacros, arguments, seed, kernels (null:
+    all)); never raises."""
     ncu = find_ncu()
     if ncu is None:
         return Hardware(None, "Nsight Compute (ncu) not found: put it on PATH or set "

@@ -3,8 +3,8 @@ profiles for `polycoal trace --hardware` (dynamic/hardware.py).
 
     python -m polycoal.dynamic.originals JOB.json MANIFEST.json
 
-JOB: {"programs": [{"path", "defines", "undefines", "include_dirs", "arguments", "seed",
-"kernels"}]} ("kernels" null: all). Each kernel runs as the trace runs it (its first
+JOB: {"programs": [{"path", "defines", "undefines", "include_dirs", "forced_includes",
+"imacros", "arguments", "seed", "kernels"}]} ("kernels" null: all). Each kernel runs as the trace runs it (its first
 launch site's setup, the same random inputs for the same seed, collect.py's device
 helpers), uninstrumented. MANIFEST: the kernels in launch order, each
 {"program", "kernel", "launched", "error"}; written even when some kernels fail. Exit
@@ -27,7 +27,9 @@ def read_job_program(spec: dict):
     from polycoal.frontend.preprocess import PreprocessorOptions
     options = PreprocessorOptions(tuple(spec.get("include_dirs", ())),
                                   tuple(spec.get("defines", ())),
-                                  tuple(spec.get("undefines", ())))
+                                  tuple(spec.get("undefines", ())),
+                                  forced_includes=tuple(spec.get("forced_includes", ())),
+                                  imacros=tuple(spec.get("imacros", ())))
     program = read_program(spec["path"], options)
     wanted = spec.get("kernels")
     return program, [ka for ka in analyze_program(program).kernels

@@ -11,7 +11,8 @@ the C subset the model consumes. The file is parsed as nvcc's host pass sees it:
 with CUDA's declarations force-included from grammars/clang_cuda.h (the libclang wheel
 carries none of Clang's own headers, so CUDA's are replaced by that file and empty
 stubs, and the host compiler's builtin headers give `stddef.h` and the like), the
-user's -I/-D/-U, and the input's directory on the include path. nvcc accepts a launch
+user's -I/-D/-U and forced includes (`-include`, `-imacros`, after polycoal's), and the
+input's directory on the include path. nvcc accepts a launch
 written `k << < g, b >> > (a)`, Clang does not: such brackets are closed up in the text
 Clang reads (same length, so every line and column stays).
 
@@ -210,6 +211,7 @@ def arguments(path: str, options: PreprocessorOptions) -> list[str]:
     args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
             "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header(),
             "-include", declarations_header("clang_cuda_toolkit.h")]
+    args += options.forced_arguments()          # the build's, after polycoal's own
     args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
     args += [f"-I{d}" for d in options.include_dirs]
     args += [f"-I{os.path.dirname(os.path.abspath(path))}",

@@ -8,6 +8,9 @@ the text the rest of polycoal reads:
   parameters replaced by the launch's arguments, and those launches redirected to it;
 - a kernel defined in another file (an included header): a copy `name__pc` in the input
   file, its launches there redirected to it (the header is not touched);
+- every copy is `static` (launched from its unit alone: two units that include one
+  header each have theirs, and link), and so is every kernel derived from it
+  (`name__pc__pc_checked`: the transformations keep the copy's specifiers);
 - a kernel of the input file whose type aliases the C subset does not know
   (`using real = float;`, in a namespace): the aliases replaced in place by the types
   they stand for.
@@ -57,6 +60,9 @@ class Branch:
     scope: int              # where the file-scope declaration holding it starts
 
 
+_STATIC_BEFORE = re.compile(r"\bstatic\s+\Z")        # `static` right before `__global__`
+
+
 def declared_before_use(text: str, lowering: Lowering) -> str:
     """`text` (a transformed lowered program) with the copy's prototype written from its
     transformed definition (which may take more arguments: the original geometry), and
@@ -72,7 +78,9 @@ def declared_before_use(text: str, lowering: Lowering) -> str:
     pattern = re.compile(r"__global__[^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)?\b(" +
                          re.escape(lowering.kernel) + r"\w*)\s*\(")
     for m in pattern.finditer(text, at + len(lowering.prototype)):
-        prototypes.append(f"{opening}{_signature(text[m.start():])};{closing} ")
+        static = "static " if _STATIC_BEFORE.search(text[max(0, m.start() - 80):m.start()]) \
+            else ""
+        prototypes.append(f"{opening}{static}{_signature(text[m.start():])};{closing} ")
     if not prototypes:
         return text
     return text[:at] + "".join(prototypes) + text[at + len(lowering.prototype):]
@@ -620,6 +628,11 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
                 tokens[k + 1].text == "(":
             named = k
             edits.append((t.start, t.end, name))
+    # a copy is launched from this unit alone: internal linkage, so that two units that
+    # include one header (or instantiate one template) each have theirs and still link
+    if named is not None and tokens[first:named] and not any(
+            t.text in ("static", "extern") or t.kind == "str" for t in tokens[first:named]):
+        edits.append((tokens[first].start, tokens[first].start, "static "))
     body = _replace(definition, edits)
     namespaces = kernel.qualified.split("::")[:-1]
     opening = "".join(f"namespace {n} {{ " for n in namespaces)

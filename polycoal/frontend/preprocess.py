@@ -1,7 +1,8 @@
 """Run the system C preprocessor over a .cu file, keeping the map back to the sources.
 
 The preprocessor is the host compiler's (`g++ -E`, C++ mode since host code may be C++),
-with the driver's `-I/-D/-U` options. CUDA's own headers are replaced by the empty stubs
+with the driver's `-I/-D/-U` options and its forced includes (`-include FILE`, nvcc's
+`--pre-include`, read before the source's first line; `-imacros FILE`, only its macros). CUDA's own headers are replaced by the empty stubs
 under grammars/include (their declarations are never needed: only macros matter, and
 the CUDA headers would turn `__global__` into attributes). A header that cannot be found
 is replaced by an empty stub and reported: host code may include libraries polycoal
@@ -29,6 +30,7 @@ from polycoal.output import decode, encode
 LINEMARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 _MISSING = re.compile(r'^(.*?):(\d+):(\d+): fatal error: ([^:]+): No such file or directory', re.M)
 _ERROR = re.compile(r'^(.*?):(\d+):(\d+): (?:fatal )?error: (.*)$', re.M)
+_COMMAND_LINE_ERROR = re.compile(r'^<command-line>: (?:fatal )?error: (.*)$', re.M)
 
 PREDEFINED = ("__CUDACC__", "__NVCC__", "__CUDACC_VER_MAJOR__=13", "__CUDACC_VER_MINOR__=0")
 
@@ -42,6 +44,16 @@ class PreprocessorOptions:
     defines: tuple[str, ...] = ()       # "NAME" or "NAME=VALUE"
     undefines: tuple[str, ...] = ()
     std: str = DEFAULT_STD              # the language standard, as the build's -std
+    # files read before the source's first line, in order, as the build's `-include`
+    # (nvcc's `--pre-include`) names them; `imacros`: `-imacros` files, only their
+    # macros kept (the compiler reads them before every `-include`)
+    forced_includes: tuple[str, ...] = ()
+    imacros: tuple[str, ...] = ()
+
+    def forced_arguments(self) -> list[str]:
+        """The forced includes as a gcc or Clang command line writes them."""
+        return [a for f in self.imacros for a in ("-imacros", f)] + \
+            [a for f in self.forced_includes for a in ("-include", f)]
 
 
 @dataclass
@@ -104,6 +116,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
         for inc in options.include_dirs:
             cmd.append(f"-I{inc}")
         cmd += [f"-I{stub_include_dir()}", f"-I{stubs}", "-isystem", toolkit.read_directory()]
+        cmd += options.forced_arguments()
         source_arg = path
         if text is not None:
             source_arg = "-"
@@ -157,6 +170,10 @@ def _display(name: str, path: str, text: str | None) -> str:
 
 
 def _preprocessor_error(stderr: str, path: str) -> InputError:
+    m = _COMMAND_LINE_ERROR.search(stderr)
+    if m:                           # a forced include (-include, -imacros) not found
+        return InputError(f"{path}: preprocessor: {m.group(1)} (a file read before the "
+                          "source: -include, -imacros)", None, stderr.splitlines()[:8])
     m = _ERROR.search(stderr)
     if m:
         return InputError(f"preprocessor: {m.group(4)}",

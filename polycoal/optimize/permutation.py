@@ -153,13 +153,17 @@ def needs_guard(source: dict[str, str], blocks: list[tuple], grids: list[tuple])
         any(launch_takes(source, b, g) is not True for b, g in zip(blocks, grids))
 
 
-def narrow_axes(cost: dict[str, int], blocks: list[tuple]) -> tuple[str, ...]:
-    """The axes cheaper as x than x itself that every launch's block holds one thread
-    wide, where some block is known only in part (a copy permuted to one of them would
-    need a run-time check that always fails)."""
+def narrow_axes(cost: dict[str, int], used: set[str], blocks: list[tuple]
+                ) -> tuple[str, ...]:
+    """The axes cheaper as x than x itself that the references move along (`used`: a
+    known stride, unit or not) and that every launch's block holds one thread wide,
+    where some block is known only in part: a copy permuted to one of them would need a
+    run-time check that always fails. (An axis no reference moves along is cheap as x
+    only because a warp laid along it would repeat its addresses: no reason to give.)"""
     if not any(v is None for b in blocks for v in b):
         return ()
-    return tuple(o for o in AXES[1:] if cost[o] < cost["x"] and not can_be_x(o, blocks))
+    return tuple(o for o in AXES[1:] if o in used and cost[o] < cost["x"]
+                 and not can_be_x(o, blocks))
 
 
 def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
@@ -171,7 +175,8 @@ def solve_permutation(refs: list[ReferenceReport], blocks: list[tuple],
     cost = {o: sum((r.c[k] + r.z[k] + penalty * r.u[k]) * max(r.count.value or 1, 1)
                    for r in refs) for k, o in enumerate(AXES)}
     identity = {a: a for a in AXES}
-    narrow = narrow_axes(cost, blocks)
+    used = {o for k, o in enumerate(AXES) if any(r.c[k] or r.u[k] for r in refs)}
+    narrow = narrow_axes(cost, used, blocks)
     if not any(can_be_x(o, blocks) for o in AXES):
         return Permutation(identity, cost["x"], cost["x"], "",
                            "every block is one thread wide along every axis")

@@ -412,10 +412,13 @@ class CpuProgramRunner:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def compile(self, source: str, directory: str, name: str = "program",
-                include_dirs: tuple[str, ...] = ()) -> tuple[str | None, str]:
+                include_dirs: tuple[str, ...] = (), forced_includes: tuple[str, ...] = ()
+                ) -> tuple[str | None, str]:
         """(executable, "") or (None, the compiler's messages). `source` is the CUDA
         program as written; its launches are rewritten here; `include_dirs`: where its
-        quoted includes are (the directory of the file it was read from)."""
+        quoted includes are (the directory of the file it was read from);
+        `forced_includes`: the files its build reads first (`-include`), read after the
+        runtime's header."""
         try:
             text = rewrite_for_cpu(source)
         except ValueError as e:
@@ -427,7 +430,9 @@ class CpuProgramRunner:
         build = subprocess.run([self.cxx, *self.flags, "-I", self.include,
                                 *(f"-I{d}" for d in include_dirs),
                                 "-isystem", toolkit.read_directory(), "-include",
-                                os.path.join(self.include, HEADER), src, self.object,
+                                os.path.join(self.include, HEADER),
+                                *(a for f in forced_includes for a in ("-include", f)),
+                                src, self.object,
                                 *self.link_flags, "-o", exe], capture_output=True, text=True)
         if build.returncode != 0:
             return None, build.stderr
@@ -464,10 +469,12 @@ class CpuProgramRunner:
         return RunResult(r.returncode, r.stdout, r.stderr)
 
     def compile_and_run(self, source: str, timeout: float = 60.0,
-                        include_dirs: tuple[str, ...] = (), argv: tuple[str, ...] = ()
+                        include_dirs: tuple[str, ...] = (), argv: tuple[str, ...] = (),
+                        forced_includes: tuple[str, ...] = ()
                         ) -> tuple[RunResult | None, str]:
         with tempfile.TemporaryDirectory(prefix="polycoal-prog-") as tmp:
-            exe, error = self.compile(source, tmp, include_dirs=include_dirs)
+            exe, error = self.compile(source, tmp, include_dirs=include_dirs,
+                                      forced_includes=forced_includes)
             if exe is None:
                 return None, error
             return self.run(exe, timeout, argv=argv), ""

@@ -7,7 +7,7 @@ Two compilers can judge:
 
 - `clang`: libclang in CUDA mode, with the arguments the front end reads the file with
   (frontend/clang.py: CUDA's declarations from grammars/clang_cuda.h, the user's -I, -D,
-  -U and -std, the input's directory on the include path). A parse, 0.1 to 0.6 s. The
+  -U, -std and forced includes, the input's directory on the include path). A parse, 0.1 to 0.6 s. The
   default wherever libclang is installed.
 - `nvcc`: `nvcc -arch=sm_90 -fdevice-syntax-only -c`, CUDA's own front ends on CUDA's
   own headers (about a second): asked for by name.
@@ -148,6 +148,9 @@ def _nvcc_errors(path: str, text: str, options: PreprocessorOptions
                    f"-I{os.path.dirname(path)}"]
         command += [f"-I{d}" for d in options.include_dirs]
         command += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
+        command += [a for f in options.forced_includes for a in ("-include", f)]
+        # nvcc has no -imacros: its host compiler, which preprocesses both passes, does
+        command += [a for f in options.imacros for a in ("-Xcompiler", f"-imacros,{f}")]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired):
