@@ -82,9 +82,10 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
         launches = program.launches_of(kernel.name)
         takes = [_takes_checked(d, launch) for launch in launches]
         if all(t is False for t in takes):
-            return d.keep("no-launch-takes-copy", f"the change ({d.reason}) holds only "
-                          f"under a run-time check ({checks}) that the known values of "
-                          "every launch fail: the checked copy could never run")
+            return replace(d.keep(
+                "no-launch-takes-copy", f"the change ({d.reason}) holds only under a "
+                f"run-time check ({checks}) that the known values of every launch fail: "
+                "the checked copy could never run"), assumption=None, disjoint=())
         return replace(d, reason=f"{d.reason}; under a run-time check at each launch: "
                        f"{checks} (the original kernel runs where it fails"
                        f"{_decided_note(launches, takes)})")
@@ -1280,7 +1281,9 @@ def _with_refused(result: TransformResult,
                   f"({error.describe(checker, 'the program lowered')}); "
                   + ("the kernel is left as written" if lowering.copy
                      else "the kernel is read as written instead"))
-        diagnostics.append(Diagnostic("warning", "lowering-rejected",
+        # a template read at stated arguments only to judge it: a note
+        diagnostics.append(Diagnostic("note" if lowering.generic else "warning",
+                                      "lowering-rejected",
                                       f"kernel '{lowering.shown}': {reason}",
                                       Location(lowering.file, lowering.line), lowering.shown))
         if not any(d.kernel == lowering.shown for d in decisions):
@@ -1346,7 +1349,8 @@ def _copied(copies: list[lower.Lowering], kept: list[lower.Lowering]) -> str:
     """What became of a kernel read through copies (a template's instantiations, a
     header's kernel): which were transformed, under which names."""
     moved = [f"{l.shown} as {l.kernel}" for l in copies if l in kept]
-    read = [l.shown for l in copies if l not in kept]
+    read = [l.shown + (" (stated arguments: no launch of this file instantiates it)"
+                       if l.generic else "") for l in copies if l not in kept]
     parts = ([f"its launches of {', '.join(moved)} run transformed copies (it stays for "
               "its other uses)"] if moved else []) + \
         ([f"read as {', '.join(read)}, not transformed (see there)"] if read else [])

@@ -24,6 +24,7 @@ BAND = SHAPES / "band_launches.cu"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
 HOST = """__global__ void k(float *a, int n) { a[threadIdx.x] = n; }
+static unsigned file_threads;
 void with_params(float *a, int n, dim3 grid, dim3 block, int threads) {
   k<<<grid, block>>>(a, n);
   k<<<n / threads, threads>>>(a, n);
@@ -59,6 +60,7 @@ int main(int argc, char **argv) {
   dim3 copied = block;
   k<<<n, dim3(copied.y)>>>(a, n);
   { const dim3 g2 = dim3(n), b2 = dim3(dim3(16, 16)); k<<<g2, b2>>>(a, n); }
+  k<<<n, file_threads>>>(a, n);
   return 0;
 }
 """
@@ -79,6 +81,7 @@ HOST_SHAPES = [
     ((None, None, None), (None, 1, 1)),         # handed to a function (by reference?)
     ((8, 1, 1), (None, 1, 1)),                  # dim3(copied.y)
     ((16, 16, 1), (None, 1, 1)),                # const dim3 g2 = dim3(n), b2 = ...
+    ((None, 1, 1), (None, 1, 1)),               # an unsigned of file scope
 ]
 
 
@@ -110,10 +113,24 @@ def test_a_check_is_decided_by_the_known_components():
 @pytest.mark.parametrize("kernel", ["by_parens", "by_braces", "by_dim3_call", "by_list",
                                     "by_fields", "by_int"])
 def test_a_kernel_launched_with_one_dimensional_blocks_stays_byte_identical(kernel):
+    """Its references prefer y as x (the unit stride), but every block has y = 1: no
+    launch could take a permuted copy. z, which no reference moves along, is no reason
+    and is not named."""
     program, result = _transform(ONE_DIM, kernel=kernel)
     d = _decisions(result)[kernel]
     assert d.action == "unchanged" and d.code == "no-launch-takes-copy", d.reason
-    assert "every launch's block has y = 1" in d.reason and "could never run" in d.reason
+    assert "every launch's block has y = 1, so a copy with y as the new x" in d.reason
+    assert "could never run" in d.reason and "z = 1" not in d.reason
+    assert result.text == program.text
+
+
+def test_an_axis_no_reference_moves_along_is_no_reason_for_a_copy():
+    """one_axis reads along x only: y and z cost nothing as x only because a warp laid
+    along them would repeat one address; with its block one-dimensional, x is the best
+    order (a copy permuted to y was made before the block's y = 1 was known)."""
+    program, result = _transform(ONE_DIM, kernel="one_axis")
+    d = _decisions(result)["one_axis"]
+    assert d.action == "unchanged" and d.code == "best-axis-order", d.reason
     assert result.text == program.text
 
 
@@ -130,6 +147,7 @@ def test_the_whole_program_compiles_and_runs_like_the_original(tmp_path):
     program, result = _transform(ONE_DIM)
     codes = {d.kernel: d.code for d in result.decisions}
     assert sum(c == "no-launch-takes-copy" for c in codes.values()) == 6, codes
+    assert codes["one_axis"] == "best-axis-order"
     assert result.text.count("__pc_permuted(") == 1
     _builds_and_runs(program.text, result.text, tmp_path, [(), ("33", "20", "16")])
 

@@ -203,3 +203,39 @@ def test_cpp_words_are_read_through_clang(tmp_path, nvcc):
     assert "outside the affine model" in kernels["copy_words"][1]   # about the kernel
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), out.read_text(), tmp_path, tolerance=1e-3)
+
+
+def test_a_kernel_of_calls_only_is_no_internal_error(write_cu, tmp_path):
+    """A kernel whose body is a call of a device template (no statement of its own that
+    the model keeps) and one with an empty body: no internal error, kept as written."""
+    source = write_cu("""
+template <int N> __device__ void fill(float *a) { a[threadIdx.x % N] = 1.0f; }
+__device__ float buffer[256];
+__global__ void only_calls() { fill<32>(buffer); }
+__global__ void empty() { }
+int main() { only_calls<<<1, 32>>>(); empty<<<1, 32>>>(); return 0; }
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    assert not any(d["code"] == "internal-error" for d in report["diagnostics"])
+    assert (tmp_path / "out.cu").read_text() == source.read_text()
+
+
+def test_a_template_no_launch_instantiates_is_judged_at_stated_arguments(write_cu, tmp_path):
+    """A template kernel launched from another unit (none here): read at stated
+    arguments (float, 128) to judge it; the file is left as written."""
+    source = write_cu("""
+template <typename T, int BS>
+__global__ void scale(const T *a, T *b, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = BS * a[i];
+}
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    kernels = decisions(report)
+    assert "stated arguments" in kernels["scale"][1]
+    assert kernels["scale<float, 128>"][0] == "unchanged"
+    assert "already coalesced" in kernels["scale<float, 128>"][1]
+    assert (tmp_path / "out.cu").read_text() == source.read_text()

@@ -277,6 +277,7 @@ def c_template(b, rng: random.Random, seed: int) -> bool:
             k.template = f"template <int {iparam}>\n"
             targs = f"<{macro}>"
         k.tparams = [tparam] if "typename" in k.template else []
+        k.tvalues = {tparam: ctype} if k.tparams else {}
         for n in _launch_lines(b, k):
             b.main[n] = re.sub(rf"(?<![\w]){k.name}(?=<<<)", f"{k.name}{targs}", b.main[n],
                                count=1)

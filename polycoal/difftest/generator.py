@@ -119,6 +119,7 @@ class Kernel:
     includes: set = field(default_factory=set)     # headers it needs (<cassert>)
     header: str = ""                 # defined in this header of the program (cxx: header)
     tparams: list = field(default_factory=list)    # its template's type parameters
+    tvalues: dict = field(default_factory=dict)    # ... and the types its launches give
 
     def size(self, s: Size) -> str:
         if s.param and s not in self.seen:
@@ -2136,5 +2137,6 @@ def generate(seed: int, family: str | None = None, constructs=None,
                                applied, b.headers())
     if layout is not None:
         program.project = projects.render(b, layout, header)
+        program.source = program.project["files"][projects.UNITS[0]]
         program.files = {}
     return program

@@ -125,13 +125,18 @@ def confirm_with_cli(path: str, option: str, failure) -> str:
     subprocess) and say whether it agrees with the in-process run."""
     import subprocess
     import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.cu")
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(path))) as tmp:
+        # beside the input: its `#include "kernels_N.cuh"` stays as it is
+        out = os.path.join(os.path.dirname(tmp), os.path.basename(tmp) + ".out.cu")
         name, rest = command(OPTION_SETS.get(option, []))
-        r = subprocess.run([sys.executable, "-m", "polycoal", name, path, "-o", out,
-                            *rest], capture_output=True, text=True,
-                           errors="replace", timeout=600)
-        text = open(out, errors="replace").read() if os.path.exists(out) else None
+        try:
+            r = subprocess.run([sys.executable, "-m", "polycoal", name, path, "-o", out,
+                                *rest], capture_output=True, text=True,
+                               errors="replace", timeout=600)
+            text = open(out, errors="replace").read() if os.path.exists(out) else None
+        finally:
+            if os.path.exists(out):
+                os.unlink(out)
     if "Traceback (most recent call last)" in r.stderr:
         last = [l for l in r.stderr.strip().splitlines() if l and not l.startswith(" ")]
         verdict = f"traceback ({last[-1] if last else '?'})"

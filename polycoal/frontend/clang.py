@@ -82,6 +82,9 @@ class ClangKernel:
     # `auto` in a declaration by the type Clang deduced, `constexpr` as `const`,
     # `nullptr` as 0, `std::` and `::` before a C library function dropped
     words: tuple[tuple[int, int, str], ...] = ()
+    # the kind of each template parameter: "type", "int" (an integer or bool value),
+    # or "other" (an enum, a template template parameter, a pack)
+    template_kinds: tuple[str, ...] = ()
 
     @property
     def is_template(self) -> bool:
@@ -565,6 +568,18 @@ def _words(ci, kernel):
     return out
 
 
+def _template_kind(ci, parameter) -> str:
+    """ClangKernel.template_kinds' word for one template parameter."""
+    if parameter.kind == ci.CursorKind.TEMPLATE_TYPE_PARAMETER:
+        return "other" if "..." in " ".join(t.spelling for t in parameter.get_tokens()) \
+            else "type"
+    if parameter.kind == ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER and \
+            parameter.type.get_canonical().kind in _INTEGER_KINDS and \
+            parameter.type.get_canonical().kind != ci.TypeKind.ENUM:
+        return "int"
+    return "other"
+
+
 def _clean(ci, kernel, errors) -> bool:
     """Whether Clang read the kernel without an error: none inside its definition, no
     use of a declaration Clang found invalid (an error there is reported where it is
@@ -720,7 +735,11 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                                  _at(extent.start), _at(extent.end)),
                            params, tuple(sorted(constants.items())), declared,
                            tuple(sorted(set(aliases))), records, members, calls, casts,
-                           _clean(ci, c, unit.error_sites), tuple(_words(ci, c)))
+                           _clean(ci, c, unit.error_sites), tuple(_words(ci, c)),
+                           tuple(_template_kind(ci, p) for p in c.get_children()
+                                 if p.kind in (ci.CursorKind.TEMPLATE_TYPE_PARAMETER,
+                                               ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+                                               ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER)))
 
     def launch_of(c, tokens: list[str], top, instance=()) -> ClangLaunch:
         callee = c.referenced

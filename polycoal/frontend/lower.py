@@ -49,6 +49,14 @@ class Lowering:
     # it: ([start, end) of the launch statement, the condition on the template's
     # parameters, the launch redirected); apply() joins the branches of one statement
     branches: tuple[Branch, ...] = ()
+    # a template no launch of this file instantiates, read at stated arguments only to
+    # judge it (type parameters float, integer ones GENERIC_VALUE): never launched, so
+    # never in an output
+    generic: bool = False
+
+
+# the stated arguments of a template read generically (Lowering.generic)
+GENERIC_TYPE, GENERIC_VALUE = "float", "128"
 
 
 @dataclass(frozen=True)
@@ -195,6 +203,13 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
                     _written(program.text, l, kernel.name) and
                     _plain_records(program.text, l, kernel) and
                     (not l.instance or _dispatchable(tokens, l, options.std))]
+        if not launches and kernel.is_template and not any(
+                l.kernel == kernel.qualified for l in unit.launches if not l.dependent):
+            generic = _generic(program.text, kernel, unit, in_main, taken)
+            if generic is not None:
+                taken.add(generic.kernel)
+                lowerings.append(generic)
+            continue
         if not launches or _referenced_elsewhere(tokens, kernel, launches, in_main):
             continue
         definition = program.text if in_main else _read(kernel.place.file)
@@ -661,6 +676,24 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     return Lowering(name, shown, kernel.place.file, line, tuple(edits),
                     opening + stripped + closing, prototype, tuple(namespaces),
                     _helpers_of(kernel, helpers), tuple(branches))
+
+
+def _generic(text: str, kernel, unit, in_main: bool, taken: set[str]) -> Lowering | None:
+    """A template kernel no launch of this file instantiates (its launches are in
+    another unit, in a host template never called here, or nowhere), read at stated
+    arguments to judge it: type parameters float, integer parameters 128. None where a
+    parameter is of another kind."""
+    if any(k not in ("type", "int") for k in kernel.template_kinds) or \
+            len(kernel.template_kinds) != len(kernel.template_parameters):
+        return None
+    definition = text if in_main else _read(kernel.place.file)
+    if definition is None:
+        return None
+    arguments = tuple(GENERIC_TYPE if k == "type" else GENERIC_VALUE
+                      for k in kernel.template_kinds)
+    name = _fresh(f"{kernel.name}__pc_generic", taken)
+    return replace(_copy(text, definition, kernel, unit.helpers, arguments, name, []),
+                   generic=True)
 
 
 def _branch(text: str, launch, redirect: list[tuple[int, int, str]], scope: int) -> Branch:

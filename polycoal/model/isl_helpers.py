@@ -139,6 +139,8 @@ def dim_bounds(model: KernelModel, dim: str) -> tuple[list[Poly], list[Poly]]:
         proj = dom.project_out(isl.dim_type.set, pos + 1, n - pos - 1) \
             .project_out(isl.dim_type.set, 0, pos).reset_tuple_id()
         union = proj if union is None else union.union(proj)
+    if union is None:                   # a kernel without statements: no bounds
+        return [], []
     hull = union.simple_hull()
     lowers, uppers = [], []
     for c in hull.get_constraints():
