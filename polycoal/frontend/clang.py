@@ -521,10 +521,10 @@ _LIBRARY_FUNCTIONS = frozenset(
     "log10f pow powf sin sinf cos cosf tan tanf tanh tanhf atan atanf atan2 atan2f asin "
     "asinf acos acosf floor floorf ceil ceilf round roundf trunc truncf fmin fminf fmax "
     "fmaxf fma fmaf hypot hypotf cbrt cbrtf erf erff rsqrt rsqrtf isnan isinf".split())
-_DEDUCIBLE = re.compile(r"(?:const\s+)?(?:unsigned\s+|signed\s+)?"
-                        r"(?:bool|char|short|int|long|long long|float|double|size_t|"
-                        r"u?int\d+_t|(?:u?char|u?short|u?int|u?long|u?longlong|float|double)"
-                        r"[1-4])(?:\s*\*)*")
+# a deduced type C can spell: a number, a vector type, a struct of the file's named at
+# file scope, pointers to them (not a class template's, a namespace's, a lambda's)
+_DEDUCIBLE = re.compile(r"(?:const\s+)?(?:unsigned\s+|signed\s+|struct\s+)?"
+                        r"(?:long long|[A-Za-z_]\w*)(?:\s*\*(?:\s*const)?)*")
 
 
 def _words(ci, kernel):
