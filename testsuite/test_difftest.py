@@ -9,7 +9,12 @@ whole-program CPU runtime under it (polycoal/runtime/cpu_program.py):
     nvcc-error; a changed racy kernel: changed-racy; a bad launch: runtime:...);
 (d) the CI short mode: a fixed-seed run of 300 programs (30 per family, every option
     set), expected to find nothing. Families where polycoal still fails are xfail until
-    the fixes of issue 12 land (marker `difftest`: deselect with -m "not difftest").
+    the fixes of issue 12 land (marker `difftest`: deselect with -m "not difftest");
+(e) reproducers found, judged again;
+(f) the C++ constructs (difftest/cxx.py) and the project mode (difftest/project.py):
+    programs with each construct compile and run, projects are judged through
+    `transform -p`, failures are binned by construct; the classes the tester found and
+    that are not fixed yet (testsuite/fixtures/difftest_found), xfail(strict=True).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import shutil
 
 import pytest
 
+from polycoal.difftest.cxx import CONSTRUCTS
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
 from polycoal.difftest.main import main as difftest_main
 from polycoal.difftest.runner import (Nvcc, Runner, compare, kept_unchanged, parse_checks,
@@ -523,3 +529,117 @@ def test_the_front_end_styles_are_generated_transformed_and_judged(style, cpu, t
     for p, output in changed:
         result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
         assert result.failures == [], (p.seed, result.failures)
+
+
+# ------------------------------------------------------------------ (f) C++ constructs, projects
+
+def _write_files(program, directory) -> None:
+    for name, text in program.files.items():
+        (directory / name).write_text(text)
+
+
+def test_constructs_are_drawn_apart_from_the_program():
+    """--constructs none is the generator as it was; a program the mix leaves without
+    constructs is that program, byte for byte; with constructs, deterministic."""
+    for family in FAMILIES:
+        for seed in (3, 4, 5):
+            plain = generate(seed, family)
+            assert generate(seed, family, "none").source == plain.source
+            mixed = generate(seed, family, "mix")
+            if not mixed.constructs:
+                assert mixed.source == plain.source and not mixed.files
+    a, b = generate(5, "affine", ["auto", "header"]), generate(5, "affine", ["auto", "header"])
+    assert a.source == b.source and a.files == b.files and a.constructs == b.constructs
+    # the mix gives some programs constructs, not most
+    share = sum(bool(generate(s, None, "mix").constructs) for s in range(200)) / 200
+    assert 0.1 < share < 0.4
+
+
+@pytest.mark.parametrize("construct", CONSTRUCTS)
+def test_every_construct_compiles_and_runs(construct, cpu, tmp_path):
+    """The first two programs (seeds from 20) to which each construct applies: they run
+    on the CPU runtime and print a checksum per array; nvcc -c compiles the first."""
+    done = 0
+    for seed in range(20, 60):
+        p = generate(seed, None, [construct])
+        if construct not in p.constructs:
+            continue
+        directory = tmp_path / str(seed)
+        directory.mkdir()
+        _write_files(p, directory)
+        run = run_cpu(cpu, p.source, directory)
+        assert run.failure is None, (seed, run.stderr)
+        assert set(parse_checks(run.stdout)) == set(p.checks), seed
+        if done == 0 and HAVE_NVCC:
+            assert Nvcc("c").check(p.source, str(directory), "p") is None, seed
+        done += 1
+        if done == 2:
+            break
+    assert done == 2, construct
+
+
+def test_construct_words_are_in_the_programs():
+    """Each construct writes what it is named for."""
+    words = {"template": "template <", "host-template": "template <typename HostT",
+             "auto": "auto ", "constexpr": "constexpr ", "static-cast": "static_cast<",
+             "reinterpret-cast": "reinterpret_cast<", "std-math": ("std::", "::m"),
+             "alias": ("using ", "typedef "), "unroll": "#pragma unroll",
+             "device-helper": "__device__", "header": '#include "kernels_',
+             "dim3": ("dim3 ", "int grid", "unsigned grid", "int block", "unsigned block"),
+             "ifdef": ("#ifdef", "#ifndef PC_")}
+    for construct, word in words.items():
+        p = next(p for p in (generate(s, None, [construct]) for s in range(100))
+                 if p.constructs)
+        text = p.source + "".join(p.files.values())
+        assert any(w in text for w in ((word,) if isinstance(word, str) else word)), construct
+
+
+def _project_program(predicate, constructs="mix"):
+    for seed in range(200):
+        p = generate(seed, None, constructs, project=True)
+        if predicate(p.project):
+            return p
+    raise AssertionError("no such project")
+
+
+def test_a_project_is_judged_through_transform_p(cpu, tmp_path):
+    """A project with a kernel defined in kernels.cu and launched from main.cu through a
+    prototype, and one launched through kernels.cu's wrapper: its database is Bear's,
+    `transform -p` changes it, its outputs build (nvcc -c per unit, g++ for the CPU
+    runtime) and run like the original; a planted wrong output is a mismatch."""
+    import json
+    from polycoal.difftest.project import UNITS, write_project
+    p = _project_program(lambda pr: pr["prototypes"] and pr["wrapped"])
+    build = write_project(p.project, str(tmp_path / "p"))
+    entries = json.loads((tmp_path / "p" / "build" / "compile_commands.json").read_text())
+    assert [set(e) for e in entries] == [{"directory", "file", "output", "arguments"}] * 2
+    assert entries[0]["directory"] == build and "-x" in entries[0]["arguments"]
+    runner = Runner(cpu, Nvcc("c") if HAVE_NVCC else None, ["default", "reduction=none"])
+    result = runner.run_program(p)
+    assert result.failures == [], [(f.cls, f.message[:500]) for f in result.failures]
+    assert set(result.outcomes) == {"default", "reduction=none"}
+    text = p.project["files"][UNITS[1]]
+    wrong = re.sub(r"(\w+\[[^\]]+\] = )", r"\g<1>1 + ", text, count=1)
+    assert wrong != text
+    result = runner.run_program(p, transformed={"default": {UNITS[1]: wrong}})
+    assert _classes(result) == {"mismatch"}, result.failures
+
+
+def test_summary_bins_failures_by_construct(tmp_path, capsys, cpu_cache):
+    """--constructs NAME...: every program gets them; the summary counts programs and
+    failures per construct (a table printed with the others)."""
+    import json
+    out = tmp_path / "out"
+    assert difftest_main(["--count", "2", "--seed", "41", "--constructs", "auto", "alias",
+                          "--options", "default", "--no-nvcc", "--jobs", "1", "--out",
+                          str(out), "--quiet", "--no-confirm", "--cache", cpu_cache]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["construct_programs"] == {"auto": 2, "alias": 2}
+    assert summary["constructs"] == ["auto", "alias"] and summary["per_construct"] == {}
+    assert "class \\ construct" in capsys.readouterr().out
+    # the classes are binned per construct (a program of two counts in both)
+    from polycoal.difftest.main import summarize
+    from polycoal.difftest.runner import Failure, ProgramResult
+    r = ProgramResult(1, "affine", "", "", [Failure("mismatch", ["default"], "x")],
+                      constructs=["auto", "header"])
+    assert summarize([r], ["default"])["per_construct"] == {"mismatch": {"auto": 1, "header": 1}}
