@@ -340,7 +340,29 @@ def test_difftest_short_mode(family, tmp_path, capsys, cpu_cache):
         "--jobs", str(min(2, os.cpu_count() or 1)), "--out", str(out),
         "--quiet", "--no-confirm", "--cache", cpu_cache] + ([] if HAVE_NVCC else ["--no-nvcc"]))
     report = capsys.readouterr().out
-    assert status == 0, report
+    if status == 0:
+        return
+    # only the programs whose failure was found, recorded and not fixed yet may fail
+    # (testsuite/fixtures/difftest_found: each xfail(strict=True) below)
+    import json
+    summary = json.loads((out / "summary.json").read_text())
+    known = known_short_mode_failures()
+    unexpected = [(r["family"], r["seed"], f["cls"]) for r in summary["results"]
+                  for f in r["failures"]
+                  if f["cls"] not in known.get((r["family"], r["seed"]), set())]
+    assert not unexpected, report
+
+
+def known_short_mode_failures() -> dict[tuple[str, int], set[str]]:
+    """(family, seed) -> the failure classes of the short mode's programs that fail for
+    a class the tester found and that is not fixed yet (each fixture's `short_mode`)."""
+    import json
+    known: dict[tuple[str, int], set[str]] = {}
+    for path in (FIXTURES / "difftest_found").glob("*.json"):
+        meta = json.loads(path.read_text())
+        for program in meta.get("short_mode", []):
+            known.setdefault((program["family"], program["seed"]), set()).add(meta["failure"])
+    return known
 
 
 # ------------------------------------------------------------------ (e) reproducers found
@@ -643,3 +665,41 @@ def test_summary_bins_failures_by_construct(tmp_path, capsys, cpu_cache):
     r = ProgramResult(1, "affine", "", "", [Failure("mismatch", ["default"], "x")],
                       constructs=["auto", "header"])
     assert summarize([r], ["default"])["per_construct"] == {"mismatch": {"auto": 1, "header": 1}}
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "difftest_found").glob("*.cu")),
+                         ids=lambda p: p.stem)
+@pytest.mark.xfail(strict=True, reason="found by the tester, not fixed yet: each fixture's "
+                   "`reason` (testsuite/fixtures/difftest_found/README.md)")
+def test_found_and_not_fixed_yet(path, cpu):
+    """The classes the tester found with the C++ constructs that are not fixed: each
+    shrunk reproducer judged with the option set that failed finds no failure once the
+    class is fixed (then this XPASSes, strictly: move the fixture to fixtures/difftest)."""
+    import json
+    from polycoal.difftest.main import load_program
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["reason"]
+    runner = Runner(cpu, Nvcc("cubin") if HAVE_NVCC else None, meta["options"])
+    result = runner.run_program(load_program(str(path)))
+    assert not result.failures, [(f.cls, f.options, f.message[:300]) for f in result.failures]
+
+
+def test_a_reproducer_with_a_header_is_saved_and_replayed(tmp_path, cpu):
+    """A failing program that includes a header of its directory is saved with it, and
+    --replay reads both; the command line's confirmation writes its output beside the
+    input, so that the include stays as written and the outputs agree."""
+    from polycoal.difftest.main import confirm_with_cli, load_program, save_reproducer
+    from polycoal.difftest.runner import Failure
+    p = next(p for p in (generate(s, "affine", ["header"]) for s in range(50)) if p.files)
+    result = Runner(cpu, None, ["default"]).run_program(p)
+    saved = save_reproducer(str(tmp_path), result, Failure("mismatch", ["default"], "x"), p)
+    again = load_program(saved)
+    assert again.files == p.files and again.source == p.source
+    assert again.constructs == ["header"]
+    assert not Runner(cpu, None, ["default"]).run_program(again).failures
+    beside = os.path.join(os.path.dirname(saved), "beside.cu")
+    assert cli_main(["transform", saved, "-o", beside]) in (0, 1)
+    output = open(beside).read()
+    os.unlink(beside)
+    assert confirm_with_cli(saved, "default", Failure("mismatch", ["default"], "x", output)) \
+        .startswith("yes"), output[:300]

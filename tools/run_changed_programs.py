@@ -72,9 +72,14 @@ def prepare(sweep: Path, roots: list[Path], into: Path) -> int:
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(directory, target, symlinks=False,
                             ignore=shutil.ignore_patterns("*.o", ".git"))
-        shared = directory.parent / "include"
-        if shared.is_dir() and not (into / "include").exists():
-            shutil.copytree(shared, into / "include")
+        # what programs reach by relative paths: HeCBench's src/include, Rodinia's
+        # common/make.config and its data (copies at into/<name>/<side>: ../../x is into/x)
+        for shared, there in ((directory.parent / "include", into / "include"),
+                              (directory.parent.parent / "common", into / "common"),
+                              (directory.parent.parent / "data" / name,
+                               into / "data" / name)):
+            if shared.is_dir() and not there.exists():
+                shutil.copytree(shared, there)
         done = []
         for source in sources:
             rel = source.relative_to(directory)
@@ -110,13 +115,25 @@ def _reported_time(stdout: str) -> float | None:
     return None
 
 
+def _has_run_target(directory: Path) -> bool:
+    makefile = directory / "Makefile"
+    return makefile.is_file() and re.search(r"^run\s*:", makefile.read_text(
+        errors="replace"), re.M) is not None
+
+
 def _make(directory: Path, target: str, timeout: int) -> tuple[int, str, float]:
+    """`make` (target "": build; "run": the program's run, by its Makefile's run target
+    or, as Rodinia writes it, its `run` script)."""
     started = time.monotonic()
     flags = "-DcudaThreadSynchronize=cudaDeviceSynchronize"
+    if target == "run" and not _has_run_target(directory) and (directory / "run").is_file():
+        command = ["bash", "run"]
+    else:
+        command = ["make", "-s", *([target] if target else []),
+                   "ARCH=sm_90", f"EXTRA_CFLAGS={flags}", "-j2"]
     try:
-        r = subprocess.run(["make", "-s", "-C", str(directory), *([target] if target else []),
-                            "ARCH=sm_90", f"EXTRA_CFLAGS={flags}", "-j8"],
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                           cwd=directory)
         return r.returncode, r.stdout + r.stderr, time.monotonic() - started
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
@@ -125,13 +142,19 @@ def _make(directory: Path, target: str, timeout: int) -> tuple[int, str, float]:
 
 
 def run(into: Path, out: Path, timeout: int) -> int:
+    import concurrent.futures
     programs = json.loads((into / "programs.json").read_text())
+    builds = [(p["program"], side) for p in programs for side in ("orig", "new")]
+    # builds in parallel (the CPUs), runs one at a time (the GPU)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        built = dict(zip(builds, pool.map(
+            lambda b: _make(into / b[0] / b[1], "", 540), builds)))
     results = []
     for p in programs:
         row = {"program": p["program"], "sources": p["sources"]}
         for side in ("orig", "new"):
             directory = into / p["program"] / side
-            rc, log, _ = _make(directory, "", 600)
+            rc, log, _ = built[(p["program"], side)]
             row[f"{side}_build"] = rc
             if rc != 0:
                 row[f"{side}_log"] = log[-1500:]

@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", "-q", action="store_true")
     args = p.parse_args(argv)
     constructs = constructs_mode(args.constructs)
+    if args.project and args.gpu:
+        p.error("--project runs on the CPU runtime only (not with --gpu)")
     if args.project:
         # place does not take a project, nor does transform -p take --placement
         args.options = [o for o in args.options if o not in PROJECT_EXCLUDED] or ["default"]
@@ -366,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             seen_families = set()
             for path in paths:
                 family = os.path.basename(path).split("-")[0]
-                if family in seen_families:
+                if family in seen_families or args.project:   # lines of one file only
                     continue
                 seen_families.add(family)
                 shrink_saved(runner, path, cls, args.shrink_budget, log=not args.quiet)

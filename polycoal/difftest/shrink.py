@@ -44,6 +44,9 @@ def make_predicate(runner: Runner, program: GeneratedProgram, cls: str, option: 
         if whole is None:
             return True
         with tempfile.TemporaryDirectory(prefix="polycoal-shrink-") as tmp:
+            for name, text in program.files.items():      # headers it includes
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
             return whole.check(source, tmp, "candidate") is None
 
     def interesting(lines: list[str]) -> bool:
