@@ -239,3 +239,30 @@ __global__ void scale(const T *a, T *b, int n)
     assert kernels["scale<float, 128>"][0] == "unchanged"
     assert "already coalesced" in kernels["scale<float, 128>"][1]
     assert (tmp_path / "out.cu").read_text() == source.read_text()
+
+
+def test_fields_of_a_local_struct_keep_the_kernel_outside_the_model(write_cu, tmp_path):
+    """`float2 tmp; tmp.x += ...` over a loop (HeCBench's hexciton): the writes to a
+    local's fields were not modelled, so the loop looked parallel and the kernel was
+    restructured without its accumulator. Fields of locals keep the kernel outside the
+    affine model: nothing is restructured."""
+    source = write_cu("""
+__global__ void acc2(const float2 *a, float2 *out, int n, int m)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    for (int j = 0; j < m; j++) {
+      float2 tmp;
+      tmp.x = 0.0f; tmp.y = 0.0f;
+      for (int k = 0; k < m; k++) { tmp.x += a[i * m + k].x; tmp.y += a[k * m + j].y; }
+      out[i * m + j].x = tmp.x; out[i * m + j].y = tmp.y;
+    }
+  }
+}
+int main() { float2 *a, *o; cudaMalloc(&a, 1 << 20); cudaMalloc(&o, 1 << 20);
+             acc2<<<4, 64>>>(a, o, 256, 64); return 0; }
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    action, reason = decisions(report)["acc2"]
+    assert action in ("unchanged", "permuted") and "local struct" in reason, reason

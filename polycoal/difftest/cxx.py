@@ -227,6 +227,29 @@ def _only_macros(b, text: str) -> bool:
     return names <= _macro_names(b)
 
 
+def param_name(decl: str) -> str:
+    """The name a parameter declaration declares (`float A[][N]`: A)."""
+    return re.findall(r"(\w+)(?:\[\])?(?:\[[^\]]*\])?$", decl)[0]
+
+
+def config_of_parameters(b, k, launches) -> str | None:
+    """The launches' common configuration written in the kernel's parameters (a size
+    passed as an argument, `(n + 255) / 256`) and macros, for a function that receives
+    the arguments and launches; None where it needs other host values."""
+    found = set()
+    for m in launches:
+        args = _top_level(m.group(5)) if m.group(5).strip() else []
+        names = {a: param_name(d) for a, (d, _) in zip(args, k.params)
+                 if re.fullmatch(r"[A-Za-z_]\w*", a)}
+        macros = _macro_names(b) | {"dim3"}
+        words = set(re.findall(r"[A-Za-z_]\w*", m.group(4))) - macros
+        if not words <= set(names):
+            return None
+        found.add(re.sub(r"[A-Za-z_]\w*", lambda w: names.get(w.group(0), w.group(0)),
+                         m.group(4)))
+    return found.pop() if len(found) == 1 else None
+
+
 def _pick(rng: random.Random, items: list, rate: float = 0.6) -> list:
     """A random non-empty subset of `items` (each kept with probability `rate`)."""
     if not items:
@@ -722,14 +745,13 @@ def c_host_template(b, rng: random.Random, seed: int) -> bool:
                                      host_t, decl))
         launches = [_LAUNCH.match(b.main[n]) for n in lines]
         callees = {l.group(2) for l in launches}
-        configs = {l.group(4) for l in launches}
         if len(callees) != 1:
             continue
         callee = callees.pop()
-        names = ", ".join(re.findall(r"(\w+)(?:\[\])?(?:\[[^\]]*\])?$", d)[0] for d in params)
+        names = ", ".join(param_name(d) for d in params)
         name = b.fresh(f"run_{k.name}")
-        config = configs.pop() if len(configs) == 1 else None
-        inline = config is not None and _only_macros(b, config) and rng.random() < 0.7
+        config = config_of_parameters(b, k, launches)
+        inline = config is not None and rng.random() < 0.7
         if inline:
             signature = ", ".join(params)
             launch = f"{callee}<<<{config}>>>({names});"

@@ -61,11 +61,11 @@ def layout(b, rng: random.Random, seed: int) -> dict:
     for k in b.kernels:
         lines = cxx._launch_lines(b, k) or []
         if moved[k.name]:
-            wrappers[k.name] = _wrapper(b, k, [b.main[n] for n in moved[k.name]])
+            wrappers[k.name] = w = _wrapper(b, k, [b.main[n] for n in moved[k.name]], rng)
             for n in moved[k.name]:
                 m = cxx._LAUNCH.match(b.main[n])
-                pieces = cxx._top_level(m.group(4))
-                args = pieces[:2] + (cxx._top_level(m.group(5)) if m.group(5).strip() else [])
+                pieces = [] if w["inline"] else cxx._top_level(m.group(4))[:2]
+                args = pieces + (cxx._top_level(m.group(5)) if m.group(5).strip() else [])
                 b.main[n] = f"{m.group(1)}{wrappers[k.name]['name']}({', '.join(args)});"
         if places[k.name] == "unit" and len(moved[k.name]) != len(lines) or \
                 places[k.name] == "unit" and not lines:
@@ -102,8 +102,10 @@ def _plan(b, rng: random.Random) -> tuple[dict[str, str], dict[str, list[int]]]:
     return places, moved
 
 
-def _wrapper(b, k, launches: list[str]) -> dict:
-    """A host function of kernels.cu that launches `k` with the geometry it is given."""
+def _wrapper(b, k, launches: list[str], rng: random.Random) -> dict:
+    """A host function of kernels.cu that launches `k`: with its geometry written in
+    its parameters and macros where the launches' is (`launch_k(d_y, n)`), else with
+    the geometry it is given (`launch_k(grid, block, d_y, n)`)."""
     ms = [cxx._LAUNCH.match(l) for l in launches]
     callee = ms[0].group(2)
     extras = cxx._top_level(ms[0].group(4))[2:]
@@ -112,12 +114,18 @@ def _wrapper(b, k, launches: list[str]) -> dict:
         for t, v in k.tvalues.items():
             decl = re.sub(rf"\b{t}\b", v, decl)
         params.append(decl)
-    names = ", ".join(re.findall(r"(\w+)(?:\[\])?(?:\[[^\]]*\])?$", d)[0] for d in params)
+    names = ", ".join(cxx.param_name(d) for d in params)
     name = b.fresh(f"launch_{k.name}")
-    signature = ", ".join(["dim3 grid", "dim3 block"] + params)
-    body = f"  {callee}<<<grid, block{''.join(', ' + e for e in extras)}>>>({names});"
-    return {"name": name, "signature": signature, "text": f"void {name}({signature})\n{{\n"
-            f"{body}\n}}\n"}
+    config = cxx.config_of_parameters(b, k, ms)
+    inline = config is not None and rng.random() < 0.8
+    if inline:
+        signature = ", ".join(params)
+        body = f"  {callee}<<<{config}>>>({names});"
+    else:
+        signature = ", ".join(["dim3 grid", "dim3 block"] + params)
+        body = f"  {callee}<<<grid, block{''.join(', ' + e for e in extras)}>>>({names});"
+    return {"name": name, "signature": signature, "inline": inline,
+            "text": f"void {name}({signature})\n{{\n{body}\n}}\n"}
 
 
 # ----------------------------------------------------------------------- the files

@@ -246,6 +246,23 @@ class _Extractor:
         self.statement(assign, ctx, text=_text(node).strip())
         return self._next(ctx)
 
+    def local_struct_field(self, node: c_ast.StructRef) -> bool:
+        """A field of a local struct or vector (`float2 tmp; tmp.x += ...`, `auto p =
+        a[i]; p.mass`): its fields are not modelled as values of their own, so neither
+        their writes nor the dependences through them are; the kernel is outside the
+        affine model (True), its thread axes may still be permuted."""
+        base = node
+        while isinstance(base, (c_ast.StructRef, c_ast.ArrayRef)):
+            base = base.name
+        if not isinstance(base, c_ast.ID) or builtin(node) or \
+                base.name not in self.vars.types or base.name in self.vars.arrays or \
+                base.name in self.vars.pointers:
+            return False
+        self.outside_model("local struct", node, f"'{_text(node)}': a field of the local "
+                           f"'{base.name}' (fields of locals are not modelled)",
+                           _GEOMETRY_ONLY)
+        return True
+
     def early_return(self, node: c_ast.Return, ctx: _Context) -> None:
         if ctx.loops:
             self.outside_model("'return' in a loop", node, "a return inside a loop exits "
@@ -429,6 +446,8 @@ class _Extractor:
     def references(self, node: c_ast.Node | None, kind: str, out: list[Access],
                    ctx: _Context) -> None:
         if node is None:
+            return
+        if isinstance(node, c_ast.StructRef) and self.local_struct_field(node):
             return
         if isinstance(node, (c_ast.ArrayRef, c_ast.StructRef)) and \
                 self.member_reference(node, kind, out, ctx):
