@@ -124,10 +124,21 @@ def table(records: list[dict]) -> str:
     `lowered`, or a changed instance) reaches the model through them."""
     kernels = []
     for r in records:
-        changed = {k["name"].split("<")[0].split("__pc")[0] for k in r["kernels"]
-                   if is_instance(k) and k["action"] != "unchanged"}
-        kernels += [dict(k, action="changed-instance") if k["name"] in changed else k
-                    for k in r["kernels"] if not is_instance(k)]
+        instances: dict[str, list[dict]] = {}
+        for k in r["kernels"]:
+            if is_instance(k):
+                instances.setdefault(k["name"].split("<")[0].split("__pc")[0], []).append(k)
+        for k in r["kernels"]:
+            if is_instance(k):
+                continue
+            read = instances.get(k["name"], [])
+            if any(x["action"] != "unchanged" for x in read):
+                k = dict(k, action="changed-instance")
+            elif k["code"] == "lowered" and not any(outcome(x) not in READING
+                                                     for x in read):
+                # read through instances none of which reached the model
+                k = dict(k, code=next((outcome(x) for x in read), "unparsed"))
+            kernels.append(k)
     by_code = collections.Counter(outcome(k) for k in kernels)
     files_by_rc = collections.Counter(r["rc"] for r in records)
     reading = sum(n for c, n in by_code.items() if c in READING)
