@@ -266,3 +266,13 @@ int main() { float2 *a, *o; cudaMalloc(&a, 1 << 20); cudaMalloc(&o, 1 << 20);
     assert rc == 0, report
     action, reason = decisions(report)["acc2"]
     assert action in ("unchanged", "permuted") and "local struct" in reason, reason
+
+
+def test_allocations_through_cpp_casts_are_alias_evidence():
+    """cudaMalloc(reinterpret_cast<void **>(&d), n), as C++ code writes it, allocates d
+    as cudaMalloc((void **)&d, n) does."""
+    from polycoal.frontend.host import allocation_sites
+    from polycoal.frontend.lexer import tokenize
+    text = ("float *a, *b; cudaMalloc(reinterpret_cast<void **>(&a), 4); "
+            "cudaMalloc(static_cast<void **>(&b), 4); cudaMalloc((void **)&c, 4);")
+    assert allocation_sites(tuple(tokenize(text))) == {"a": "a", "b": "b", "c": "c"}

@@ -27,6 +27,11 @@ real C++ code writes them (templates, namespaces, structs of buffers passed by v
 pointer arithmetic, launches through function-like macros, `assert`), which polycoal
 reads through Clang (frontend/lower.py). The family runtime includes 2-D launches whose
 geometry is known only at run time, with the thread axes to swap (a run-time check).
+
+Over any family's program, `generate(..., constructs=...)` applies C++ constructs
+(cxx.py: templates, host templates, auto, constexpr, casts, std:: calls, aliases,
+#pragma unroll, __device__ helpers, kernels in a header, dim3 spellings, #ifdef) from a
+generator of their own, and `project=True` writes the program as a project (project.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ reproducers, print the tables.
     python tools/difftest.py --replay /tmp/findings/mismatch/bounds-17.cu
 
 Program n (0-based) has seed S + n and family FAMILIES[n % len(FAMILIES)] (or of
---families), so that a run's programs are fixed by --seed, --count and --families.
+--families), so that a run's programs are fixed by --seed, --count and --families (and
+--constructs, --project: the C++ constructs over them, cxx.py, and projects of two
+units, project.py).
 """
 
 from __future__ import annotations
@@ -107,13 +109,15 @@ def save_reproducer(out: str, result: ProgramResult, failure, program: Generated
     name, rest = command(OPTION_SETS.get(option, []))
     args = " ".join(shlex.quote(a) for a in rest)
     confirmed = confirm_with_cli(base + ".cu", option, failure) if confirm and \
-        failure.cls not in NOT_POLYCOAL else "not checked"
+        failure.cls not in NOT_POLYCOAL and program.project is None else "not checked"
+    how = f"  polycoal {name} {os.path.basename(base)}.cu -o out.cu {args}\n" \
+        if program.project is None else \
+        f"  polycoal {name} -p {os.path.basename(base)}.project/build -o out {args}\n"
     with open(base + ".txt", "w") as f:
         f.write(f"class: {failure.cls}\nfamily: {result.family} ({result.variant})\n"
                 f"seed: {result.seed}\noptions: {', '.join(failure.options)}\n"
                 f"confirmed by the command line: {confirmed}\n"
-                f"shape: {result.shape}\n\nreproduce:\n"
-                f"  polycoal {name} {os.path.basename(base)}.cu -o out.cu {args}\n"
+                f"shape: {result.shape}\n\nreproduce:\n{how}"
                 f"  nvcc -arch=sm_90 -c out.cu        # nvcc-error\n"
                 f"  python tools/difftest.py --replay {base}.cu --options {option}"
                 f"    # the whole judgement\n\nmessage:\n{failure.message}\n")

@@ -8,9 +8,11 @@ import re
 
 from polycoal.frontend.lexer import Token
 
-# what `&` takes in a cudaMalloc: a variable, or a struct's field (`&bufs.in`, `&p->out`)
+# what `&` takes in a cudaMalloc: a variable, or a struct's field (`&bufs.in`, `&p->out`),
+# after a C or C++ cast (`(void **)&d`, `reinterpret_cast<void **>(&d)`)
 _ALLOCATION = re.compile(
-    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*)?&\s*"
+    r"\bcuda(?:Malloc|MallocManaged|MallocAsync|MallocPitch)\s*\(\s*(?:\([^()]*\)\s*|"
+    r"(?:reinterpret_cast|static_cast)\s*<[^<>]*>\s*\(\s*)?&\s*"
     r"(\w+(?:\s*(?:\.|->)\s*\w+)*)(?!\s*(?:\[|\.|->|\())")
 _COPY = re.compile(r"(?<![\w.>=!<])\s*([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*=\s*"
                    r"([A-Za-z_]\w*(?:\s*(?:\.|->)\s*\w+)*)\s*;")
