@@ -353,7 +353,7 @@ def judge_project(runner, program, result, tmp: str, transformed=None) -> None:
     """runner.Runner's judgement of a project program (`transformed`: option -> {unit
     path: text}, instead of polycoal, for testing the judge)."""
     from polycoal.difftest.runner import (RUN_TIMEOUT, Failure, _errors, compare,
-                                          kept_unchanged, parse_checks)
+                                          kept_unchanged, parse_checks, run_verdict)
     project = program.project
     root = os.path.join(tmp, "project")
     build = write_project(project, root)
@@ -481,30 +481,10 @@ def judge_project(runner, program, result, tmp: str, transformed=None) -> None:
             for o in options:
                 fail("cpu-compile-error", o, _errors(error), shown)
             continue
-        t = time.monotonic()
-        run = runner.cpu.run(exe, RUN_TIMEOUT)
-        timed("run", t)
-        if run.failure:
+        verdict = run_verdict(runner.cpu, exe, program.checks, want, want_reverse, timed)
+        if verdict:
             for o in options:
-                fail(f"runtime:{run.failure}", o, run.stderr[-1500:], shown)
-            continue
-        diff = compare(program.checks, want, parse_checks(run.stdout))
-        if diff:
-            for o in options:
-                fail("mismatch", o, diff, shown)
-            continue
-        t = time.monotonic()
-        rev = runner.cpu.run(exe, RUN_TIMEOUT, reverse=True)
-        timed("run", t)
-        if rev.failure:
-            for o in options:
-                fail(f"runtime:{rev.failure}", o, "in the reverse order: " +
-                     rev.stderr[-1500:], shown)
-            continue
-        diff = compare(program.checks, want_reverse, parse_checks(rev.stdout))
-        if diff:
-            for o in options:
-                fail("race", o, "blocks and threads in the reverse order: " + diff, shown)
+                fail(verdict[0], o, verdict[1], shown)
     result.failures.extend(failures.values())
     shutil.rmtree(root, ignore_errors=True)
 

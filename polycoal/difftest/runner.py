@@ -600,33 +600,38 @@ class Runner:
                 for o in options:
                     fail("cpu-compile-error", o, _errors(error), text)
                 continue
-            t = time.monotonic()
-            run = self.cpu.run(exe, RUN_TIMEOUT)
-            self._time(result, "run", t)
-            if run.failure:
+            verdict = run_verdict(self.cpu, exe, program.checks, want, want_reverse,
+                                  lambda stage, t: self._time(result, stage, t))
+            if verdict:
                 for o in options:
-                    fail(f"runtime:{run.failure}", o, run.stderr[-1500:], text)
-                continue
-            diff = compare(program.checks, want, parse_checks(run.stdout))
-            if diff:
-                for o in options:
-                    fail("mismatch", o, diff, text)
-                continue
-            # a race the transformation introduced: the result depends on the order in
-            # which blocks and threads run
-            t = time.monotonic()
-            rev = self.cpu.run(exe, RUN_TIMEOUT, reverse=True)
-            self._time(result, "run", t)
-            if rev.failure:
-                for o in options:
-                    fail(f"runtime:{rev.failure}", o, "in the reverse order: " +
-                         rev.stderr[-1500:], text)
-                continue
-            diff = compare(program.checks, want_reverse, parse_checks(rev.stdout))
-            if diff:
-                for o in options:
-                    fail("race", o, "blocks and threads in the reverse order: " + diff, text)
+                    fail(verdict[0], o, verdict[1], text)
         result.failures.extend(failures.values())
+
+
+def run_verdict(cpu, exe: str, checks, want, want_reverse, timed
+                ) -> tuple[str, str] | None:
+    """A transformed program's executable run on the CPU runtime in both orders of its
+    blocks and threads: None where it prints the original's checks both times, else
+    (kind, detail): a run-time failure, a mismatch, or a race the transformation
+    introduced (the result depends on the order in which blocks and threads run).
+    `timed(stage, started)` accounts for each run."""
+    t = time.monotonic()
+    run = cpu.run(exe, RUN_TIMEOUT)
+    timed("run", t)
+    if run.failure:
+        return f"runtime:{run.failure}", run.stderr[-1500:]
+    diff = compare(checks, want, parse_checks(run.stdout))
+    if diff:
+        return "mismatch", diff
+    t = time.monotonic()
+    rev = cpu.run(exe, RUN_TIMEOUT, reverse=True)
+    timed("run", t)
+    if rev.failure:
+        return f"runtime:{rev.failure}", "in the reverse order: " + rev.stderr[-1500:]
+    diff = compare(checks, want_reverse, parse_checks(rev.stdout))
+    if diff:
+        return "race", "blocks and threads in the reverse order: " + diff
+    return None
 
 
 def source_digest(text: str) -> str:
