@@ -28,17 +28,13 @@ it, runs them like single-file programs, and compiles each written unit with nvc
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import time
-import traceback
 
 from polycoal.difftest import cxx
 
@@ -290,38 +286,19 @@ def run_project_transform(build: str, out: str, args: list[str], timeout: int):
     runner.TransformOutcome (its text None: the outputs are files under `out`). An
     internal error a unit confined (exit 3) is classed by its traceback, as in the
     single-file mode (POLYCOAL_TRACEBACK=1 prints it)."""
-    from polycoal.cli import _dispatch
-    from polycoal.difftest.runner import (TransformOutcome, _Timeout, _alarm, _first_lines,
-                                          _quiet_stdout, traceback_class)
-    err = io.StringIO()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(timeout)
+    from polycoal.difftest.runner import TransformOutcome, _first_lines, dispatch
     saved = os.environ.get("POLYCOAL_TRACEBACK")
     os.environ["POLYCOAL_TRACEBACK"] = "1"
-    quiet = _quiet_stdout()
-    quiet.__enter__()
     try:
-        with contextlib.redirect_stderr(err):
-            status = _dispatch(["transform", "-p", build, "-o", out, "--jobs", "1"] + args)
-    except _Timeout:
-        return TransformOutcome(None, None, err.getvalue(), "transform-timeout",
-                                f"transform -p ran past {timeout} s")
-    except SystemExit as e:
-        status = e.code if isinstance(e.code, int) else 2
-    except BaseException as e:          # noqa: BLE001 - any exception is the finding
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return TransformOutcome(None, None, err.getvalue(), traceback_class(e),
-                                "".join(traceback.format_exception(e))[-3000:])
+        status, stderr, failed = dispatch(["transform", "-p", build, "-o", out, "--jobs", "1"]
+                                          + args, timeout, "transform -p")
     finally:
-        quiet.__exit__(None, None, None)
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
         if saved is None:
             os.environ.pop("POLYCOAL_TRACEBACK", None)
         else:
             os.environ["POLYCOAL_TRACEBACK"] = saved
-    stderr = err.getvalue()
+    if failed is not None:
+        return failed
     if status == 0:
         return TransformOutcome(0, None, stderr)
     if status == 3 and "Traceback (most recent call last)" in stderr:

@@ -206,13 +206,13 @@ def _quiet_stdout():
         sink.close()
 
 
-def run_transform(path: str, out: str, args: list[str],
-                  timeout: int = TRANSFORM_TIMEOUT) -> TransformOutcome:
-    """`polycoal transform path -o out args` in this process (below main's last-resort
-    handler, so that an exception escaping the command is seen with its traceback)."""
+def dispatch(argv: list[str], timeout: int, what: str
+             ) -> tuple[int | None, str, "TransformOutcome | None"]:
+    """`polycoal argv` in this process (below main's last-resort handler, so that an
+    exception escaping the command is seen with its traceback), its standard output
+    discarded: (exit status, standard error, the failure's outcome where it timed out
+    or raised, else None)."""
     from polycoal.cli import _dispatch as main
-    if os.path.exists(out):
-        os.unlink(out)
     err = io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
@@ -220,23 +220,34 @@ def run_transform(path: str, out: str, args: list[str],
     quiet.__enter__()          # outside the try: a failure here is the tester's own
     try:
         with contextlib.redirect_stderr(err):
-            name, rest = command(args)
-            status = main([name, path, "-o", out] + rest)
+            status = main(argv)
     except _Timeout:
-        return TransformOutcome(None, None, err.getvalue(), "transform-timeout",
-                                f"transform ran past {timeout} s")
+        return None, err.getvalue(), TransformOutcome(
+            None, None, err.getvalue(), "transform-timeout", f"{what} ran past {timeout} s")
     except SystemExit as e:             # argparse
         status = e.code if isinstance(e.code, int) else 2
     except BaseException as e:          # noqa: BLE001 - any exception is the finding
         if isinstance(e, KeyboardInterrupt):
             raise
-        return TransformOutcome(None, None, err.getvalue(), traceback_class(e),
-                                "".join(traceback.format_exception(e))[-3000:])
+        return None, err.getvalue(), TransformOutcome(
+            None, None, err.getvalue(), traceback_class(e),
+            "".join(traceback.format_exception(e))[-3000:])
     finally:
         quiet.__exit__(None, None, None)
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-    stderr = err.getvalue()
+    return status, err.getvalue(), None
+
+
+def run_transform(path: str, out: str, args: list[str],
+                  timeout: int = TRANSFORM_TIMEOUT) -> TransformOutcome:
+    """`polycoal transform path -o out args` in this process (see dispatch)."""
+    if os.path.exists(out):
+        os.unlink(out)
+    name, rest = command(args)
+    status, stderr, failed = dispatch([name, path, "-o", out] + rest, timeout, "transform")
+    if failed is not None:
+        return failed
     text = None
     if os.path.exists(out):
         with open(out, encoding="utf-8", errors="replace") as f:
