@@ -41,11 +41,13 @@ def _is_stdout(path: str | None) -> bool:
     return path is None or path == "-"
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (a link, a hard link); where either cannot be
+    looked at (it does not exist, `<stdin>.cu`), whether they are the same path."""
     try:
         return os.path.samefile(a, b)
-    except OSError:                 # either does not exist (or cannot be looked at)
-        return False
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _special(path: str) -> bool:
@@ -63,7 +65,7 @@ def check_output(path: str | None, inputs: tuple[str | None, ...] = ()) -> None:
     if _is_stdout(path):
         return
     for source in inputs:
-        if not _is_stdout(source) and _same_file(path, source):
+        if not _is_stdout(source) and same_file(path, source):
             raise InputError(f"{path}: is the input file {source}; polycoal never "
                              "overwrites its input (name another output file)")
     target = os.path.realpath(path)
@@ -162,7 +164,7 @@ def relocate_includes(text: str, source: str | None, output: str | None) -> str:
         name = m.group(2)
         header = os.path.join(source_dir, name)
         if os.path.isabs(name) or not os.path.isfile(header) or \
-                _same_file(os.path.join(output_dir, name), header):
+                same_file(os.path.join(output_dir, name), header):
             return m.group(0)
         new = os.path.relpath(header, output_dir).replace(os.sep, "/")
         return m.group(1) + new + m.group(3)

@@ -15,11 +15,11 @@ stands, as before.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import replace
 
 from polycoal.diagnostics import Diagnostic, Location
+from polycoal.output import same_file
 
 
 def judge_syntax_errors(path: str, options, text: str, kernels: list, functions: dict,
@@ -84,18 +84,11 @@ def _clang_error_in(sites, start: Location | None, stop: Location | None):
     if start is None or stop is None:
         return None
     for site in sites:
-        if _same_file(site[0], start.file) and start.line <= site[1] <= stop.line:
+        if same_file(site[0], start.file) and start.line <= site[1] <= stop.line:
             return site
     return None
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 def _as_named(file: str, path: str) -> str:
     """Clang's absolute name of the input as the user named it."""
-    return path if _same_file(file, path) else file
+    return path if same_file(file, path) else file
