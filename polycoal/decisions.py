@@ -106,6 +106,9 @@ class KernelDecision:
     # optimize/reorganise.Reorganisation: a "reorganised" kernel's plan, or a kept
     # kernel's irregular references and why they stay
     reorganisation: object = None
+    # codegen/permute.IndirectUses: the macro expansions and helper copies a permuted
+    # kernel that reads thread indices through them needs (None: it reads none so)
+    indirect: object = None
 
     @property
     def checked(self) -> bool:

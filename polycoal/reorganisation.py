@@ -13,7 +13,7 @@ from polycoal.codegen.irregular import (NotRewritable, groups, mark_writes, rewr
                                         rewrite_launch, runtime, runtime_position)
 from polycoal.decisions import KernelDecision, internal_error
 from polycoal.diagnostics import Diagnostic
-from polycoal.frontend.program import Program, Span
+from polycoal.frontend.program import JUDGED, Program, Span
 from polycoal.optimize.reorganise import (Reorganisation, host_writes, plan_program,
                                           watched_arrays, written_parameters)
 
@@ -23,7 +23,7 @@ def plan_all(program: Program, decisions: list[KernelDecision], errors: list[Dia
     and rewritable; a failure is confined to its kernel (the kernel stays)."""
     candidates = [d.analysis for d in decisions if d.action == "unchanged" and
                   d.analysis is not None and d.analysis.model is not None and
-                  d.code != "internal-error"]
+                  d.code != "internal-error" and JUDGED not in d.kernel]
     if not candidates:
         return decisions
     failed: list[tuple[str, Exception]] = []

@@ -30,8 +30,9 @@ from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
 from polycoal.frontend.launches import known_values
-from polycoal.frontend.program import Kernel, Program, Span
-from polycoal.codegen.permute import builtin_uses, permute_kernel, permute_launch
+from polycoal.frontend.program import JUDGED, Kernel, Program, Span
+from polycoal.codegen.permute import (Refusal, indirect_uses, permute_kernel,
+                                      permute_launch, reads_indirectly)
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
@@ -122,11 +123,15 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
                               code="unparsed")
     d = KernelDecision(name, "unchanged", "", analysis=analyze_kernel(kernel, program))
+    judged = _judged(kernel, d)
+    if judged is not None and judged.code == "opaque-statements" and d.analysis.races:
+        return replace(judged, reason=f"{judged.reason}; races not judged: an opaque "
+                       "statement may synchronise the threads")
     if d.analysis.races:
         d = _without_races(program, kernel, d, options)
         if d.action == "unchanged" and d.code:
             return d
-    placed = _placement_check(program, kernel, d, options)
+    placed = judged or _placement_check(program, kernel, d, options)
     if placed.code in UNLAUNCHABLE:
         return _unlaunchable(program, kernel, d, placed, options)
     if placed.code:
@@ -135,8 +140,24 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
 
 
 # Reasons a kernel cannot be changed in this file whatever the model says of it: its
-# definition or its launches are elsewhere (a header, a macro, another translation unit)
-UNLAUNCHABLE = frozenset({"not-in-text", "no-launch", "launch-not-in-text"})
+# definition or its launches are elsewhere (a header, a macro, another translation unit),
+# or it holds statements read only as opaque
+UNLAUNCHABLE = frozenset({"not-in-text", "no-launch", "launch-not-in-text",
+                          "opaque-statements"})
+
+
+def _judged(kernel: Kernel, d: KernelDecision) -> KernelDecision | None:
+    """A copy read only to judge a kernel (frontend/lower.py): why it is not changed."""
+    if JUDGED not in kernel.name:
+        return None
+    lines = sorted({o.location.line for o in d.analysis.model.outside
+                    if o.construct == "opaque statement"})
+    if lines:
+        return d.keep("opaque-statements", "statements read only as opaque (C++ outside "
+                      f"polycoal's subset) at {', '.join(f'line {n}' for n in lines)}: "
+                      "not transformed")
+    return d.keep("no-launch", "no launch site in this file: the new geometry could "
+                  "not be launched")
 
 
 def _unlaunchable(program: Program, kernel: Kernel, d: KernelDecision,
@@ -550,14 +571,13 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if warp:
         return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
                       "which depends on warps")
-    callees = [f for f in program.device_functions.values() if f.name in words]
-    if any(builtin_uses(f.expanded) for f in callees):
-        return d.keep("thread-index-in-callee", f"{why}; no permutation: a called device "
-                      "function reads thread indices")
-    if builtin_uses(program.text[kernel.span.start:kernel.span.end]) != \
-            builtin_uses(kernel.expanded):
-        return d.keep("thread-index-in-macro", f"{why}; no permutation: thread indices are "
-                      "used through macros")
+    if reads_indirectly(program, kernel):
+        # thread indices read through macros or helpers: the copy expands those macros
+        # and calls permuted copies of those helpers (codegen/permute.indirect_uses)
+        indirect = indirect_uses(program, kernel, options.preprocessor)
+        if isinstance(indirect, Refusal):
+            return d.keep(indirect.code, f"{why}; no permutation: {indirect.reason}")
+        d = replace(d, indirect=indirect)
     # a component known only at run time is None: the launch checks it (guarded)
     blocks = [l.block_shape or tuple(l.block_parts) for l in launches]
     grids = [l.grid_shape or tuple(l.grid_parts) for l in launches]
@@ -655,7 +675,8 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blo
         if is_identity(source):
             return program.text
         trial = KernelDecision(kernel.name, "permuted", "",
-                               permutation=Permutation(source, 0, 0, ""))
+                               permutation=Permutation(source, 0, 0, ""),
+                               indirect=d.indirect)
         return _splice(program.text, _replacements(program, [trial]))
     choice = search(program.path, options.preprocessor, kernel.name, sources, render,
                     dict(options.arguments))
@@ -700,7 +721,11 @@ def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tup
                                                                    positions)))
         if d.action == "permuted":
             kernel = program.kernel(d.kernel)
-            permuted = permute_kernel(program.text, kernel, d.permutation, d.emitted)
+            if d.indirect is None and reads_indirectly(program, kernel):
+                raise ValueError(f"kernel {kernel.name} reads thread indices through "
+                                 "macros or helpers, and their expansions are not known")
+            permuted = permute_kernel(program.text, kernel, d.permutation, d.emitted,
+                                      d.indirect)
             if d.emitted != d.kernel:          # the original stays for the launches'
                 permuted = program.text[kernel.span.start:kernel.span.end] + "\n\n" + permuted
             out.append((kernel.span, permuted))
@@ -1096,6 +1121,9 @@ def _layout_plans(program: Program, decisions: list[KernelDecision],
                 d = by_name.get(name)
                 if d is None or d.analysis is None or d.analysis.model is None:
                     raise NotRewritable(f"kernel '{name}' is not modelled")
+                if JUDGED in name:          # its kernel is read, and written, as it is
+                    raise NotRewritable(f"kernel '{name.split(JUDGED)[0]}' is read only "
+                                        "to judge it")
                 model = d.analysis.model
                 plan.unrolled[name] = unroll_factors(model, plan.layout, set(params))
                 plan.texts[name] = rewrite_kernel(program, program.kernel(name), params,
@@ -1221,8 +1249,12 @@ def _compiling_lowerings(program: Program, lowerings: list[lower.Lowering],
     get the input's errors (the errors the outputs read through the lowerings may
     have; None: not judged). A lowered program without errors is all it costs."""
     checker = options.compile_check
-    if not compiles.available(checker):
-        return lowerings, [], None
+    # a copy read only to judge a kernel (never launched, never in an output) is not
+    # compiled: a wrong reading of it changes a report, never a program
+    judged = [l for l in lowerings if l.generic]
+    lowerings = [l for l in lowerings if not l.generic]
+    if not compiles.available(checker) or not lowerings:
+        return lowerings + judged, [], None
 
     def compiled(text: str):
         return compiles.compile_errors(checker, program.path, text, options.preprocessor)
@@ -1232,10 +1264,10 @@ def _compiling_lowerings(program: Program, lowerings: list[lower.Lowering],
     lowered = lower.apply(program.text, lowerings)
     after = compiled(lowered.text)
     if after == ():
-        return lowerings, [], original
+        return lowerings + judged, [], original
     before = original()
     if before is None:
-        return lowerings, [], None
+        return lowerings + judged, [], None
 
     def new_errors(chosen: list[lower.Lowering]) -> list[compiles.CompileError] | None:
         after = compiled(lower.apply(program.text, chosen).text)
@@ -1245,11 +1277,12 @@ def _compiling_lowerings(program: Program, lowerings: list[lower.Lowering],
     if found is None:
         found = [compiles.CompileError(0, "the lowered program cannot be compiled at all")]
     if not found:
-        return lowerings, [], original
+        return lowerings + judged, [], original
     bad = compiles.culprits(_by_errors(program.text, lowerings, lowered, found), found,
                             lambda left_out: new_errors([l for l in lowerings
                                                          if l not in left_out]))
-    return [l for l in lowerings if l not in bad], [(l, e) for l, e in bad.items()], original
+    return [l for l in lowerings if l not in bad] + judged, \
+        [(l, e) for l, e in bad.items()], original
 
 
 def _by_errors(text: str, lowerings: list[lower.Lowering], lowered: lower.Lowered,
@@ -1349,8 +1382,8 @@ def _copied(copies: list[lower.Lowering], kept: list[lower.Lowering]) -> str:
     """What became of a kernel read through copies (a template's instantiations, a
     header's kernel): which were transformed, under which names."""
     moved = [f"{l.shown} as {l.kernel}" for l in copies if l in kept]
-    read = [l.shown + (" (stated arguments: no launch of this file instantiates it)"
-                       if l.generic else "") for l in copies if l not in kept]
+    read = [l.shown + (f" ({l.why})" if l.generic and l.why else "") for l in copies
+            if l not in kept]
     parts = ([f"its launches of {', '.join(moved)} run transformed copies (it stays for "
               "its other uses)"] if moved else []) + \
         ([f"read as {', '.join(read)}, not transformed (see there)"] if read else [])
@@ -1389,7 +1422,9 @@ def _declared(text: str, lowerings: list[lower.Lowering]) -> str:
     """A transformed lowered program with each copy declared as transformed
     (lower.declared_before_use)."""
     for lowering in lowerings:
-        if lowering.copy:
+        if lowering.generic:        # read only to judge a kernel: never in an output
+            text = text.replace(lowering.copy, "\n" * lowering.copy.count("\n"))
+        elif lowering.copy:
             text = lower.declared_before_use(text, lowering)
     return text
 

@@ -36,7 +36,32 @@ READING = frozenset({
     "unparsed", "not-in-text", "no-launch", "launch-not-in-text",
     "thread-index-in-macro", "thread-index-in-callee", "name-shared", "used-elsewhere",
     "internal-error", "syntax-error", "refused", "timeout", "not-instantiated",
-    "crash", "lowering-rejected"})
+    "crash", "lowering-rejected", "opaque-statements"})
+
+# Clang's errors in a file read alone (with -I its folder): a file with errors is not a
+# translation unit of its project (a fragment another file includes, or one that needs
+# flags of its build); its kernels are also read where they are included
+_UNIT_ERRORS = """
+import sys
+from polycoal.frontend import clang
+from polycoal.frontend.preprocess import PreprocessorOptions
+path, folder = sys.argv[1], sys.argv[2]
+text = open(path, encoding="utf-8", errors="surrogateescape").read()
+options = PreprocessorOptions(include_dirs=(folder,),
+                              defines=("cudaThreadSynchronize=cudaDeviceSynchronize",))
+print(len(clang.error_sites(path, options, text)))
+"""
+
+
+def unit_errors(path: Path, timeout: int = 120) -> int | None:
+    """How many errors Clang reports in the file read alone (None: not known)."""
+    try:
+        r = subprocess.run([sys.executable, "-c", _UNIT_ERRORS, str(path), str(path.parent)],
+                           capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        return int(r.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
 
 
 def corpus_files(root: Path) -> list[Path]:
@@ -98,6 +123,7 @@ def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> d
     # kernel changed
     changed = dest.exists() and any(k["action"] != "unchanged" for k in record["kernels"])
     record["changed"] = changed
+    record["unit_errors"] = unit_errors(path)
     if nvcc and (rc == 2 or changed):
         ok, why = nvcc_compiles(path, path.parent)
         record["nvcc_original"] = [ok, why]
@@ -122,7 +148,7 @@ def is_instance(k: dict) -> bool:
 def table(records: list[dict]) -> str:
     """Counts by kernel definition: a kernel read through its instantiations (code
     `lowered`, or a changed instance) reaches the model through them."""
-    kernels = []
+    kernels, kernels_with_files = [], []
     for r in records:
         instances: dict[str, list[dict]] = {}
         for k in r["kernels"]:
@@ -139,13 +165,20 @@ def table(records: list[dict]) -> str:
                 # read through instances none of which reached the model
                 k = dict(k, code=next((outcome(x) for x in read), "unparsed"))
             kernels.append(k)
+            kernels_with_files.append((k, r))
     by_code = collections.Counter(outcome(k) for k in kernels)
     files_by_rc = collections.Counter(r["rc"] for r in records)
     reading = sum(n for c, n in by_code.items() if c in READING)
+    units = [k for k, r in kernels_with_files if r.get("unit_errors") == 0]
+    unit_reading = sum(1 for k in units if outcome(k) in READING)
     lines = [f"files: {len(records)}; exit status: " +
              ", ".join(f"{rc}: {n}" for rc, n in sorted(files_by_rc.items())),
              f"kernels: {len(kernels)}; reach the model: {len(kernels) - reading} "
              f"({100.0 * (len(kernels) - reading) / max(len(kernels), 1):.1f}%)",
+             f"kernels of files Clang compiles alone (translation units, "
+             f"{sum(1 for r in records if r.get('unit_errors') == 0)} files): {len(units)}; "
+             f"reach the model: {len(units) - unit_reading} "
+             f"({100.0 * (len(units) - unit_reading) / max(len(units), 1):.1f}%)",
              f"files changed: {sum(r['changed'] for r in records)}; kernels changed: "
              f"{by_code.get('changed', 0)}",
              f"internal errors: {sum(1 for r in records for d in r['diagnostics'] if d['code'] == 'internal-error') + files_by_rc.get(3, 0)}"]
@@ -176,16 +209,28 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--match", default="", help="only files whose path contains this")
     p.add_argument("--table", type=Path, help="print the table of an earlier sweep")
+    p.add_argument("--again", type=Path, metavar="OLD/sweep.json",
+                   help="sweep again only the files of an earlier sweep where a kernel's "
+                        "reason is about reading the code, or that changed; the others' "
+                        "records are carried over (a quick look, not a measurement)")
     args = p.parse_args(argv)
     if args.table:
         print(table(json.loads(args.table.read_text())))
         return 0
     work = [(f, root) for root in args.roots for f in corpus_files(root)
             if args.match in str(f)]
+    carried = []
+    if args.again:
+        old = json.loads(args.again.read_text())
+        redo = {r["file"] for r in old if r.get("changed") or r["rc"] != 0 or any(
+            k.get("code") in READING or k.get("code") == "lowered" for k in r["kernels"])}
+        carried = [r for r in old if r["file"] not in redo]
+        work = [(f, root) for f, root in work
+                if str(f.relative_to(root.parent)) in redo]
     if args.limit:
         work = work[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
-    records = []
+    records = list(carried)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(sweep_file, f, root.parent, args.out, args.nvcc, args.timeout)
                    for f, root in work]

@@ -12,7 +12,7 @@ from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.extract import extract_model
-from polycoal.model.kernel_model import KernelModel, Loop
+from polycoal.model.kernel_model import KernelModel, Loop, OutsideModel
 
 
 @dataclass
@@ -70,6 +70,10 @@ def analyze_program(program: Program, kernel_name: str | None = None) -> Program
     return ProgramAnalysis(program, [analyze_kernel(k, program) for k in kernels])
 
 
+# the most statements a kernel's dependences are computed for (see analyze_kernel)
+STATEMENT_BUDGET = 150
+
+
 def analyze_kernel(kernel: Kernel, program: Program,
                    collapse: frozenset[str] = frozenset(),
                    assumed: tuple[str, ...] = ()) -> KernelAnalysis:
@@ -90,6 +94,15 @@ def analyze_kernel(kernel: Kernel, program: Program,
             if a.space in ("private", "local", "shared"):
                 continue
             result.references.append(analyze_reference(model, s, a, counts[s.name]))
+    if len(model.statements) > STATEMENT_BUDGET:
+        # dependences and races cost the square of the statements (a kernel unrolled by
+        # hand, hundreds of updates of private scalars): judged by its references alone
+        model.outside.append(OutsideModel(
+            "size", kernel.location, f"{len(model.statements)} statements, more than the "
+            f"{STATEMENT_BUDGET} whose dependences polycoal computes",
+            "analysis only; the kernel is left unchanged"))
+        _suggest(result)
+        return result
     barrier = model.synchronises
     if not barrier:
         result.races = detect_races(model)

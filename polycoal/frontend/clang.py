@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 
-from polycoal.frontend import toolkit
+from polycoal.frontend import opaque, toolkit
 from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 
@@ -85,6 +85,9 @@ class ClangKernel:
     # the kind of each template parameter: "type", "int" (an integer or bool value),
     # or "other" (an enum, a template template parameter, a pack)
     template_kinds: tuple[str, ...] = ()
+    # statements the C subset cannot read, as (start, end, `__pc_opaque(...)` text) in its
+    # file (frontend/opaque.py): () none, None one outside every statement
+    opaque: tuple[tuple[int, int, str], ...] | None = ()
 
     @property
     def is_template(self) -> bool:
@@ -527,6 +530,62 @@ _DEDUCIBLE = re.compile(r"(?:const\s+)?(?:unsigned\s+|signed\s+|struct\s+)?"
                         r"(?:long long|[A-Za-z_]\w*)(?:\s*\*(?:\s*const)?)*")
 
 
+def _deduced_type(ci, declaration) -> str | None:
+    """The type `auto` deduces for a variable: Clang's, or in a template where the
+    initializer depends on the template's parameters (Clang deduces at instantiation),
+    the initializer's type as written (`const T *`: the copy replaces T)."""
+    t = declaration.type
+    canonical = t.get_canonical()
+    if "auto" not in canonical.spelling:
+        return canonical.spelling
+    initializer = [c for c in declaration.get_children() if c.kind.is_expression()]
+    if len(initializer) != 1:
+        return None
+    spelling = _written_type_of(ci, initializer[0])
+    return None if spelling is None or "auto" in spelling or "<" in spelling or \
+        "::" in spelling else spelling
+
+
+def _written_type_of(ci, e, depth: int = 0) -> str | None:
+    """The type of an expression, as written where it depends on a template's
+    parameters: of a variable or parameter, and through pointer arithmetic, subscripts
+    and dereferences of it (`x1 + 3 * i` of a `const T *x1` is `const T *`); None where
+    it would take more (an arithmetic conversion of T)."""
+    K = ci.CursorKind
+    if depth > 8:
+        return None
+    if e.kind == K.DECL_REF_EXPR and e.referenced is not None:
+        ref = e.referenced
+        if ref.kind == K.VAR_DECL and "auto" in ref.type.spelling:
+            return _deduced_type(ci, ref)
+        canonical = ref.type.get_canonical().spelling
+        return ref.type.spelling if "type-parameter-" in canonical else canonical
+    t = e.type
+    if t.spelling != "<dependent type>" and t.kind != ci.TypeKind.DEPENDENT and \
+            "auto" not in t.spelling:
+        canonical = t.get_canonical().spelling
+        return t.spelling if "type-parameter-" in canonical else canonical
+    children = list(e.get_children())
+    if e.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(children) == 1:
+        return _written_type_of(ci, children[0], depth + 1)
+    if e.kind == K.BINARY_OPERATOR and len(children) == 2:
+        sides = [_written_type_of(ci, c, depth + 1) for c in children]
+        pointers = [x for x in sides if x is not None and x.rstrip().endswith("*")]
+        operator = [t.spelling for t in e.get_tokens()][len(list(children[0].get_tokens()))
+                                                           :][:1]
+        if len(pointers) == 1 and operator in (["+"], ["-"]):
+            return pointers[0]
+        return None
+    if e.kind == K.ARRAY_SUBSCRIPT_EXPR and children:
+        base = _written_type_of(ci, children[0], depth + 1)
+        return base.rstrip()[:-1].rstrip() if base and base.rstrip().endswith("*") else None
+    if e.kind == K.UNARY_OPERATOR and children and \
+            next(iter(e.get_tokens())).spelling == "*":
+        base = _written_type_of(ci, children[0], depth + 1)
+        return base.rstrip()[:-1].rstrip() if base and base.rstrip().endswith("*") else None
+    return None
+
+
 def _words(ci, kernel):
     """The kernel's C++ words with their C spellings (ClangKernel.words)."""
     K = ci.CursorKind
@@ -539,12 +598,24 @@ def _words(ci, kernel):
         if "auto" not in names or d.spelling not in names:
             continue
         at, name_at = names.index("auto"), names.index(d.spelling)
-        # `[const] auto name = ...`: the type alone stands for auto (not `auto *p`, `auto &r`)
-        if name_at != at + 1 or any(w not in ("const", "static") for w in names[:at]):
+        # `[const] auto [*...] name = ...`: the type stands for auto, less the pointers and
+        # the const written around it (not `auto &r`)
+        stars = names[at + 1:name_at]
+        if any(w != "*" for w in stars) or any(w not in ("const", "static")
+                                               for w in names[:at]):
             continue
-        t = d.type.get_canonical()
-        spelling = t.spelling.replace("const ", "", 1) if t.is_const_qualified() else \
-            t.spelling
+        spelling = _deduced_type(ci, d)
+        if spelling is None:
+            continue
+        for _ in stars:
+            if not spelling.rstrip().endswith("*"):
+                spelling = None
+                break
+            spelling = spelling.rstrip()[:-1].rstrip()
+        if spelling is None:
+            continue
+        if spelling.startswith("const ") and ("const" in names[:at] or not stars):
+            spelling = spelling[len("const "):]
         if _DEDUCIBLE.fullmatch(spelling.strip()):
             deduced[_at(tokens[at].extent.start)] = (_at(tokens[at].extent.end), spelling)
     out = [(start, end, spelling) for start, (end, spelling) in deduced.items()]
@@ -563,7 +634,9 @@ def _words(ci, kernel):
                 k + 2 < len(tokens) and tokens[k + 2].spelling == "(":
             qualified = k > 0 and tokens[k - 1].spelling == "std"
             first = tokens[k - 1] if qualified else t
-            if qualified or k == 0 or tokens[k - 1].kind.name != "IDENTIFIER":
+            # not a member of a class (`numeric_limits<int>::max()`, `Limits::max()`)
+            if qualified or k == 0 or (tokens[k - 1].kind.name != "IDENTIFIER" and
+                                       tokens[k - 1].spelling != ">"):
                 out.append((_at(first.extent.start), end, ""))
     return out
 
@@ -730,16 +803,29 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         calls = tuple(_calls(ci, c))
         casts = tuple(_casts(ci, c, file_text(c.location.file.name)))
         extent = c.extent
+        words = tuple(_words(ci, c))
+        covered = [(a, b) for a, b, _ in aliases] + [(a, b) for a, b, _ in words] + \
+            [(x[0], x[-1]) for x in casts] + [(x.start, x.end) for x in calls] + \
+            [(a, b) for a, b, _, _ in members] + [(x[2], x[3]) for x in records]
+        opaque_statements = opaque.statements(ci, c, file_text(c.location.file.name),
+                                              covered, _at, [
+            (line, column) for f, line, column, _ in unit.error_sites
+            if f == c.location.file.name and extent.start.line <= line <= extent.end.line])
+        if opaque_statements:       # barriers and group handles are lowered exactly
+            words += tuple(x for x in opaque_statements if opaque.MARK not in x[2])
+            opaque_statements = tuple(x for x in opaque_statements
+                                      if opaque.MARK in x[2])
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  _at(extent.start), _at(extent.end)),
                            params, tuple(sorted(constants.items())), declared,
                            tuple(sorted(set(aliases))), records, members, calls, casts,
-                           _clean(ci, c, unit.error_sites), tuple(_words(ci, c)),
+                           _clean(ci, c, unit.error_sites), words,
                            tuple(_template_kind(ci, p) for p in c.get_children()
                                  if p.kind in (ci.CursorKind.TEMPLATE_TYPE_PARAMETER,
                                                ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
-                                               ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER)))
+                                               ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER)),
+                           opaque_statements)
 
     def launch_of(c, tokens: list[str], top, instance=()) -> ClangLaunch:
         callee = c.referenced

@@ -29,9 +29,11 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from polycoal.frontend.limits import with_limits
 from polycoal.frontend.lexer import ASSIGNMENTS, Token, line_ends, matching, tokenize
 from polycoal.frontend.normalise import PURE_FUNCTIONS
 from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.frontend.program import JUDGED
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,10 @@ class Lowering:
     # it: ([start, end) of the launch statement, the condition on the template's
     # parameters, the launch redirected); apply() joins the branches of one statement
     branches: tuple[Branch, ...] = ()
-    # a template no launch of this file instantiates, read at stated arguments only to
-    # judge it (type parameters float, integer ones GENERIC_VALUE): never launched, so
-    # never in an output
+    # a kernel read only to judge it (_judged): never launched, so never in an output;
+    # `why` says how it was read (at which arguments, with which statements opaque)
     generic: bool = False
+    why: str = ""
 
 
 # the stated arguments of a template read generically (Lowering.generic)
@@ -186,13 +188,24 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
     taken = {t.text for t in tokens if t.kind == "id"}
     lowerings: list[Lowering] = []
     for kernel in unit.kernels:
-        if not kernel.clean:        # Clang's errors elsewhere in the file leave it be
-            continue
+        if not kernel.clean and not kernel.opaque:
+            continue            # Clang's errors inside it, or in what it uses
         mine = program.kernel(kernel.name)
         in_main = os.path.abspath(kernel.place.file) == main
+        if kernel.opaque and (mine is None or mine.ast is None):
+            # statements the C subset cannot read: judged through a copy, never changed
+            judged = _judged(program.text, kernel, unit, in_main, taken, main)
+            if judged is not None:
+                taken.add(judged.kernel)
+                lowerings.append(judged)
+            continue
+        if not kernel.clean:
+            continue
         if in_main and not kernel.is_template and not kernel.records:
             inlined = any(c.helper in unit.helpers for c in kernel.calls)
-            cpp = kernel.aliases or kernel.casts or kernel.words
+            cpp = kernel.aliases or kernel.casts or kernel.words or \
+                with_limits(written := program.text[kernel.place.start:kernel.place.end]) \
+                != written
             if mine is not None and (mine.ast is None and cpp or inlined):
                 lowering = _in_place(program.text, kernel, unit.helpers)
                 if lowering.edits[0][2] != program.text[kernel.place.start:kernel.place.end]:
@@ -203,12 +216,12 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
                     _written(program.text, l, kernel.name) and
                     _plain_records(program.text, l, kernel) and
                     (not l.instance or _dispatchable(tokens, l, options.std))]
-        if not launches and kernel.is_template and not any(
-                l.kernel == kernel.qualified for l in unit.launches if not l.dependent):
-            generic = _generic(program.text, kernel, unit, in_main, taken)
-            if generic is not None:
-                taken.add(generic.kernel)
-                lowerings.append(generic)
+        if not launches and (kernel.is_template or not in_main and (
+                mine is None or mine.ast is None)):
+            judged = _judged(program.text, kernel, unit, in_main, taken, main)
+            if judged is not None:
+                taken.add(judged.kernel)
+                lowerings.append(judged)
             continue
         if not launches or _referenced_elsewhere(tokens, kernel, launches, in_main):
             continue
@@ -375,7 +388,7 @@ def _qualifier_start(text: str, start: int) -> int:
 
 
 def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
-                        fields: bool = False) -> str:
+                        fields: bool = False, opaque: bool = False) -> str:
     """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
     names, qualifiers included, replaced by the types they stand for; its calls of small
     `__device__` helpers inlined (`accumulate(acc, A[i])` -> `(acc) += (A[i]) * 0.5f`);
@@ -398,7 +411,7 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
                 _declaration(t, f"{name}__{f}") for f, t in members)))
         for start, end, name, member in kernel.members:
             edits.append((start - offset, end - offset, f"{name}__{member}"))
-    for start, end, spelling in kernel.words:
+    for start, end, spelling in kernel.words + ((kernel.opaque or ()) if opaque else ()):
         if 0 <= start - offset <= end - offset <= len(text):
             edits.append((start - offset, end - offset, spelling))
     for start, type_start, type_end, inner_start, inner_end, end in kernel.casts:
@@ -601,7 +614,7 @@ def _declaration(type_: str, name: str) -> str:
 
 def _in_place(text: str, kernel, helpers: dict) -> Lowering:
     start, end = kernel.place.start, kernel.place.end
-    lowered = _lowered_definition(text[start:end], start, kernel, helpers)
+    lowered = with_limits(_lowered_definition(text[start:end], start, kernel, helpers))
     return Lowering(kernel.name, kernel.qualified, kernel.place.file, kernel.place.line,
                     ((start, end, lowered),), inlined=_helpers_of(kernel, helpers))
 
@@ -616,13 +629,13 @@ def _blank(text: str) -> str:
 
 
 def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str, ...],
-          name: str, launches) -> Lowering:
+          name: str, launches, opaque: bool = False) -> Lowering:
     """A plain copy of `kernel` (an instantiation of it when `arguments`) named `name`,
     and the edits of the input `text` that declare it and redirect `launches` to it;
     `file_text`: the text of the file that defines the kernel."""
     start, end = kernel.place.start, kernel.place.end
     definition = _lowered_definition(file_text[start:end], start, kernel, helpers,
-                                     fields=True)
+                                     fields=True, opaque=opaque)
     tokens = tokenize(definition)
     edits = []
     first = 0
@@ -648,7 +661,7 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     if named is not None and tokens[first:named] and not any(
             t.text in ("static", "extern") or t.kind == "str" for t in tokens[first:named]):
         edits.append((tokens[first].start, tokens[first].start, "static "))
-    body = _replace(definition, edits)
+    body = with_limits(_replace(definition, edits))
     namespaces = kernel.qualified.split("::")[:-1]
     opening = "".join(f"namespace {n} {{ " for n in namespaces)
     closing = " }" * len(namespaces)
@@ -678,22 +691,41 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
                     _helpers_of(kernel, helpers), tuple(branches))
 
 
-def _generic(text: str, kernel, unit, in_main: bool, taken: set[str]) -> Lowering | None:
-    """A template kernel no launch of this file instantiates (its launches are in
-    another unit, in a host template never called here, or nowhere), read at stated
-    arguments to judge it: type parameters float, integer parameters 128. None where a
-    parameter is of another kind."""
-    if any(k not in ("type", "int") for k in kernel.template_kinds) or \
+def _judged(text: str, kernel, unit, in_main: bool, taken: set[str],
+            text_path: str = "") -> Lowering | None:
+    """A copy of a kernel no launch of this file can run (its launches are in a header's
+    host code, in another unit, in a host template never called here, or nowhere), read
+    only to judge it: a template at the arguments of an instantiation Clang saw in the
+    unit (a launch in a header), else at stated arguments (type parameters float,
+    integer parameters 128; None where a parameter is of another kind). Never launched,
+    so never in an output."""
+    instances = [l for l in unit.launches
+                 if l.kernel == kernel.qualified and not l.dependent and
+                 len(l.template_arguments) == len(kernel.template_parameters)]
+    opaque = "statements read only as opaque: never transformed" if kernel.opaque else ""
+    if instances:
+        arguments = instances[0].template_arguments
+        outside = all(os.path.abspath(l.file) != os.path.abspath(text_path)
+                      for l in instances) if text_path else True
+        why = opaque or ("as a launch outside this file instantiates it: no launch of "
+                         "this file can run a copy" if outside else
+                         "its launches here cannot run a copy")
+    elif any(k not in ("type", "int") for k in kernel.template_kinds) or \
             len(kernel.template_kinds) != len(kernel.template_parameters):
         return None
+    else:
+        arguments = tuple(GENERIC_TYPE if k == "type" else GENERIC_VALUE
+                          for k in kernel.template_kinds)
+        why = "; ".join(filter(None, [
+            "stated arguments: no launch of this file instantiates it"
+            if kernel.is_template else "", opaque])) or \
+            "no launch of this file can run a copy"
     definition = text if in_main else _read(kernel.place.file)
     if definition is None:
         return None
-    arguments = tuple(GENERIC_TYPE if k == "type" else GENERIC_VALUE
-                      for k in kernel.template_kinds)
-    name = _fresh(f"{kernel.name}__pc_generic", taken)
-    return replace(_copy(text, definition, kernel, unit.helpers, arguments, name, []),
-                   generic=True)
+    name = _fresh(kernel.name + JUDGED, taken)
+    return replace(_copy(text, definition, kernel, unit.helpers, arguments, name, [],
+                         opaque=True), generic=True, why=why)
 
 
 def _branch(text: str, launch, redirect: list[tuple[int, int, str]], scope: int) -> Branch:

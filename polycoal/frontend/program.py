@@ -9,6 +9,10 @@ from pycparser import c_ast
 from polycoal.diagnostics import Diagnostic, Location
 
 
+# the name of a copy read only to judge a kernel follows the kernel's with this
+JUDGED = "__pc_judged"
+
+
 @dataclass(frozen=True)
 class Span:
     """Character offsets [start, end) in the original file's text."""
@@ -105,4 +109,10 @@ class Program:
         return next((k for k in self.kernels if k.name == name), None)
 
     def launches_of(self, name: str) -> list[Launch]:
-        return [launch for launch in self.launches if launch.kernel == name]
+        """The launches of a kernel; of a copy read only to judge a kernel
+        (`k__pc_judged`, frontend/lower.py), the kernel's: how the program runs it."""
+        own = [launch for launch in self.launches if launch.kernel == name]
+        if own or JUDGED not in name:
+            return own
+        return [launch for launch in self.launches
+                if launch.kernel == name[:name.index(JUDGED)]]

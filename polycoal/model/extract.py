@@ -19,6 +19,7 @@ from pycparser import c_ast, c_generator
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
+from polycoal.frontend.opaque import MARK as OPAQUE
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.accumulation import accumulation
 from polycoal.model.delinearize import assign_array_shapes
@@ -737,7 +738,11 @@ class _Extractor:
                                f"{name}(): threads of a block synchronise, so statement "
                                "instances of different threads are ordered", _GEOMETRY_ONLY)
             return
-        if name in d.warp_functions:
+        if name == OPAQUE:
+            self.outside_model("opaque statement", node, "a statement polycoal reads "
+                               "only as opaque (C++ outside its subset): its memory effects "
+                               "are unknown", _NOTHING)
+        elif name in d.warp_functions:
             self.outside_model("warp intrinsic", node, f"{name}: lanes exchange data",
                                _NOTHING)
         elif name in d.pure_functions or name in d.check_functions:
