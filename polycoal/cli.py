@@ -314,6 +314,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_preprocessor_options(prepare)
     prepare.add_argument("--std", default=DEFAULT_STD, help="language standard, as -std")
     prepare.add_argument("--depfile", help="write the files read here (make syntax)")
+    prepare.add_argument("--compile-option", dest="compile_options", action="append",
+                         default=[], metavar="OPTION",
+                         help="an element of the build's compile options (the CMake "
+                         "package gives a target's COMPILE_OPTIONS, `SHELL:` ones included, "
+                         "as --compile-option=OPTION): the forced includes among them "
+                         "(-include, --pre-include, -imacros) are read as -include and "
+                         "-imacros are")
     return parser
 
 
@@ -713,7 +720,32 @@ def cmd_trace(args) -> int:
 
 def cmd_prepare(args) -> int:
     from polycoal.build.launcher import prepare_file
-    return prepare_file(args.input, args.output, _preprocessor_options(args), args.depfile)
+    options = _preprocessor_options(args)
+    if args.compile_options:
+        from dataclasses import replace
+        forced, imacros = forced_includes_of(args.compile_options)
+        options = replace(options, forced_includes=options.forced_includes + forced,
+                          imacros=options.imacros + imacros)
+    return prepare_file(args.input, args.output, options, args.depfile)
+
+
+def forced_includes_of(options: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the -include/--pre-include files, the -imacros files) of a target's compile
+    options as CMake holds them (`SHELL:-include a.h` one element, split as a shell
+    would; `-include;a.h` two)."""
+    import shlex
+    from polycoal.build.command import parse_command
+    args: list[str] = []
+    for option in options:
+        if option.startswith("SHELL:"):
+            try:
+                args += shlex.split(option[len("SHELL:"):])
+            except ValueError:
+                args.append(option[len("SHELL:"):])
+        elif option:
+            args.append(option)
+    command = parse_command(args)
+    return tuple(command.forced_includes), tuple(command.imacros)
 
 
 INTERNAL_ERROR = 3      # exit status of a failure inside polycoal (a bug), see README

@@ -13,14 +13,16 @@ transformed as a copy in each unit that launches it, as in single-file mode.
 
 What the project adds to the per-file pipeline:
 
-- Kernels that cross units. A kernel defined in one unit and launched (or named) in
-  another, through a prototype, is one the per-file pipeline cannot see whole: where it
-  is defined it has no launch (code `no-launch`), and where it is launched it has no
-  definition. polycoal rewrites a kernel together with its launches in one unit, so such
-  a kernel is left as written, and its decision (code `launched-in-other-unit`) says
-  where it is launched. Where its own unit launches it too and the first pass changed
-  it (the other units' launches would then run a kernel made for another geometry),
-  that unit is transformed again with the kernel kept (`keep_marker`).
+- Kernels that cross units. A kernel defined in one unit and launched in another,
+  through a prototype, is one the per-file pipeline cannot see whole: where it is
+  defined it has no launch (code `no-launch`), and where it is launched it has no
+  definition. Each unit is first transformed alone; where its own unit launches such a
+  kernel too and changed it, that unit is transformed again with the kernel kept
+  (`keep_marker`). Then polycoal/cross_unit.py decides the kernel on the units read as
+  one program and makes its edits (the kernel where it is defined, the launches where
+  they are, declarations of the new kernels they run) on those texts; where it cannot,
+  the kernel is left as written (code `launched-in-other-unit`, with the reason and
+  where it is launched).
 - Internal linkage. Two units that include one header may each add a transformed copy
   of its kernel (`row_scale__pc_float`); as in single-file mode, every `__global__`
   function polycoal adds to a unit is `static` (frontend/lower.py, the run-time support's
@@ -526,11 +528,14 @@ def _places(uses: list[Launched], limit: int = 4) -> str:
     return shown + (f" and {len(uses) - limit} more" if len(uses) > limit else "")
 
 
-def relabel(result: UnitResult, uses: dict[str, list[Launched]]) -> UnitResult:
-    """The unit's decisions for kernels it defines that other units launch: kept where the
-    per-file pipeline had no launch of them (or was told to keep them), with code
+def relabel(result: UnitResult, uses: dict[str, list[Launched]],
+            refusals: dict[str, str] | None = None) -> UnitResult:
+    """The unit's decisions for kernels it defines that other units launch and that the
+    cross-unit pass did not take (`refusals`: why, per kernel): kept where the per-file
+    pipeline had no launch of them (or was told to keep them), with code
     `launched-in-other-unit` and where they are launched; other decisions of such kernels
     say where else they run."""
+    refusals = refusals or {}
     crossing = {k: uses[k] for k in result.external if k in uses}
     if not crossing:
         return result
@@ -548,9 +553,10 @@ def relabel(result: UnitResult, uses: dict[str, list[Launched]]) -> UnitResult:
                 what = "launched from" if launched else "named in"
             else:                       # launched here too (the pipeline checks that first)
                 what = "launched here and " + ("from" if launched else "named in")
-            reason = (f"{what} other translation units: {_places(where)}; polycoal "
-                      "rewrites a kernel together with its launches in one translation "
-                      "unit, so it is left as written")
+            why = refusals.get(k.name, "no unit built with it (its CMake target) "
+                               "launches it")
+            reason = (f"{what} other translation units: {_places(where)}; left as "
+                      f"written: {why}")
             k = replace(k, code=OTHER_UNIT, reason=reason, launches=launches)
             relabelled.add(k.name)
             notes.append(Diagnostic("note", OTHER_UNIT, f"kernel '{k.name}' left unchanged: "
@@ -835,9 +841,14 @@ def transform_project(build: str, out_dir: str, options, root: str | None = None
                                 f"{tasks[k][0].source}: kernels launched from other units could "
                                 "not be kept as written; the unit is not transformed")
                 results[k] = r
+        # kernels defined in one unit and launched from others (polycoal/cross_unit.py)
+        results, refusals, handled = transform_crossing(
+            [task[0] for task in tasks], _targets(units, keys, distinct), results, uses,
+            root, options)
     finally:
         progress.close()
-    results = [relabel(r, uses) for r in results]
+    results = [relabel(r, {k: v for k, v in uses.items() if k not in handled.get(t, ())},
+                       refusals.get(t, {})) for t, r in enumerate(results)]
     per_unit = [results[distinct.index(key)] for key in keys]
     outputs, writes, notes = assign_outputs(units, per_unit, root, out_dir)
     inputs = [database] + [u.source for u in units] + \
@@ -863,6 +874,29 @@ def transform_project(build: str, out_dir: str, options, root: str | None = None
         stdout.write(render_text(project))
     stdout.flush()
     return project.status
+
+
+def _targets(units: list[Unit], keys: list, distinct: list) -> list[frozenset[str]]:
+    """Per task, the CMake targets of the entries it stands for ("" where not known)."""
+    return [frozenset(u.target for u, k in zip(units, keys) if k == key) for key in distinct]
+
+
+def transform_crossing(task_units: list[Unit], targets: list[frozenset[str]],
+                       results: list[UnitResult], uses: dict[str, list[Launched]],
+                       root: str, options):
+    """The kernels defined in one unit and launched from others transformed where they
+    are defined, their launches rewritten where they are (polycoal/cross_unit.py): (the
+    results, per task the reasons its kernels are kept, per task the kernels it took
+    over)."""
+    from polycoal import cross_unit
+    if not uses:
+        return results, {}, {}
+    texts = [_readable(u.source) for u in task_units]
+    crossings, refusals = cross_unit.plan(task_units, targets, results, uses, texts, root)
+    done = cross_unit.run(crossings, task_units, results, texts, options, root)
+    for t, more in done.refusals.items():
+        refusals.setdefault(t, {}).update(more)
+    return cross_unit.apply(done, task_units, results, texts), refusals, done.handled
 
 
 def _readable(path: str) -> tuple[str, str] | None:

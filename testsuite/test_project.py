@@ -304,15 +304,18 @@ def test_project_outputs(transformed):
     project, build, out, report, stderr, _ = transformed
     src = project / "src"
     # cols.cu transforms alike for both targets: written once; rows.cu's launches use
-    # the target's ROW_BLOCK: one variant per target; main.cu and shift.cu unchanged;
-    # no header (kernels.cuh, app.h, the included detail/row_sums_impl.cu)
+    # the target's ROW_BLOCK: one variant per target; shift.cu's kernels transformed
+    # where they are defined and their launches in main.cu rewritten (alike for both
+    # targets); no header (kernels.cuh, app.h, the included detail/row_sums_impl.cu)
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == \
-        ["cols.cu", "rows.app.cu", "rows.app_narrow.cu"]
+        ["cols.cu", "main.cu", "rows.app.cu", "rows.app_narrow.cu", "shift.cu"]
     assert report["schema"] == "polycoal-project" and report["status"] == 0
     assert report["root"] == str(src)
     outputs = {(Path(u["file"]).name, u["target"]): u["output"] for u in report["units"]}
-    assert outputs == {("main.cu", "app"): None, ("main.cu", "app_narrow"): None,
-                       ("shift.cu", "app"): None, ("shift.cu", "app_narrow"): None,
+    assert outputs == {("main.cu", "app"): str(out / "main.cu"),
+                       ("main.cu", "app_narrow"): str(out / "main.cu"),
+                       ("shift.cu", "app"): str(out / "shift.cu"),
+                       ("shift.cu", "app_narrow"): str(out / "shift.cu"),
                        ("cols.cu", "app"): str(out / "cols.cu"),
                        ("cols.cu", "app_narrow"): str(out / "cols.cu"),
                        ("rows.cu", "app"): str(out / "rows.app.cu"),
@@ -342,21 +345,19 @@ def test_project_report_kernels(transformed):
         by.setdefault((Path(k["unit"]).name, k["name"]), []).append(k)
     for name in ("shift_rows", "bump_rows"):
         for k in by[("shift.cu", name)]:               # once per target
-            assert k["action"] == "unchanged" and k["code"] == "launched-in-other-unit"
+            # transformed where it is defined, its launches in main.cu rewritten there
+            assert k["action"] == "restructured" and k["code"] == "restructured"
             assert k["launched_in_other_units"] == [f"{main_cu}:{line_of[name]}"]
-            assert f"{main_cu}:{line_of[name]}" in k["reason"]
+            assert f"(main.cu:{line_of[name]}) rewritten there" in k["reason"]
             assert k["file"] == str(project / "src" / "shift.cu")
     assert len(by[("shift.cu", "bump_rows")]) == 2
-    assert "launched here and from other translation units" in \
-        by[("shift.cu", "bump_rows")][0]["reason"]
     assert {k["code"] for k in by[("rows.cu", "row_scale__pc_float")]} == {"restructured"}
     assert by[("rows.cu", "row_scale__pc_float")][0]["file"] == \
         str(project / "include" / "kernels.cuh")
     assert {k["code"] for k in by[("rows.cu", "row_sums__pc")]} == {"reduced"}
     assert by[("rows.cu", "row_sums__pc")][0]["file"] == \
         str(project / "src" / "detail" / "row_sums_impl.cu")
-    assert report["counts"] == {"launched-in-other-unit": 4, "lowered": 6, "reduced": 2,
-                                "restructured": 6}
+    assert report["counts"] == {"lowered": 6, "reduced": 2, "restructured": 10}
 
 
 def _entries(build: Path) -> list[dict]:
@@ -458,10 +459,9 @@ def test_project_text_and_sarif_reports(transformed, tmp_path):
     text = subprocess.run([*POLYCOAL, "transform", "-p", str(build), "-o", str(out),
                            "-j", "1"], capture_output=True, text=True, env=clean_env())
     assert text.returncode == 0, text.stderr
-    assert "kernel shift_rows unchanged [launched-in-other-unit]: launched from other " \
-        "translation units" in text.stdout
-    assert "kernels by reason code: launched-in-other-unit 4, lowered 6, reduced 2, " \
-        "restructured 6" in text.stdout
+    assert "kernel shift_rows restructured [restructured]: " in text.stdout
+    assert "its launches in other translation units (main.cu:" in text.stdout
+    assert "kernels by reason code: lowered 6, reduced 2, restructured 10" in text.stdout
     assert text.stdout.rstrip().endswith("exit status 0 (ok)")
     assert "polycoal: [1/" in text.stderr and "polycoal: [" not in text.stdout
     sarif = subprocess.run([*POLYCOAL, "transform", "-p", str(build), "-o", str(out),

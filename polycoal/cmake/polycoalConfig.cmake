@@ -34,6 +34,9 @@ function(polycoal_transform_sources target)
   set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   set(std "$<TARGET_PROPERTY:${target},CUDA_STANDARD>")
+  # its compile options: polycoal prepare reads the forced includes among them
+  # (-include, --pre-include, -imacros; `SHELL:-include a.h` too) as the compiler does
+  set(options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
   set(kept "")
   foreach(source IN LISTS sources)
     if(NOT source MATCHES "\\.cu$" OR source MATCHES "^\\$<")
@@ -52,6 +55,7 @@ function(polycoal_transform_sources target)
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
               "$<$<BOOL:${std}>:--std=c++${std}>"
+              "$<$<BOOL:${options}>:--compile-option=$<JOIN:${options},;--compile-option=>>"
       DEPENDS "${path}"
       DEPFILE "${out}.d"
       COMMENT "polycoal: ${name} (${target})"

@@ -14,8 +14,8 @@ The project (`layout` decides, `render` writes the texts):
                             (nvcc -I../include [-D...] -std=c++17 -x cu -c FILE -o OBJ)
 
 so that each kernel is one of: defined and launched in main.cu; defined in kernels.cu
-and launched from main.cu through a prototype (polycoal leaves it as written:
-launched-in-other-unit); defined in kernels.cu and launched there through a wrapper
+and launched from main.cu through a prototype (transformed in kernels.cu, its launches
+rewritten in main.cu: polycoal/cross_unit.py); defined in kernels.cu and launched there through a wrapper
 that main.cu calls; defined in the header and launched from main.cu, from kernels.cu's
 wrapper, or from both (a kernel with several launches). Some macros guarded by
 `#ifndef` come from the database's `-D` instead (the same values).
