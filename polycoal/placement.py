@@ -20,8 +20,8 @@ from polycoal.codegen.irregular import mark_writes, runtime_position
 from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
 from polycoal.codegen.launch import launch_parts, launch_values
 from polycoal.codegen.placement import (NotRewritable, Staging, constant_declarations,
-                                        fill_states, renamed, rewrite_kernel, rewrite_launch,
-                                        runtime, symbol)
+                                        fill_states, prototype_edits, renamed, rewrite_kernel,
+                                        rewrite_launch, runtime, symbol)
 from polycoal.decisions import internal_error
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
@@ -470,6 +470,8 @@ def place_program(program: Program, spec: MemorySpec,
             else:
                 launches = [(lz.span, rewrite_launch(program, lz, kernel, constants, cached))
                             for lz in program.launches_of(kernel.name) if lz.span is not None]
+            # the kernel's forward declarations (a copy's prototype) as placed
+            declared = prototype_edits(program, kernel, placed, name)
             check = read_program(program.path, preprocessor, text=program.text[
                 :kernel.span.start] + text + program.text[kernel.span.end:],
                 constants=program.constants)
@@ -493,6 +495,7 @@ def place_program(program: Program, spec: MemorySpec,
             kernel, placed, {a: last + 1 for a, (_, last) in constants.items()})
         edits.append((kernel.span, text))
         edits.extend(launches)
+        edits.extend((Span(start, end), new) for start, end, new in declared)
         position = {p.name: k for k, p in enumerate(kernel.parameters)}
         cached_variables |= {plain_name(lz.arguments[position[a]])
                              for lz in program.launches_of(kernel.name) for a in cached}

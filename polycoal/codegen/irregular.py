@@ -287,13 +287,14 @@ def _split_loop(tokens: list[Token], text: str, g: Group, at: int,
     r = g.first
     close = matching(tokens, at + 1)
     end = _statement_end(tokens, close + 1)
+    begin, pragmas = loop_pragmas(tokens, text, at)
     header = split_top_level(tokens[at + 2:close], ";")
     if len(header) != 3 or not header[0] or not header[1]:
         raise NotRewritable(f"the loop at line {r.loop_line} has no first value or condition")
     part = [text[h[0].start:h[-1].end] if h else "" for h in header]
     inner = [e for e in edits if tokens[close].end <= e[0] and e[1] <= tokens[end].end]
     outer = [e for e in edits if e not in inner]
-    if any(tokens[at].start <= e[0] < tokens[end].end for e in outer):
+    if any(begin <= e[0] < tokens[end].end for e in outer):
         raise NotRewritable(f"a reference in the header of the loop at line {r.loop_line}")
     run, use = run_names(g)
     split = run.replace("pc_run", "pc_split")
@@ -312,10 +313,46 @@ def _split_loop(tokens: list[Token], text: str, g: Group, at: int,
     new = (f"{{ const bool {use} = {g.pointer} && {after} > {here}; "
            f"const long long {run} = {use} ? {here} + ({row} & 31) - 32LL * {first} : 0; "
            f"const long long {split} = {first} + ({use} ? ({after} - {here}) / 32 : 0); "
-           f"{part[0]}; for (; ({part[1]}) && (long long)({r.counter}) < {split}; {part[2]})"
-           f"{_applied(text, body_start, body_end, copied)}\n"
-           f"for (; {part[1]}; {part[2]}){_applied(text, body_start, body_end, inner)} }}")
-    return outer + [(tokens[at].start, tokens[end].end, new)]
+           f"{part[0]}; {pragmas}for (; ({part[1]}) && (long long)({r.counter}) < {split}; "
+           f"{part[2]}){_applied(text, body_start, body_end, copied)}\n"
+           f"{pragmas}for (; {part[1]}; {part[2]}){_applied(text, body_start, body_end, inner)}"
+           " }")
+    return outer + [(begin, tokens[end].end, new)]
+
+
+_PRAGMA_LINE = re.compile(r"^[ \t]*#[ \t]*pragma\b(?:[^\n]*\\\n)*[^\n]*", re.M)
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*#", re.M)
+
+
+def loop_pragmas(tokens: list[Token], text: str, at: int) -> tuple[int, str]:
+    """The pragmas written right before the loop whose `for` is tokens[at] (`#pragma
+    unroll 4` lines, `_Pragma("unroll")` operators, in any mix), which apply to that
+    loop: (where the first begins, else the loop's start; their text, to be written
+    before each loop the rewrite makes of it, every directive on a line of its own).
+    A rewrite replacing the loop from there moves them with it: a pragma left before a
+    statement that is not a loop does not compile."""
+    found: list[str] = []
+    begin, k = tokens[at].start, at
+    while True:
+        gap_start = tokens[k - 1].end if k else 0
+        gap = text[gap_start:begin]
+        lines = list(_PRAGMA_LINE.finditer(gap))
+        if len(lines) != len(_DIRECTIVE_LINE.findall(gap)):
+            if lines:
+                raise NotRewritable(f"the pragmas before the loop at line {tokens[at].line} "
+                                    "are among other directives")
+            break
+        if lines:
+            found[:0] = ["\n" + m.group(0).strip() + "\n" for m in lines]
+            begin = gap_start + lines[0].start() + len(lines[0].group(0)) - \
+                len(lines[0].group(0).lstrip())
+        if k >= 4 and tokens[k - 4].text == "_Pragma" and tokens[k - 3].text == "(" and \
+                tokens[k - 2].kind == "str" and tokens[k - 1].text == ")":
+            found.insert(0, text[tokens[k - 4].start:tokens[k - 1].end] + " ")
+            begin, k = tokens[k - 4].start, k - 4
+            continue
+        break
+    return begin, "".join(found)
 
 
 def run_names(g: Group) -> tuple[str, str]:

@@ -167,6 +167,84 @@ def rewrite_kernel(program: Program, kernel: Kernel, placed: dict[str, str],
     return constant_declarations(kernel, placed, sizes) + out
 
 
+def _ldg_parameter(tokens, first: int, last: int, what: str) -> list[tuple[int, int, str]]:
+    """Edits (offsets into the tokens' text) making the parameter of tokens[first:last]
+    (a declarator, named or not) `const T *__restrict__`, as rewrite_kernel makes the
+    definition's: `const` before it unless it has one, `__restrict__` after its last
+    `*` unless it has one."""
+    words = {t.text for t in tokens[first:last]}
+    stars = [k for k in range(first, last) if tokens[k].text == "*"]
+    if not stars:
+        raise NotRewritable(f"the parameter '{what}' of a declaration is not a pointer")
+    edits = []
+    if not words & {"__restrict__", "__restrict", "restrict"}:
+        after = stars[-1] + 1
+        edits.append((tokens[after].start, tokens[after].start, "__restrict__ ")
+                     if after < last else
+                     (tokens[stars[-1]].end, tokens[stars[-1]].end, " __restrict__"))
+    if "const" not in words:
+        edits.append((tokens[first].start, tokens[first].start, "const "))
+    return edits
+
+
+def prototype_edits(program: Program, kernel: Kernel, placed: dict[str, str],
+                    name: str) -> list[tuple[int, int, str]]:
+    """Edits ([start, end) of the program's text -> text) of the kernel's forward
+    declarations (`__global__ void k(float *, float *);`, as a copy's prototype before
+    its first launch, or one the input writes) so that they declare what the placement
+    defines: the parameters read through the read-only path `const T *__restrict__`
+    (the definition's; else the launch calls an overload declared and never defined);
+    where the placed kernel is a second one (`name`, each launch choosing), its
+    prototype beside each of the kernel's."""
+    tokens = program.tokens or tuple(tokenize(program.text))
+    ldg = {k for k, p in enumerate(kernel.parameters) if placed.get(p.name) == "ldg"}
+    if not ldg and name == kernel.name:
+        return []
+    out = []
+    for k, t in enumerate(tokens):
+        if t.text != kernel.name or kernel.span.start <= t.start < kernel.span.end or \
+                k + 1 >= len(tokens) or tokens[k + 1].text != "(":
+            continue
+        close = matching(tokens, k + 1)
+        if close + 1 >= len(tokens) or tokens[close + 1].text != ";":
+            continue
+        # the declaration's words before the name: specifiers, attributes' arguments
+        first = k
+        while first > 0 and (tokens[first - 1].kind == "id" or
+                             tokens[first - 1].text in ("*", "&", "::", ")")):
+            if tokens[first - 1].text == ")":
+                first = matching(tokens, first - 1)
+            first -= 1
+        if not any(x.text == "__global__" for x in tokens[first:k]):
+            continue
+        # its parameters, split at the commas of the list's own level
+        parameters, start, depth = [], k + 2, 0
+        for j in range(k + 2, close + 1):
+            x = tokens[j].text
+            if x in ("(", "[", "{", "<"):
+                depth += 1
+            elif x in (")", "]", "}", ">"):
+                depth -= 1
+            if (x == "," and depth == 0) or j == close:
+                parameters.append((start, j))
+                start = j + 1
+        if len(parameters) != len(kernel.parameters):
+            raise NotRewritable(f"a declaration of '{kernel.name}' at line {t.line} does not "
+                                "declare its parameters as the definition does")
+        base = tokens[first].start
+        edits = [e for position in sorted(ldg) for e in
+                 _ldg_parameter(tokens, *parameters[position],
+                                kernel.parameters[position].name)]
+        declaration = program.text[base:tokens[close + 1].end]
+        for start_, end_, new in sorted(edits, reverse=True):
+            declaration = declaration[:start_ - base] + new + declaration[end_ - base:]
+        if name != kernel.name:      # the kernel as written stays; the placed one beside
+            declaration = program.text[base:tokens[close + 1].end] + " " + \
+                renamed(declaration, kernel.name, name)
+        out.append((base, tokens[close + 1].end, declaration))
+    return out
+
+
 def constant_declarations(kernel: Kernel, placed: dict[str, str], sizes: dict[str, int]) -> str:
     """The `__constant__` arrays of the kernel's arrays placed in constant memory."""
     types = {p.name: p.type for p in kernel.parameters}
@@ -201,7 +279,10 @@ def rewrite_launch(program: Program, launch: Launch, kernel: Kernel,
     text = program.text[launch.span.start:launch.span.end]
     if not constants and condition is None:
         return text
-    if launch.span.start < kernel.span.start:
+    # a launch before the definition calls the kernel through its prototype
+    # (prototype_edits declares the placed one beside it); a constant array is
+    # declared with the definition
+    if constants and launch.span.start < kernel.span.start:
         raise NotRewritable(f"the launch at line {launch.location.line} comes before the "
                             f"kernel's definition (the constant array is declared there)")
     _, config, args = launch_parts(program.text, launch)

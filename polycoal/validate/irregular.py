@@ -17,7 +17,6 @@ not alias its written arrays: so a copy's element equals the original's referenc
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import lru_cache
 
@@ -81,14 +80,32 @@ def checked_text(text: str, plan_groups, span=None) -> str | None:
             # the padded form's thread index, `(order ? order[t] : (t))`: checked as the
             # original's `t` (the order is a permutation of the launch's threads, which
             # may run in any order: analysis/irregular._reorderable)
-            order = re.escape(g.padded_names()[0])
-            found = [m for m in re.finditer(rf"\({order} \? {order}\[(.+?)\] : \((.+?)\)\)",
-                                            kernel) if m.group(1) == m.group(2)]
+            found = _reordered_indices(kernel, g.padded_names()[0])
             if len(found) != 1:
                 return None
-            m = found[0]
-            kernel = kernel[:m.start()] + m.group(1) + kernel[m.end():]
+            begin, stop, physical = found[0]
+            kernel = kernel[:begin] + physical + kernel[stop:]
     return text[:start] + kernel + text[end:]
+
+
+def _reordered_indices(kernel: str, order: str) -> list[tuple[int, int, str]]:
+    """(start, end, t) of each `(order ? order[t] : (t))` in the kernel's text
+    (codegen/irregular.reordered_index), t read to its matching bracket: a thread index
+    written with brackets of its own (`static_cast<int>(...)`, `(int)(...)`, `a[b]`)."""
+    head = f"({order} ? {order}["
+    out, at = [], kernel.find(head)
+    while at >= 0:
+        start = at + len(head)
+        depth, k = 1, start
+        while k < len(kernel) and depth:
+            depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(kernel[k], 0)
+            k += 1
+        physical = kernel[start:k - 1]
+        tail = f"] : ({physical}))"
+        if depth == 0 and kernel[k - 1] == "]" and kernel.startswith(tail, k - 1):
+            out.append((at, k - 1 + len(tail), physical))
+        at = kernel.find(head, at + 1)
+    return out
 
 
 def _local(name: str) -> bool:
