@@ -356,7 +356,8 @@ def _helper(ci, function, file_text, user_file) -> Helper | None:
     text = file_text(function.location.file.name)
 
     def spelled(c) -> str | None:
-        written = text[_at(c.extent.start):_at(c.extent.end)]
+        start, end = _at(c.extent.start), _at(c.extent.end)
+        written = _c_casts(text, start, end, _casts(ci, c, text))
         return None if "//" in written or "/*" in written else " ".join(written.split())
 
     statements = list(body.get_children())
@@ -394,6 +395,19 @@ def _calls(ci, kernel) -> list[Call]:
             walk(child)
     walk(kernel)
     return out
+
+
+def _c_casts(text: str, start: int, end: int, casts) -> str:
+    """text[start:end] with its C++ casts (_casts) written as C casts, `((T)(e))`; a cast
+    inside another's operand stays as written."""
+    out, at = [], start
+    for first, type_start, type_end, inner_start, inner_end, last in sorted(casts):
+        if first < at:
+            continue
+        out += [text[at:first], f"(({text[type_start:type_end]})(",
+                text[inner_start:inner_end], "))"]
+        at = last
+    return "".join(out) + text[at:end]
 
 
 def _casts(ci, kernel, text: str) -> list[tuple[int, int, int, int, int, int]]:
@@ -793,9 +807,12 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         aliases = []
         for e in c.walk_preorder():
             ref = e.referenced if e.kind == ci.CursorKind.TYPE_REF else None
+            # the user's aliases, and a library's in a namespace (`std::uint32_t`)
             if ref is not None and ref.kind in (ci.CursorKind.TYPEDEF_DECL,
                                                 ci.CursorKind.TYPE_ALIAS_DECL) \
-                    and user_file(ref) and e.location.file is not None \
+                    and (user_file(ref) or ref.semantic_parent is not None and
+                         ref.semantic_parent.kind == ci.CursorKind.NAMESPACE) \
+                    and e.location.file is not None \
                     and e.location.file.name == c.location.file.name:
                 aliases.append((_at(e.extent.start), _at(e.extent.end),
                                 _aliased(ref.underlying_typedef_type)))

@@ -21,6 +21,7 @@ names it is opaque too.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 # words of C++ that no lowering spells in C (a `::` inside a range another lowering
@@ -88,39 +89,81 @@ def statements(ci, kernel, text: str, covered: list[tuple[int, int]], at,
                    for t in d.get_tokens())
     dropped = {h for h, d in variables.items() if d.kind == K.VAR_DECL and (
         invalid(d) or (_spelling(ci, d.type) is None and not deduced(d)))}
+    first, last = at(body.extent.start), at(body.extent.end)
+    lines = [0] + [k + 1 for k, ch in enumerate(text) if ch == "\n"]
+    unheld = []                 # statements Clang dropped (an invalid declaration)
     for line, column in errors:
         holding = [(a, s) for a, _, s in extents if _holds(s.extent, line, column)]
-        if not holding:
+        if holding:
+            marks.append(max(holding, key=lambda x: x[0])[0])
+            continue
+        written = _written_statement(text, lines[line - 1] + column - 1, first + 1, last - 1) \
+            if 0 < line <= len(lines) else None
+        if written is None:
             return None
-        marks.append(max(holding, key=lambda x: x[0])[0])
-    first, last = at(body.extent.start), at(body.extent.end)
+        unheld.append(written)
     for c in cursors:
         start = at(c.extent.start)
         if not first <= start < last or inside(start):
             continue
         ref = c.referenced if c.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
-        if c.kind.name in _KINDS or _method_call(ci, c, ref) or \
+        if c.kind.name in _KINDS or _method_call(ci, c, ref) or _temporary(ci, c) or \
                 (ref is not None and ref.kind != K.PARM_DECL and invalid(ref)) or \
                 (c.kind == K.DECL_REF_EXPR and ref is not None and ref.hash in dropped) or \
                 (c.kind == K.VAR_DECL and c.hash in dropped):
             marks.append(start)
-    if not marks:
+    # a name an unheld statement declares (`using X = ...;`, `__shared__ ... temp;`) is
+    # unknown wherever it is used
+    for a, b in unheld:
+        name = _declared_name(text[a:b])
+        marks += [at(t.extent.start) for t in tokens if t.spelling == name and
+                  not a <= at(t.extent.start) < b] if name else []
+    if not marks and not unheld:
         return ()
-    chosen = []
+    chosen = [(a, b, None) for a, b in unheld]
     for m in marks:
         holding = [(a, b, s) for a, b, s in extents if a <= m < b]
+        if not holding and any(a <= m < b for a, b in unheld):
+            continue
         if not holding:
             return None
         chosen.append(min(holding, key=lambda x: x[1] - x[0]))
-    outer = [x for x in dict.fromkeys(chosen) if not any(
-        y[0] <= x[0] and x[1] <= y[1] and y != x for y in chosen)]
+    chosen = list(dict.fromkeys(chosen))
+    outer = [x for x in chosen if not any(
+        y[0] <= x[0] and x[1] <= y[1] and y[:2] != x[:2] for y in chosen)]
+    if any(a < d and c < b and (a, b) != (c, d) for a, b, _ in outer for c, d, _ in outer):
+        return None                 # a written statement across Clang's: not one statement
     out = []
     for a, b, s in sorted(outer, key=lambda x: x[0]):
-        new = _replacement(ci, s, variables, dropped)
+        new = f"{MARK}();" if s is None else _replacement(ci, s, variables, dropped)
         # an expression's extent (a return's) stops before its `;`
         out.append((a, b, new[:-1] if new.endswith(";") and
                     text[b:b + 64].lstrip().startswith(";") else new))
     return tuple(out)
+
+
+def _written_statement(text: str, position: int, low: int, high: int
+                       ) -> tuple[int, int] | None:
+    """[start, end) of the statement of `text` that holds `position` (inside the body
+    [low, high)), read from the text: after the `;`, `{` or `}` before it, through the
+    `;` that ends it at its depth; None where brackets do not close in between."""
+    start = position
+    while start > low and text[start - 1] not in ";{}":
+        start -= 1
+    depth, end = 0, position
+    while end < high:
+        ch = text[end]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == ";" and depth == 0:
+            return (start + len(text[start:position]) - len(text[start:position].lstrip()),
+                    end + 1)
+        end += 1
+    return None
 
 
 def _hinted(words: list[str]) -> bool:
@@ -132,6 +175,28 @@ def _hinted(words: list[str]) -> bool:
         if w == "&" or (w == "[" and words[k + 1] in ("]", "=", "&")):
             return True
     return words.count(":") > words.count("?")
+
+
+def _declared_name(statement: str) -> str | None:
+    """The name a declaration written in `statement` declares: `using X = ...;`, or the
+    last identifier before its `=`, `[` or `;`."""
+    m = re.match(r"\s*using\s+(\w+)\s*=", statement)
+    if m:
+        return m.group(1)
+    head = re.split(r"[=\[;(]", statement, maxsplit=1)[0]
+    names = re.findall(r"[A-Za-z_]\w*", head)
+    return names[-1] if len(names) >= 2 else None
+
+
+def _temporary(ci, cursor) -> bool:
+    """An object of a class built where it is written (`CustomDifference()`, `Op{}`),
+    which C reads as a type: not a copy Clang builds implicitly."""
+    if cursor.kind != ci.CursorKind.CALL_EXPR or cursor.referenced is None or \
+            cursor.referenced.kind != ci.CursorKind.CONSTRUCTOR:
+        return False
+    words = [t.spelling for t in itertools.islice(cursor.get_tokens(), 2)]
+    return len(words) == 2 and words[0] == cursor.referenced.spelling and \
+        words[1] in ("(", "{")
 
 
 def _holds(extent, line: int, column: int) -> bool:
