@@ -159,8 +159,11 @@ _NOT_HEADS = frozenset(
 def reads_indirectly(program: Program, kernel: Kernel) -> bool:
     """Whether the kernel reads thread indices through macros or called helpers (the
     permutation needs `indirect_uses`)."""
-    return bool(_helpers_called(program, kernel.expanded)) and bool(
-        _thread_helpers(program, kernel)) or builtin_uses(
+    if bool(_helpers_called(program, kernel.expanded)) and bool(
+            _thread_helpers(program, kernel)):
+        return True
+    # a kernel not in the text (a header's, judged only) has no written form to compare
+    return kernel.span is not None and builtin_uses(
         program.text[kernel.span.start:kernel.span.end]) != builtin_uses(kernel.expanded)
 
 
