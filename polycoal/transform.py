@@ -165,6 +165,12 @@ def _unlaunchable(program: Program, kernel: Kernel, d: KernelDecision,
     """A kernel this file cannot change (`placed` says why) is still judged by the model:
     kept for the model's reason when the model would keep it too (already coalesced, a
     race...), else kept for `placed`'s reason with what the model would do."""
+    if kernel.span is None and kernel.expanded:
+        # judged as if its expanded definition ended the text (the planners read their
+        # kernel's text); the code they make is never written
+        text = program.text + "\n" + kernel.expanded
+        program = replace(program, text=text, tokens=tuple(tokenize(text)))
+        kernel = replace(kernel, span=Span(len(text) - len(kernel.expanded), len(text)))
     try:
         verdict = _plan_placed(program, kernel, d, options)
     except Exception:            # noqa: BLE001 - only a report: the kernel stays anyway

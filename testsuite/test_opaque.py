@@ -203,3 +203,23 @@ def test_numeric_limits_literals(written, literal):
     from polycoal.frontend.limits import with_limits
     assert with_limits(f"x = {written};") == f"x = {literal};"
     assert with_limits(f"x = std::numeric_limits<int>::\nmax();") == "x = 2147483647\n;"
+
+
+def test_header_kernel_no_launch_runs_is_judged(write_cu, tmp_path):
+    """A header's kernel the file does not launch is judged by the model (its reason is
+    the model's, with where it is), not only 'not in the text'."""
+    write_cu(r"""
+__global__ void colscale(float *a, int rows, int cols)
+{
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  int c = blockIdx.y * blockDim.y + threadIdx.y;
+  if (r < rows && c < cols) a[r * cols + c] *= 2.0f;
+}
+""", "kernels.cuh")
+    source = write_cu('#include "kernels.cuh"\nint main() { return 0; }\n', "main.cu")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    k = kernels(report)["colscale"]
+    assert k["action"] == "unchanged"
+    assert "not in the input file's text" in k["reason"]
+    assert "the model would change it" in k["reason"] or "axes" in k["reason"], k
