@@ -180,29 +180,13 @@ def _parameters(tokens, open_paren: int) -> list[str]:
 def _global_declarations(text: str, name: str):
     """(line, is a definition, is static, parameter types, end offset of the declaration)
     of each `__global__` function `name` declared or defined in `text`."""
-    from polycoal.frontend.lexer import matching, tokenize
-    from polycoal.project import _global_functions
+    from polycoal.frontend.kernel_heads import global_heads
+    from polycoal.frontend.lexer import tokenize
     tokens = tokenize(text)
-    found = []
-    for first, k, found_name in _global_functions(tokens):
-        if found_name != name:
-            continue
-        j = k + 1
-        while j + 1 < len(tokens) and not (tokens[j].text == name and
-                                           tokens[j + 1].text == "("):
-            j += 1
-        if j + 1 >= len(tokens):
-            continue
-        close = matching(tokens, j + 1)
-        after = close + 1
-        while after < len(tokens) and tokens[after].text not in ("{", ";"):
-            after += 1
-        if after >= len(tokens):
-            continue
-        static = any(t.text == "static" for t in tokens[first:k])
-        found.append((tokens[k].line, tokens[after].text == "{", static,
-                      _parameters(tokens, j + 1), tokens[after].end))
-    return found
+    return [(tokens[k].line, tokens[after].text == "{",
+             any(t.text == "static" for t in tokens[first:k]),
+             _parameters(tokens, open_paren), tokens[after].end)
+            for first, k, open_paren, after in global_heads(tokens, name)]
 
 
 def declaration_problems(kernel: str, defining, launching, root: str = "") -> list[str]:
@@ -272,24 +256,13 @@ def _ids(text: str) -> set[str]:
 def _definition_head(text: str, name: str) -> tuple[str, list[tuple[int, int]]] | None:
     """(the head `__global__ void name(params)` of the definition of `name` in `text`,
     the spans of its `static` words), None when `text` does not define it."""
+    from polycoal.frontend.kernel_heads import global_heads
     from polycoal.frontend.lexer import matching, tokenize
-    from polycoal.project import _global_functions
     tokens = tokenize(text)
-    for first, k, found in _global_functions(tokens):
-        if found != name:
+    for first, k, open_paren, after in global_heads(tokens, name):
+        if tokens[after].text != "{":
             continue
-        j = k + 1
-        while j + 1 < len(tokens) and not (tokens[j].text == name and
-                                           tokens[j + 1].text == "("):
-            j += 1
-        if j + 1 >= len(tokens):
-            continue
-        close = matching(tokens, j + 1)
-        after = close + 1
-        while after < len(tokens) and tokens[after].text not in ("{", ";"):
-            after += 1
-        if after >= len(tokens) or tokens[after].text != "{":
-            continue
+        close = matching(tokens, open_paren)
         statics = [(t.start, t.end) for t in tokens[first:k] if t.text == "static"]
         head = text[tokens[first].start:tokens[close].end]
         for s, e in reversed(statics):
@@ -347,7 +320,7 @@ def run(crossings: list[Crossing], units, results, texts, options, root: str = "
     from polycoal.decisions import CHANGED
     from polycoal.frontend import read_program
     from polycoal.output import relocate_includes
-    from polycoal.project import KernelRecord
+    from polycoal.frontend.kernel_heads import KernelRecord
     from polycoal.transform import _replacements, _splice, transform_program
     from polycoal.validate import compiles
     done = Done()

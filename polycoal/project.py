@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 
 from polycoal.build.command import parse_command
 from polycoal.diagnostics import Diagnostic, InputError, Location
+from polycoal.frontend.kernel_heads import KernelRecord, global_functions
 from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessorOptions
 
 SCHEMA = "polycoal-project"
@@ -229,51 +230,7 @@ def remove_marker(text: str, marker: str) -> str | None:
     return text.replace(marker, "", 1)
 
 
-_SPECIFIERS = frozenset(("static", "inline", "extern", "__host__", "__device__",
-                         "__forceinline__", "__noinline__", "__inline__"))
-_ATTRIBUTES = frozenset(("__launch_bounds__", "__attribute__", "__declspec",
-                         "__maxnreg__", "__cluster_dims__"))
-
-
-def _global_functions(tokens) -> list[tuple[int, int, str]]:
-    """(index of the first specifier, of `__global__`, the name) of each `__global__`
-    function declared or defined outside templates."""
-    from polycoal.frontend.lexer import matching
-    found = []
-    for k, t in enumerate(tokens):
-        if t.text != "__global__":
-            continue
-        first = k
-        while first > 0 and (tokens[first - 1].text in _SPECIFIERS or
-                             tokens[first - 1].kind == "str"):     # extern "C"
-            first -= 1
-        if first > 0 and tokens[first - 1].text in (">", ">>"):   # template <...>
-            continue
-        j = k + 1
-        while j < len(tokens) and tokens[j].text not in ("(", ";", "{"):
-            if tokens[j].text in _ATTRIBUTES and j + 1 < len(tokens) and \
-                    tokens[j + 1].text == "(":
-                j = matching(tokens, j + 1)
-            j += 1
-        if j < len(tokens) and tokens[j].text == "(" and tokens[j - 1].kind == "id":
-            found.append((first, k, tokens[j - 1].text))
-    return found
-
-
 # --------------------------------------------------------------------------- the worker
-
-@dataclass(frozen=True)
-class KernelRecord:
-    """A kernel's decision in one unit, as the report shows it."""
-
-    name: str
-    file: str
-    line: int
-    action: str
-    code: str
-    reason: str
-    launches: tuple[str, ...] = ()      # file:line of its launches in other units
-
 
 @dataclass(frozen=True)
 class Launched:
@@ -513,7 +470,7 @@ def defined_in(text: str) -> list[str]:
     from polycoal.frontend.lexer import matching, tokenize
     tokens = tokenize(text)
     found = []
-    for _, k, name in _global_functions(tokens):
+    for _, k, name in global_functions(tokens):
         j = k + 1
         while tokens[j].text != name or tokens[j + 1].text != "(":
             j += 1

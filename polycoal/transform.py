@@ -1357,23 +1357,30 @@ def _transform_lowerings(program: Program, lowerings: list[lower.Lowering],
     shown = {l.kernel: l for l in lowerings}
     # a dropped copy of a plain kernel (a header's, one taking structs) speaks for it: its
     # decision and notes replace the input kernel's (read as the C subset reads it)
-    speaks = {l.shown: l for l in dropped if l.copy and l.shown == _original_name(l)}
+    # a copy read only to judge a kernel that could not be read either says nothing: the
+    # kernel's own decision and notes stand
+    unread = {d.kernel for d in first.decisions if d.code == "unparsed"}
+    silent = [l for l in lowerings if l.generic and l.kernel in unread]
+    speaks = {l.shown: l for l in dropped if l.copy and l.shown == _original_name(l) and
+              l not in silent}
     decisions = [replace(d, reason=_original_lines(d.reason, lowered)) if d.kernel in shown
                  else d for d in final.decisions
                  if (d.kernel not in shown or d.action in CHANGED) and d.kernel not in speaks]
     decisions += [replace(d, kernel=shown[d.kernel].shown,
                           reason=_original_lines(d.reason, first_lowered))
-                  for d in first.decisions if d.kernel in shown and shown[d.kernel] in dropped]
+                  for d in first.decisions if d.kernel in shown and shown[d.kernel] in dropped
+                  and shown[d.kernel] not in silent]
     notes = [x for x in final.diagnostics if x.kernel not in shown and x.kernel not in speaks]
     notes += [_lowered_diagnostic(x, lowered, shown[x.kernel]) for x in final.diagnostics
               if x.kernel in shown and shown[x.kernel] in kept]
     notes += [_lowered_diagnostic(x, first_lowered, shown[x.kernel]) for x in first.diagnostics
-              if x.kernel in shown and shown[x.kernel] in dropped]
-    superseded = frozenset(_original_name(l) for l in lowerings) | \
+              if x.kernel in shown and shown[x.kernel] in dropped and
+              shown[x.kernel] not in silent]
+    superseded = frozenset(_original_name(l) for l in lowerings if l not in silent) | \
         frozenset(name for l in kept for name in l.inlined)
     copies: dict[str, list[lower.Lowering]] = {}
     for l in lowerings:
-        if l.copy and l.shown not in speaks:
+        if l.copy and l.shown not in speaks and l not in silent:
             copies.setdefault(_original_name(l), []).append(l)
     decisions = [d.keep("lowered", _copied(copies[d.kernel], kept))
                  if d.kernel in copies and d.action == "unchanged" else d for d in decisions]

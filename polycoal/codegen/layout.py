@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 
 from polycoal.codegen.launch import has_side_effects
-from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
+from polycoal.frontend.lexer import (ASSIGNMENTS, Token, apply_edits, matching,
+                                     split_top_level, tokenize)
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.frontend.struct_arrays import HostCall
 from polycoal.optimize.layout import Layout
@@ -315,13 +316,7 @@ def rewrite_kernel(program: Program, kernel: Kernel, layouts: dict[str, Layout],
             continue
         edits.append((t.start, tokens[after - 1].end, _field(p, layout, path, index)))
         k = after
-    out, pos = [], 0
-    for start, end, new in sorted(edits):
-        out.append(text[pos:start])
-        out.append(new)
-        pos = end
-    out.append(text[pos:])
-    new_text = "".join(out)
+    new_text = apply_edits(text, edits)
     described = "; ".join(f"'{p}': {layout.describe()}" for p, layout in layouts.items())
     at = tokenize(new_text)
     brace = next(j for j in range(len(at)) if at[j].text == "{" and j > 0 and

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from polycoal.codegen.launch import _plain, launch_parts, qualified_names, statement_indent
 from polycoal.templates import render_template
 from polycoal.frontend.dialect import cuda_dialect
-from polycoal.frontend.lexer import matching, tokenize
+from polycoal.frontend.lexer import apply_edits, matching, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
 from polycoal.optimize.permutation import Permutation, launch_takes, open_checks
 
@@ -437,13 +437,7 @@ def _expanded_uses(program: Program, spans: list[Span], names: set[str], options
             refused = decide(root)
             if refused:
                 return refused
-        out, pos = [], 0
-        for start, end, new in sorted(edits):
-            out.append(text[pos:start])
-            out.append(new)
-            pos = end
-        out.append(text[pos:])
-        results.append("".join(out))
+        results.append(apply_edits(text, edits))
     return results
 
 

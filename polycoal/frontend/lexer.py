@@ -189,3 +189,17 @@ def split_top_level(tokens: list[Token], sep: str = ",") -> list[list[Token]]:
         else:
             parts[-1].append(t)
     return parts
+
+
+def apply_edits(text: str, edits) -> str:
+    """`text` with the edits ([start, end) -> new), in order; an edit inside one already
+    made is dropped."""
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)

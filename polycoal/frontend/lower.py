@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, replace
 
 from polycoal.frontend.limits import with_limits
-from polycoal.frontend.lexer import ASSIGNMENTS, Token, line_ends, matching, tokenize
+from polycoal.frontend.lexer import (ASSIGNMENTS, Token, apply_edits, line_ends, matching,
+                                     tokenize)
 from polycoal.frontend.normalise import PURE_FUNCTIONS
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import JUDGED
@@ -249,7 +250,7 @@ def _as_named(file: str, path: str) -> str:
 
 def apply(text: str, lowerings: list[Lowering]) -> Lowered:
     """The input text with the lowerings' edits and their copies appended."""
-    lowered = _replace(text, [e for l in lowerings for e in l.edits] + _dispatches(
+    lowered = apply_edits(text, [e for l in lowerings for e in l.edits] + _dispatches(
         text, [b for l in lowerings for b in l.branches]))
     copies = []
     for lowering in lowerings:
@@ -365,20 +366,6 @@ def _identifier(argument: str) -> str:
     `-1` -> m1, `Vec<3>` -> Vec_3."""
     text = argument.replace("-", "m").replace("*", "p").replace("&", "r")
     return re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "x"
-
-
-def _replace(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """`text` with the edits ([start, end) -> new), in order; an edit inside one already
-    made is dropped."""
-    out, pos = [], 0
-    for start, end, new in sorted(edits):
-        if start < pos:
-            continue
-        out.append(text[pos:start])
-        out.append(new)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
 
 
 def _qualifier_start(text: str, start: int) -> int:
@@ -548,7 +535,7 @@ def _inlined(helper, arguments: list[tuple[str, str]], statement: bool,
         edits = [(t.start, t.end, values[t.text]) for k, t in enumerate(tokens)
                  if t.kind == "id" and t.text in values and
                  not (k and tokens[k - 1].text in (".", "->"))]
-        return _replace(body, edits)
+        return apply_edits(body, edits)
 
     if helper.result is not None:       # converted to the type the helper returns
         return f"(({helper.returns})({substituted(helper.result)}))"
@@ -582,7 +569,7 @@ def _deduced(helper, arguments: list[tuple[str, str]], explicit: tuple[str, ...]
         return None
 
     def typed(text: str) -> str:
-        return _replace(text, [(t.start, t.end, deduced[t.text]) for t in tokenize(text)
+        return apply_edits(text, [(t.start, t.end, deduced[t.text]) for t in tokenize(text)
                                if t.kind == "id" and t.text in deduced])
     return replace(helper, template_parameters=(),
                    parameters=tuple((n, typed(t), r) for n, t, r in helper.parameters),
@@ -661,7 +648,7 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     if named is not None and tokens[first:named] and not any(
             t.text in ("static", "extern") or t.kind == "str" for t in tokens[first:named]):
         edits.append((tokens[first].start, tokens[first].start, "static "))
-    body = with_limits(_replace(definition, edits))
+    body = with_limits(apply_edits(definition, edits))
     namespaces = kernel.qualified.split("::")[:-1]
     opening = "".join(f"namespace {n} {{ " for n in namespaces)
     closing = " }" * len(namespaces)
@@ -743,7 +730,7 @@ def _branch(text: str, launch, redirect: list[tuple[int, int, str]], scope: int)
     conditions = [f"pc_same<{p}, {a}>::value" if is_type else f"{p} == {a}"
                   for p, a, is_type in launch.instance]
     return Branch(start, end, " && ".join(f"({c})" for c in conditions),
-                  " ".join(t.text for t in tokenize(_replace(statement, edits))), scope)
+                  " ".join(t.text for t in tokenize(apply_edits(statement, edits))), scope)
 
 
 def _angle_close(tokens: list[Token], k: int) -> int:
