@@ -34,7 +34,7 @@ from polycoal.frontend.program import JUDGED, Kernel, Program, Span
 from polycoal.codegen.permute import (Refusal, indirect_uses, permute_kernel,
                                       permute_launch, reads_indirectly)
 from polycoal.frontend.dialect import cuda_dialect
-from polycoal.analysis.dependences import condition_text, racing_values
+from polycoal.analysis.dependences import condition_text, detect_races, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
 from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
@@ -564,6 +564,19 @@ def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
                                   warp_reduction=loop.loop.counter))
 
 
+def _global_races_across_barriers(analysis: KernelAnalysis) -> str | None:
+    """An array of global memory threads of a kernel with barriers race on when the
+    barriers are not counted (the race analysis is skipped for such kernels: a barrier
+    orders a block's phases, and the model does not place it); None when there is none."""
+    model = analysis.model
+    if model is None or not model.synchronises or not model.statements:
+        return None
+    try:
+        return next((r.array for r in detect_races(model, ("global",))), None)
+    except Exception:       # noqa: BLE001 - not judged: taken as a race (never a change)
+        return "(its arrays: not judged)"
+
+
 def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str,
                       options: TransformOptions) -> KernelDecision:
     """Geometry permutation (any kernel), when it is legal and lowers the cost: the
@@ -577,6 +590,10 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if warp:
         return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
                       "which depends on warps")
+    racing = _global_races_across_barriers(d.analysis)
+    if racing:
+        return d.keep("race", f"{why}; no permutation: threads may race on '{racing}' "
+                      "(global memory; polycoal does not tell which barrier orders them)")
     if reads_indirectly(program, kernel):
         # thread indices read through macros or helpers: the copy expands those macros
         # and calls permuted copies of those helpers (codegen/permute.indirect_uses)

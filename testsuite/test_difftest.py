@@ -608,7 +608,10 @@ def test_construct_words_are_in_the_programs():
              "alias": ("using ", "typedef "), "unroll": "#pragma unroll",
              "device-helper": "__device__", "header": '#include "kernels_',
              "dim3": ("dim3 ", "int grid", "unsigned grid", "int block", "unsigned block"),
-             "ifdef": ("#ifdef", "#ifndef PC_")}
+             "ifdef": ("#ifdef", "#ifndef PC_"),
+             "cg-barrier": ("this_thread_block().sync()", ".sync();", "::sync("),
+             "lambda": ("= [](", "= [&](", "= [=]("),
+             "numeric-limits": "std::numeric_limits<", "auto-pointer": "auto *"}
     for construct, word in words.items():
         p = next(p for p in (generate(s, None, [construct]) for s in range(100))
                  if p.constructs)

@@ -223,3 +223,29 @@ __global__ void colscale(float *a, int rows, int cols)
     assert k["action"] == "unchanged"
     assert "not in the input file's text" in k["reason"]
     assert "the model would change it" in k["reason"] or "axes" in k["reason"], k
+
+
+def test_directives_inside_a_statement_keep_it_as_written(write_cu, tmp_path):
+    """A statement holding `#ifdef` lines (a loop whose body is chosen by the
+    preprocessor) is not made opaque: replacing it would unbalance the directives. The
+    kernel is left as written, exit 0 (found by the random tester)."""
+    source = write_cu(r"""
+#define N 64
+__global__ void k(float *y, const float *A, int m)
+{
+  auto op = [](const float v) { return v; };
+  int j = blockDim.x * blockIdx.x + threadIdx.x;
+  if (j < N) {
+    for (int i = 0; i < m; i++)
+#ifdef ALTERNATIVE
+      y[j] += op(A[i * N + j]) * 2.0f;
+#else
+      y[j] += op(A[i * N + j]);
+#endif
+  }
+}
+int main() { float *y, *A; cudaMalloc(&y, 256); cudaMalloc(&A, 4096); k<<<1, 64>>>(y, A, 16); }
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    assert kernels(report)["k"]["action"] == "unchanged"

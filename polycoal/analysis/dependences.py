@@ -78,11 +78,12 @@ def _threads_equal(model: KernelModel) -> str:
     return " and ".join(f"{d} = {d}'" for d in isl_helpers.thread_names(model)) or "true"
 
 
-def detect_races(model: KernelModel) -> list[Race]:
+def detect_races(model: KernelModel, spaces: tuple[str, ...] = ("global", "shared")
+                 ) -> list[Race]:
     races: list[Race] = []
     seen: set[tuple] = set()
     accesses = [(s, a) for s, a in model.accesses()
-                if a.space in ("global", "shared") and a.subscripts is not None]
+                if a.space in spaces and a.subscripts is not None]
     for i, (s1, w) in enumerate(accesses):
         if w.kind != "write":
             continue

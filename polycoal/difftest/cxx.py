@@ -42,6 +42,26 @@ The constructs (CONSTRUCTS):
                     `const dim3`, an `int` block
   ifdef             an `#ifdef` branch: a kernel statement with another one in the branch
                     not taken (the macro defined or not), or a check after a launch
+  cg-barrier        a thread block's barrier through cooperative groups (`#include
+                    <cooperative_groups.h>`, `namespace cg = cooperative_groups;`):
+                    `cg::thread_block b = cg::this_thread_block();` (or `auto b = ...`)
+                    and `b.sync();` or `cg::sync(b);`, or `cg::this_thread_block().sync();`
+                    alone: for a kernel's `__syncthreads();`, else a barrier added at a
+                    statement of the kernel's top level that every thread reaches (no
+                    return before it)
+  lambda            one value read of a kernel computed through a local lambda (`auto f =
+                    [](float v) { return v; };`, `[&](auto e) { return A[e]; }`, a value
+                    doubled then halved): an opaque statement, the kernel must stay
+                    byte-identical (must_keep)
+  numeric-limits    in a template kernel (made one with `template` where the program has
+                    none): a min or max reduction's private accumulator starting at
+                    `std::numeric_limits<T>::max()` / `lowest()` with its first value folded
+                    in, or a value read clamped by them (`::max(A[e], std::numeric_limits<
+                    T>::lowest())`): the same values. Device code may call them only under
+                    nvcc's --expt-relaxed-constexpr, which the nvcc checks pass to such
+                    programs (runner.relaxed_constexpr)
+  auto-pointer      in a template kernel: a row pointer `const auto *row = A + (i * M);`
+                    before the statement that reads `A[i * M + j]`, which reads `row[j]`
 """
 
 from __future__ import annotations
@@ -51,17 +71,20 @@ import re
 
 CONSTRUCTS = ("template", "host-template", "auto", "constexpr", "static-cast",
               "reinterpret-cast", "std-math", "alias", "unroll", "device-helper", "header",
-              "dim3", "ifdef")
+              "dim3", "ifdef", "cg-barrier", "lambda", "numeric-limits", "auto-pointer")
 
-# the order in which they are applied (each sees the text the earlier ones left)
-ORDER = ("constexpr", "template", "alias", "auto", "static-cast", "std-math",
-         "device-helper", "reinterpret-cast", "unroll", "ifdef", "dim3", "host-template",
-         "header")
+# the order in which they are applied (each sees the text the earlier ones left); the
+# constructs that insert statements before a line come before unroll and ifdef, which
+# put directives before lines
+ORDER = ("constexpr", "template", "alias", "numeric-limits", "auto-pointer", "auto",
+         "static-cast", "lambda", "std-math", "device-helper", "reinterpret-cast",
+         "cg-barrier", "unroll", "ifdef", "dim3", "host-template", "header")
 
 MIX_RATE = 0.25                  # the share of programs with constructs in the mix mode
 SCALARS = ("int", "float", "double", "long", "unsigned", "size_t")
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any_sync|"
-                   r"__all_sync|__activemask|__match\w*|__reduce\w*_sync)\b")
+                   r"__all_sync|__activemask|__match\w*|__reduce\w*_sync|"
+                   r"this_thread_block)\b")
 _LAUNCH = re.compile(r"^(\s*)((?:\w+::)*(\w+)(?:<[^<>;]*>)?)<<<(.*)>>>\((.*)\);\s*$")
 _POINTER = re.compile(r"^(const )?(\w+) \*(__restrict__ )?(\w+)$")
 _ASSIGN = re.compile(r"^(\s*)([A-Za-z_]\w*(?:\[[^;]*?\])*)\s*(=|\+=|-=|\*=)\s*(?!=)(.*);\s*$")
@@ -92,7 +115,9 @@ def apply(b, rng: random.Random, names: list[str], seed: int = 0) -> list[str]:
     for name in ORDER:
         if name in names and FUNCTIONS[name](b, rng, seed):
             done.append(name)
-    return done
+    # constructs another one applied for its own (numeric-limits makes templates)
+    implied = getattr(b, "cxx_implied", set())
+    return done + [n for n in CONSTRUCTS if n in implied and n not in done]
 
 
 # ----------------------------------------------------------------------- text helpers
@@ -787,8 +812,260 @@ def c_header(b, rng: random.Random, seed: int) -> bool:
     return True
 
 
+# ------------------------------------------------- cooperative groups, lambdas, templates
+
+def _local_name(b, k, base: str) -> str:
+    """A fresh name that no line of the kernel (or its parameters) uses."""
+    text = "\n".join(k.lines) + "\n" + "\n".join(d for d, _ in k.params) + k.before
+    while True:
+        name = b.fresh(base)
+        if not re.search(rf"\b{name}\b", text):
+            return name
+
+
+def _top_level_points(lines: list[str]) -> list[int]:
+    """Indices n at which a statement may be put before lines[n] (n == len(lines): at the
+    end) in the kernel's outermost block, where every thread arrives: no return before
+    it, no open bracket, not after a directive or between an `if` and its `else`."""
+    points, depth = [], 0
+    for n in range(len(lines) + 1):
+        if n > 0:
+            depth += _depth_at(lines[n - 1], len(lines[n - 1]))
+            if re.search(r"\breturn\b", lines[n - 1]):
+                break
+        if depth != 0 or not _statement_start(lines, n):
+            continue
+        prev = next((l.strip() for l in reversed(lines[:n]) if l.strip()), "")
+        if prev.startswith("#") or n < len(lines) and re.match(r"\s*(else\b|#)", lines[n]):
+            continue
+        points.append(n)
+    return points
+
+
+def c_cg_barrier(b, rng: random.Random, seed: int) -> bool:
+    changed = False
+    full = "cooperative_groups" if rng.random() < 0.2 else "cg"
+    for k in _pick(rng, list(b.kernels), 0.5):
+        barriers = [n for n, l in enumerate(k.lines) if l.strip() == "__syncthreads();"]
+        if barriers:
+            n = rng.choice(barriers)
+            indent = k.lines[n][:len(k.lines[n]) - len(k.lines[n].lstrip())]
+            del k.lines[n]
+        else:
+            if "__syncthreads" in "\n".join(k.lines):
+                continue            # one under a condition or in an expression: kept
+            points = _top_level_points(k.lines)
+            if not points:
+                continue
+            n, indent = rng.choice(points), ""
+        form = rng.choice(("member", "member", "free", "direct"))
+        if form == "direct":
+            k.lines.insert(n, f"{indent}{full}::this_thread_block().sync();")
+        else:
+            handle = _local_name(b, k, rng.choice(("block", "cta", "g")))
+            sync = f"{handle}.sync();" if form == "member" else f"{full}::sync({handle});"
+            k.lines.insert(n, indent + sync)
+            spelled = rng.choice((f"{full}::thread_block", f"{full}::thread_block", "auto",
+                                  "const auto"))
+            k.lines.insert(0, f"{spelled} {handle} = {full}::this_thread_block();")
+        k.includes.add("cooperative_groups.h")
+        if full == "cg" and "namespace cg = cooperative_groups;" not in b.prelude:
+            b.prelude.append("namespace cg = cooperative_groups;")
+        changed = True
+    return changed
+
+
+def c_lambda(b, rng: random.Random, seed: int) -> bool:
+    """One kernel (only one: the others stay transformable) reads a value through a
+    lambda; polycoal reads its statement as opaque and must leave the kernel as it is."""
+    kernels = list(b.kernels)
+    rng.shuffle(kernels)
+    for k in kernels:
+        types = ("float", "double", "int") + tuple(_type_params(k))
+        reads = [(n, r) for n, line in enumerate(k.lines) for r in _value_reads(k, line, types)]
+        if not reads or not _statement_start(k.lines, 0):
+            continue
+        n, (s, e, array, ctype) = rng.choice(reads)
+        line = k.lines[n]
+        read = line[s:e]
+        index = line[line.index("[", s) + 1:e - 1]
+        name = _local_name(b, k, rng.choice(("f", "op", "value_of", "load")))
+        forms = ["identity", "generic", "load", "load-value"]
+        if ctype in ("float", "double"):
+            forms.append("scale")
+        form = rng.choice(forms)
+        if form == "identity":
+            definition = f"auto {name} = [](const {ctype} v) {{ return v; }};"
+            call = f"{name}({read})"
+        elif form == "generic":
+            definition = f"const auto {name} = [](auto v) {{ return v; }};"
+            call = f"{name}({read})"
+        elif form == "load":
+            definition = f"auto {name} = [&](auto e) {{ return {array}[e]; }};"
+            call = f"{name}({index})"
+        elif form == "load-value":
+            definition = f"auto {name} = [=](long e) -> {ctype} {{ return {array}[e]; }};"
+            call = f"{name}({index})"
+        else:           # doubled then halved: the same value for the programs' values
+            two, half = ("2.0f", "0.5f") if ctype == "float" else ("2.0", "0.5")
+            definition = f"auto {name} = [&]({ctype} v) {{ return v * {two}; }};"
+            call = f"({name}({read}) * {half})"
+        k.lines[n] = line[:s] + call + line[e:]
+        k.lines.insert(0, definition)
+        if k.name not in b.must_keep:
+            b.must_keep.append(k.name)
+        return True
+    return False
+
+
+def _type_params(k) -> list[str]:
+    """The kernel's template type parameters (the construct's, or the styles family's
+    ElemT)."""
+    return list(k.tparams) + (["ElemT"] if "typename ElemT" in k.template else [])
+
+
+def _template_kernels(b, rng: random.Random, seed: int) -> list:
+    """The template kernels; where there is none, the template construct makes some."""
+    found = [k for k in b.kernels if k.template]
+    if not found:
+        if c_template(b, rng, seed):
+            b.cxx_implied = getattr(b, "cxx_implied", set()) | {"template"}
+        found = [k for k in b.kernels if k.template]
+    return found
+
+
+_MINMAX = (("max", re.compile(r"^\s*(\w+) = (?:::)?(?:fmaxf|fmax|max)\(")),
+           ("min", re.compile(r"^\s*(\w+) = (?:::)?(?:fminf|fmin|min)\(")),
+           ("min", re.compile(r"^\s*(\w+) = \(.* < (\w+)\) \? .* : (\w+);")),
+           ("max", re.compile(r"^\s*(\w+) = (\w+) > .* \? (\w+) : .*;")),
+           ("max", re.compile(r"^\s*if \(.* > (\w+)\) (\w+) = .*;")))
+
+
+def _reduction_op(lines: list[str], acc: str) -> str | None:
+    """"max" or "min" where every update of the accumulator `acc` in `lines` is one."""
+    ops = set()
+    for line in lines:
+        if re.search(rf"(?<![\w.]){acc}\s*(?:[-+*/%&|^]=|\+\+|--)|(?:\+\+|--|&)\s*{acc}\b",
+                     line):
+            return None
+        if not re.search(rf"(?<![\w.]){acc}\s*=(?!=)", line):
+            continue
+        found = None
+        for op, pattern in _MINMAX:
+            m = pattern.match(line)
+            if m and all(g == acc for g in m.groups()):
+                found = op
+                break
+        if found is None:
+            return None
+        ops.add(found)
+    return ops.pop() if len(ops) == 1 else None
+
+
+def c_numeric_limits(b, rng: random.Random, seed: int) -> bool:
+    changed = False
+    for k in _pick(rng, _template_kernels(b, rng, seed)):
+        tparams = _type_params(k)
+        pointers = _pointer_params(k)
+        # a min or max reduction's accumulator: its identity, then its first value
+        for n, line in enumerate(k.lines):
+            m = _DECL.match(line)
+            if not m or m.group(4) or m.group(2):
+                continue
+            indent, _, ctype, _, acc, init = m.groups()
+            op = _reduction_op(k.lines[n + 1:], acc)
+            if op is None or ctype not in set(tparams) | {"float", "double", "int"}:
+                continue
+            limit = "lowest" if op == "max" else "max"
+            compare = ">" if op == "max" else "<"
+            k.lines[n:n + 1] = [f"{indent}{ctype} {acc} = std::numeric_limits<{ctype}>::"
+                                f"{limit}();",
+                                f"{indent}{acc} = ({init}) {compare} {acc} ? ({init}) : {acc};"]
+            changed = True
+            break
+        else:
+            # a value read clamped by the type's limits (the same value)
+            reads = [(n, r) for n, line in enumerate(k.lines)
+                     for r in _value_reads(k, line, tuple(tparams) or
+                                           ("float", "double", "int"))]
+            if not reads:
+                continue
+            n, (s, e, array, ctype) = rng.choice(reads)
+            line = k.lines[n]
+            wrapped = rng.choice((f"::max({line[s:e]}, std::numeric_limits<{ctype}>::lowest())",
+                                  f"::min({line[s:e]}, std::numeric_limits<{ctype}>::max())"))
+            k.lines[n] = line[:s] + wrapped + line[e:]
+            changed = True
+        k.includes.add("limits")
+    return changed
+
+
+_OFFSET = re.compile(r"[\w\s+\-*/%()]+")
+
+
+def c_auto_pointer(b, rng: random.Random, seed: int) -> bool:
+    changed = False
+    for k in _pick(rng, _template_kernels(b, rng, seed)):
+        tparams = _type_params(k)
+        pointers = _pointer_params(k)
+        candidates = []
+        for n, line in enumerate(k.lines):
+            for s, e, array, ctype in _value_reads(k, line, tuple(tparams) or
+                                                   ("float", "double", "int")):
+                index = line[line.index("[", s) + 1:e - 1]
+                if not _OFFSET.fullmatch(index):
+                    continue
+                at = n
+                while at > 0 and not _statement_start(k.lines, at):
+                    at -= 1
+                if re.match(r"\s*(else\b|#)", k.lines[at]) or at > 0 and \
+                        k.lines[at - 1].strip().startswith("#"):
+                    continue
+                invariant = _invariant_names(b, k, at)
+                terms = _top_level(index, "+")
+                held = [set(re.findall(r"[A-Za-z_]\w*", re.sub(r"\.\w+", "", t))) <= invariant
+                        for t in terms]
+                fixed = [t for t, h in zip(terms, held) if h]
+                if not fixed or len(fixed) == len(terms) and rng.random() < 0.7:
+                    continue
+                rest = [t for t, h in zip(terms, held) if not h] or ["0"]
+                candidates.append((n, s, e, array, at, fixed, rest))
+        if not candidates:
+            continue
+        n, s, e, array, at, fixed, rest = rng.choice(candidates)
+        row = _local_name(b, k, rng.choice(("row", "base", "p")))
+        const = "const " if pointers[array][1] or rng.random() < 0.6 else ""
+        indent = k.lines[at][:len(k.lines[at]) - len(k.lines[at].lstrip())]
+        line = k.lines[n]
+        k.lines[n] = line[:s] + f"{row}[{' + '.join(rest)}]" + line[e:]
+        k.lines.insert(at, f"{indent}{const}auto *{row} = {array} + ({' + '.join(fixed)});")
+        changed = True
+    return changed
+
+
+def _invariant_names(b, k, at: int) -> set[str]:
+    """Names whose value is the same at every line from `at` on: the kernel's scalar
+    parameters, the macros, and locals declared at the outermost level before `at` and
+    never assigned after their declaration (thread indices)."""
+    names = {param_name(d) for d, _ in k.params if "*" not in d and "[" not in d}
+    names |= _macro_names(b) | set(re.findall(r"\b[A-Za-z_]\w*\b", " ".join(k.tparams)))
+    names |= {"threadIdx", "blockIdx", "blockDim", "gridDim", "long", "int", "unsigned",
+              "size_t", "static_cast"}
+    depth = 0
+    for n, line in enumerate(k.lines[:at]):
+        if depth == 0:
+            m = re.match(r"^\s*(?:const )?(?:int|long|unsigned|size_t|auto) (\w+) = ([^;]*);\s*$",
+                         line)
+            if m and not _assigned_later(k.lines[n + 1:], m.group(1)):
+                names.add(m.group(1))
+        depth += _depth_at(line, len(line))
+    return names
+
+
 FUNCTIONS = {"template": c_template, "host-template": c_host_template, "auto": c_auto,
              "constexpr": c_constexpr, "static-cast": c_static_cast,
              "reinterpret-cast": c_reinterpret_cast, "std-math": c_std_math,
              "alias": c_alias, "unroll": c_unroll, "device-helper": c_device_helper,
-             "header": c_header, "dim3": c_dim3, "ifdef": c_ifdef}
+             "header": c_header, "dim3": c_dim3, "ifdef": c_ifdef,
+             "cg-barrier": c_cg_barrier, "lambda": c_lambda,
+             "numeric-limits": c_numeric_limits, "auto-pointer": c_auto_pointer}

@@ -208,7 +208,8 @@ def write_project(project: dict, root: str) -> str:
         entries.append({"directory": build, "file": named, "output": obj, "arguments": [
             "nvcc", *(f"-I{os.path.relpath(os.path.join(root, d), build)}"
                       for d in project["include_dirs"]),
-            *(f"-D{d}" for d in project["defines"]), "-std=c++17", "-x", "cu", "-c",
+            *(f"-D{d}" for d in project["defines"]), "-std=c++17", *relaxed(project),
+            "-x", "cu", "-c",
             named, "-o", obj]})
     with open(os.path.join(build, "compile_commands.json"), "w") as f:
         json.dump(entries, f, indent=2)
@@ -259,6 +260,13 @@ def build_cpu(cpu, project: dict, root: str, texts: dict[str, str], directory: s
     return exe, ""
 
 
+def relaxed(project: dict) -> tuple[str, ...]:
+    """nvcc's --expt-relaxed-constexpr where a file of the project names
+    std::numeric_limits in a kernel (runner.relaxed_constexpr)."""
+    from polycoal.difftest.runner import relaxed_constexpr
+    return relaxed_constexpr("".join(project["files"].values()))
+
+
 def nvcc_unit(nvcc, project: dict, root: str, path: str, directory: str) -> str | None:
     """nvcc on one unit's file `path` with the project's flags: None when it compiles,
     else its first error lines."""
@@ -266,6 +274,7 @@ def nvcc_unit(nvcc, project: dict, root: str, path: str, directory: str) -> str 
     out = os.path.join(directory, os.path.basename(path) + ".o")
     try:
         r = subprocess.run([nvcc.nvcc, "-arch=sm_90", flag, "-std=c++17",
+                            *relaxed(project),
                             *(f"-I{os.path.join(root, d)}" for d in project["include_dirs"]),
                             *(f"-D{d}" for d in project["defines"]), "-x", "cu", path,
                             "-o", out], capture_output=True, text=True, errors="replace",

@@ -35,6 +35,7 @@ import hashlib
 import io
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -288,9 +289,9 @@ class Nvcc:
         self.mode = mode
         self.nvcc = nvcc or os.environ.get("NVCC", "nvcc")
 
-    def command(self, src: str, out: str) -> list[str]:
+    def command(self, src: str, out: str, extra: tuple[str, ...] = ()) -> list[str]:
         flag = "-cubin" if self.mode == "cubin" else "-c"
-        return [self.nvcc, "-arch=sm_90", flag, src, "-o", out]
+        return [self.nvcc, "-arch=sm_90", flag, *extra, src, "-o", out]
 
     def check(self, source: str, directory: str, name: str) -> str | None:
         """None when it compiles, else nvcc's first error lines."""
@@ -298,7 +299,8 @@ class Nvcc:
         with open(src, "w") as f:
             f.write(source)
         try:
-            r = subprocess.run(self.command(src, os.path.join(directory, name + ".o")),
+            r = subprocess.run(self.command(src, os.path.join(directory, name + ".o"),
+                                            relaxed_constexpr(source, directory)),
                                capture_output=True, text=True, errors="replace", timeout=600)
         except subprocess.TimeoutExpired:
             return "nvcc ran past 600 s"
@@ -310,6 +312,23 @@ class Nvcc:
             if "error" in line.lower() and len(keep) < 12:
                 keep += out[n:n + 4]
         return "\n".join(keep) or "\n".join(out[-20:])
+
+
+def relaxed_constexpr(source: str, directory: str | None = None) -> tuple[str, ...]:
+    """nvcc's `--expt-relaxed-constexpr` for a program whose kernels call
+    `std::numeric_limits<T>::max()` and its kin (cxx: numeric-limits), constexpr host
+    functions that device code may call only under it (the flag such code is built
+    with); () for any other program, which must build with plain `nvcc -arch=sm_90`.
+    The headers it includes from `directory` count."""
+    texts = [source]
+    if directory:
+        for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.M):
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    texts.append(f.read())
+            except OSError:
+                pass
+    return ("--expt-relaxed-constexpr",) if any("numeric_limits" in t for t in texts) else ()
 
 
 # ------------------------------------------------------------------------- comparing

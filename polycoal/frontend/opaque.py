@@ -37,6 +37,7 @@ _KINDS = frozenset({"LAMBDA_EXPR", "CXX_FOR_RANGE_STMT", "CXX_TRY_STMT", "CXX_CA
 _SPELLABLE = re.compile(r"(?:const\s+|volatile\s+)*(?:unsigned\s+|signed\s+|struct\s+)?"
                         r"(?:long long|long double|[A-Za-z_]\w*)(?:\s*\*(?:\s*const)?)*")
 MARK = "__pc_opaque"
+_DIRECTIVE = re.compile(r"^[ \t]*#", re.M)
 _LIMITS = re.compile(r"(?:(?:::\s*)?std\s*::\s*)?numeric_limits\s*<[^;<>]*>\s*::\s*"
                      r"(?:max|min|lowest|epsilon|infinity|quiet_NaN)\s*\(\s*\)")
 
@@ -133,6 +134,8 @@ def statements(ci, kernel, text: str, covered: list[tuple[int, int]], at,
         y[0] <= x[0] and x[1] <= y[1] and y[:2] != x[:2] for y in chosen)]
     if any(a < d and c < b and (a, b) != (c, d) for a, b, _ in outer for c, d, _ in outer):
         return None                 # a written statement across Clang's: not one statement
+    if any(_DIRECTIVE.search(text, a, b) for a, b, _ in outer):
+        return None                 # `#ifdef` lines inside: replacing them unbalances them
     out = []
     for a, b, s in sorted(outer, key=lambda x: x[0]):
         new = f"{MARK}();" if s is None else _replacement(ci, s, variables, dropped)

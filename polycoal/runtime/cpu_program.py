@@ -5,8 +5,9 @@ shuffles, atomics) and run it.
 Every launch `k<<<g, b[, shm[, stream]]>>>(args)` is rewritten into
 `pc_launch(sync, "k", dim3(g), dim3(b), shm, [pc_a0 = (arg0), ...] { k(pc_a0, ...); })`:
 the arguments are evaluated once, at the launch, and the lambda runs each thread. A
-kernel whose body (or a function in the file) uses a barrier or a warp intrinsic is
-launched with sync = true, which runs the threads of a block as fibers meeting at
+kernel whose body (or a function in the file) uses a barrier or a warp intrinsic (or a
+cooperative group's thread block: STUB_TEXTS's <cooperative_groups.h>) is launched with
+sync = true, which runs the threads of a block as fibers meeting at
 barriers (see the header); any other kernel runs thread by thread.
 
 The launch scanner is a small tokenizer of its own (comments, strings, preprocessor lines
@@ -36,6 +37,32 @@ STUB_HEADERS = ("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch
                 "driver_types.h", "sm_60_atomic_functions.h", "cooperative_groups.h",
                 "cooperative_groups/reduce.h", "cooperative_groups/memcpy_async.h",
                 "cooperative_groups/scan.h")
+# stubs with contents (the others are empty): a thread block's cooperative group over the
+# runtime's barrier and thread indices, enough to run a kernel that synchronises through
+# one (`cg::thread_block b = cg::this_thread_block(); b.sync();`, `cg::sync(b)`,
+# `cg::this_thread_block().sync()`); nothing else of the API (tiles, grids, reduce)
+STUB_TEXTS = {"cooperative_groups.h": """#pragma once
+// polycoal's CPU runtime (cpu_program.py): a thread block's cooperative group only. A
+// kernel naming this_thread_block or thread_block runs as a synchronising one (fibers).
+namespace cooperative_groups {
+class thread_block {
+ public:
+  void sync() const { __syncthreads(); }
+  unsigned long long thread_rank() const {
+    return threadIdx.x + (unsigned long long)blockDim.x *
+        (threadIdx.y + (unsigned long long)blockDim.y * threadIdx.z); }
+  unsigned long long size() const {
+    return (unsigned long long)blockDim.x * blockDim.y * blockDim.z; }
+  unsigned long long num_threads() const { return size(); }
+  dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+  dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+  dim3 group_dim() const { return blockDim; }
+  dim3 dim_threads() const { return blockDim; }
+};
+inline thread_block this_thread_block() { return thread_block(); }
+template <typename Group> inline void sync(const Group &g) { g.sync(); }
+}  // namespace cooperative_groups
+"""}
 CXXFLAGS = ("-std=c++17", "-O0", "-w", "-ffp-contract=off")
 
 # exit statuses of the runtime (cpu_program.h, PC_EXIT_*)
@@ -45,7 +72,8 @@ EXIT_STATUSES = {88: "deadlock", 87: "invalid-launch", 86: "memory-fault",
                  82: "cuda-error"}           # the GPU runner's (gpu_program.py)
 
 SYNC_WORDS = re.compile(r"^(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot\w*|__any_sync|"
-                        r"__all_sync|__activemask|__match\w*|__reduce\w*_sync)$")
+                        r"__all_sync|__activemask|__match\w*|__reduce\w*_sync|"
+                        r"this_thread_block|thread_block)$")    # (cooperative groups)
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -369,7 +397,8 @@ class CpuProgramRunner:
         self.types = (files / TYPES).read_text()
         self.runtime = (files / RUNTIME).read_text()
         key = hashlib.sha256("\0".join((self.header, self.types, self.runtime, self.cxx) +
-                                       self.flags + STUB_HEADERS)
+                                       self.flags + STUB_HEADERS +
+                                       tuple(STUB_TEXTS.values()))
                              .encode()).hexdigest()[:16]
         base = cache or os.path.join(tempfile.gettempdir(), "polycoal-cpu-program")
         self.directory = os.path.join(base, key)
@@ -390,7 +419,7 @@ class CpuProgramRunner:
                 os.makedirs(os.path.dirname(os.path.join(tmp, stub)), exist_ok=True)
                 os.makedirs(os.path.dirname(os.path.join(self.include, stub)), exist_ok=True)
                 with open(os.path.join(tmp, stub), "w") as f:
-                    f.write("#pragma once\n")
+                    f.write(STUB_TEXTS.get(stub, "#pragma once\n"))
             with open(os.path.join(tmp, RUNTIME), "w") as f:
                 f.write(self.runtime)
             obj = os.path.join(tmp, "rt.o")
