@@ -966,7 +966,6 @@ def c_numeric_limits(b, rng: random.Random, seed: int) -> bool:
     changed = False
     for k in _pick(rng, _template_kernels(b, rng, seed)):
         tparams = _type_params(k)
-        pointers = _pointer_params(k)
         # a min or max reduction's accumulator: its identity, then its first value
         for n, line in enumerate(k.lines):
             m = _DECL.match(line)
