@@ -249,3 +249,34 @@ int main() { float *y, *A; cudaMalloc(&y, 256); cudaMalloc(&A, 4096); k<<<1, 64>
     rc, report = transform(source, tmp_path / "out.cu")
     assert rc == 0, report
     assert kernels(report)["k"]["action"] == "unchanged"
+
+
+def test_auto_from_restrict_pointers_in_a_template():
+    """`auto gi = g_idata + bid * N` of a `const T *__restrict__` parameter is `const T *`
+    (auto drops the restrict qualifier, keeps the pointee's const), `auto go` of a
+    `T *__restrict__` one `T *`: the copy for an instantiation compiles and is read."""
+    import os
+    import tempfile
+    from polycoal.frontend import lower, read_program
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    text = r"""
+template <typename T, int N>
+__global__ void scan(const long nblocks, T *__restrict__ g_odata,
+                     const T *__restrict__ g_idata)
+{
+  for (long bid = blockIdx.x; bid < nblocks; bid += gridDim.x) {
+    auto gi = g_idata + bid * N;
+    auto go = g_odata + bid * N;
+    go[threadIdx.x] = gi[threadIdx.x];
+  }
+}
+int main() { float *a, *b; cudaMalloc(&a, 4096); cudaMalloc(&b, 4096);
+             scan<float, 128><<<8, 128>>>(8, a, b); }
+"""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cu")
+        with open(path, "w") as f:
+            f.write(text)
+        (lowering,) = lower.plan(read_program(path), PreprocessorOptions())
+    assert "const float * gi = g_idata" in lowering.copy, lowering.copy
+    assert "float * go = g_odata" in lowering.copy, lowering.copy

@@ -573,7 +573,10 @@ def _written_type_of(ci, e, depth: int = 0) -> str | None:
         if ref.kind == K.VAR_DECL and "auto" in ref.type.spelling:
             return _deduced_type(ci, ref)
         canonical = ref.type.get_canonical().spelling
-        return ref.type.spelling if "type-parameter-" in canonical else canonical
+        written = ref.type.spelling if "type-parameter-" in canonical else canonical
+        # a restrict qualifier is the variable's, not its value's (auto drops it)
+        return " ".join(re.sub(r"\b(?:__restrict__|__restrict|restrict)\b", " ",
+                               written).split())
     t = e.type
     if t.spelling != "<dependent type>" and t.kind != ci.TypeKind.DEPENDENT and \
             "auto" not in t.spelling:
@@ -628,7 +631,9 @@ def _words(ci, kernel):
             spelling = spelling.rstrip()[:-1].rstrip()
         if spelling is None:
             continue
-        if spelling.startswith("const ") and ("const" in names[:at] or not stars):
+        # a top-level const (`const auto v`): not the const of a pointer's pointee
+        if spelling.startswith("const ") and "*" not in spelling and \
+                ("const" in names[:at] or not stars):
             spelling = spelling[len("const "):]
         if _DEDUCIBLE.fullmatch(spelling.strip()):
             deduced[_at(tokens[at].extent.start)] = (_at(tokens[at].extent.end), spelling)
