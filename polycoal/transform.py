@@ -590,10 +590,6 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if warp:
         return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
                       "which depends on warps")
-    racing = _global_races_across_barriers(d.analysis)
-    if racing:
-        return d.keep("race", f"{why}; no permutation: threads may race on '{racing}' "
-                      "(global memory; polycoal does not tell which barrier orders them)")
     if reads_indirectly(program, kernel):
         # thread indices read through macros or helpers: the copy expands those macros
         # and calls permuted copies of those helpers (codegen/permute.indirect_uses)
@@ -628,6 +624,12 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if veto:
         return d.keep(veto[0], f"{why}; thread axes not permuted ({d.permutation.describe()}"
                       f" would lower the global-memory cost{traced}): {veto[1]}")
+    racing = _global_races_across_barriers(d.analysis)
+    if racing:
+        return d.keep("race", f"{why}; thread axes not permuted ({d.permutation.describe()} "
+                      f"would lower the global-memory cost{traced}): threads may race on "
+                      f"'{racing}' (global memory; polycoal does not tell which barrier "
+                      "orders them)")
     return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
                     f"new <- original){traced}{_guard_note(launches, takes)}")
 
