@@ -77,6 +77,8 @@ struct cudaDeviceProp {
   int multiProcessorCount, clockRate, memoryClockRate, memoryBusWidth;
   size_t totalConstMem; int l2CacheSize, maxThreadsPerMultiProcessor;
 };
+// device code may call the runtime (the device runtime's part of it)
+#pragma clang force_cuda_host_device begin
 extern "C" {
 unsigned __cudaPushCallConfiguration(dim3, dim3, size_t = 0, void * = 0);
 cudaError_t cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);
@@ -129,6 +131,7 @@ cudaError_t cudaMemcpyToSymbol(const void *, const void *, size_t, size_t = 0,
 cudaError_t cudaMemcpyFromSymbol(void *, const void *, size_t, size_t = 0,
                                  cudaMemcpyKind = cudaMemcpyDeviceToHost);
 }
+#pragma clang force_cuda_host_device end
 template <typename T> cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
 template <typename T> cudaError_t cudaMallocManaged(T **p, size_t n, unsigned f = cudaMemAttachGlobal)
 { return cudaMallocManaged((void **)p, n, f); }

@@ -158,3 +158,136 @@ __host__ __device__ inline ushort2 make_ushort2(unsigned short x, unsigned short
 __host__ __device__ inline ulonglong2 make_ulonglong2(unsigned long long x,
                                                       unsigned long long y) { return {x, y}; }
 
+
+// ---- the runtime API's other parts: limits, attributes, occupancy, texture objects,
+// pitched memory, arrays; device code may call malloc and free ----
+__device__ void *malloc(size_t);
+__device__ void free(void *);
+enum cudaLimit { cudaLimitStackSize, cudaLimitPrintfFifoSize, cudaLimitMallocHeapSize,
+                 cudaLimitDevRuntimeSyncDepth, cudaLimitDevRuntimePendingLaunchCount,
+                 cudaLimitMaxL2FetchGranularity, cudaLimitPersistingL2CacheSize };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+                         cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
+enum cudaSharedMemConfig { cudaSharedMemBankSizeDefault, cudaSharedMemBankSizeFourByte,
+                           cudaSharedMemBankSizeEightByte };
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxBlockDimX, cudaDevAttrMaxBlockDimY,
+  cudaDevAttrMaxBlockDimZ, cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY,
+  cudaDevAttrMaxGridDimZ, cudaDevAttrMaxSharedMemoryPerBlock,
+  cudaDevAttrTotalConstantMemory, cudaDevAttrWarpSize, cudaDevAttrMaxPitch,
+  cudaDevAttrMaxRegistersPerBlock, cudaDevAttrClockRate, cudaDevAttrTextureAlignment,
+  cudaDevAttrGpuOverlap, cudaDevAttrMultiProcessorCount,
+  cudaDevAttrMemoryClockRate = 36, cudaDevAttrGlobalMemoryBusWidth = 37,
+  cudaDevAttrL2CacheSize = 38, cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+  cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrMaxRegistersPerMultiprocessor = 82, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+  cudaDevAttrMaxBlocksPerMultiprocessor = 106 };
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA,
+      maxDynamicSharedSizeBytes, preferredShmemCarveout;
+};
+struct cudaExtent { size_t width, height, depth; };
+struct cudaPos { size_t x, y, z; };
+struct cudaPitchedPtr { void *ptr; size_t pitch, xsize, ysize; };
+enum cudaChannelFormatKind { cudaChannelFormatKindSigned, cudaChannelFormatKindUnsigned,
+                             cudaChannelFormatKindFloat, cudaChannelFormatKindNone };
+struct cudaChannelFormatDesc { int x, y, z, w; cudaChannelFormatKind f; };
+typedef struct cudaArray *cudaArray_t;
+typedef const struct cudaArray *cudaArray_const_t;
+typedef unsigned long long cudaTextureObject_t;
+typedef unsigned long long cudaSurfaceObject_t;
+enum cudaResourceType { cudaResourceTypeArray, cudaResourceTypeMipmappedArray,
+                        cudaResourceTypeLinear, cudaResourceTypePitch2D };
+enum cudaTextureAddressMode { cudaAddressModeWrap, cudaAddressModeClamp,
+                              cudaAddressModeMirror, cudaAddressModeBorder };
+enum cudaTextureFilterMode { cudaFilterModePoint, cudaFilterModeLinear };
+enum cudaTextureReadMode { cudaReadModeElementType, cudaReadModeNormalizedFloat };
+struct cudaResourceDesc {
+  cudaResourceType resType;
+  union {
+    struct { cudaArray_t array; } array;
+    struct { void *devPtr; cudaChannelFormatDesc desc; size_t sizeInBytes; } linear;
+    struct { void *devPtr; cudaChannelFormatDesc desc; size_t width, height, pitchInBytes; }
+        pitch2D;
+  } res;
+};
+struct cudaTextureDesc {
+  cudaTextureAddressMode addressMode[3]; cudaTextureFilterMode filterMode;
+  cudaTextureReadMode readMode; int sRGB; float borderColor[4]; int normalizedCoords;
+  unsigned maxAnisotropy;
+};
+struct cudaMemcpy3DParms {
+  cudaArray_t srcArray; cudaPos srcPos; cudaPitchedPtr srcPtr;
+  cudaArray_t dstArray; cudaPos dstPos; cudaPitchedPtr dstPtr;
+  cudaExtent extent; cudaMemcpyKind kind;
+};
+cudaError_t cudaDeviceSetLimit(cudaLimit, size_t);
+cudaError_t cudaDeviceGetLimit(size_t *, cudaLimit);
+cudaError_t cudaDeviceGetAttribute(int *, cudaDeviceAttr, int);
+cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig);
+cudaError_t cudaFuncSetAttribute(const void *, cudaFuncAttribute, int);
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *, const void *);
+cudaError_t cudaFuncSetSharedMemConfig(const void *, cudaSharedMemConfig);
+template <class T> cudaError_t cudaFuncSetAttribute(T *f, cudaFuncAttribute a, int v)
+{ return cudaFuncSetAttribute((const void *)f, a, v); }
+template <class T> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, T *f)
+{ return cudaFuncGetAttributes(a, (const void *)f); }
+template <class T> cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *, T, int, size_t);
+template <class T> cudaError_t cudaOccupancyMaxPotentialBlockSize(int *, int *, T,
+                                                                  size_t = 0, int = 0);
+cudaError_t cudaMalloc3D(cudaPitchedPtr *, cudaExtent);
+cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms *);
+cudaError_t cudaMemset2D(void *, size_t, int, size_t, size_t);
+cudaError_t cudaMemcpy2DAsync(void *, size_t, const void *, size_t, size_t, size_t,
+                              cudaMemcpyKind, cudaStream_t = 0);
+cudaError_t cudaMallocArray(cudaArray_t *, const cudaChannelFormatDesc *, size_t,
+                            size_t = 0, unsigned = 0);
+cudaError_t cudaMalloc3DArray(cudaArray_t *, const cudaChannelFormatDesc *, cudaExtent,
+                              unsigned = 0);
+cudaError_t cudaFreeArray(cudaArray_t);
+cudaError_t cudaMemcpyToArray(cudaArray_t, size_t, size_t, const void *, size_t,
+                              cudaMemcpyKind);
+cudaError_t cudaMemcpy2DToArray(cudaArray_t, size_t, size_t, const void *, size_t, size_t,
+                                size_t, cudaMemcpyKind);
+cudaError_t cudaCreateTextureObject(cudaTextureObject_t *, const cudaResourceDesc *,
+                                    const cudaTextureDesc *, const void *);
+cudaError_t cudaDestroyTextureObject(cudaTextureObject_t);
+cudaChannelFormatDesc cudaCreateChannelDesc(int, int, int, int, cudaChannelFormatKind);
+template <class T> cudaChannelFormatDesc cudaCreateChannelDesc(void);
+inline cudaPitchedPtr make_cudaPitchedPtr(void *d, size_t p, size_t x, size_t y)
+{ return {d, p, x, y}; }
+inline cudaExtent make_cudaExtent(size_t w, size_t h, size_t d) { return {w, h, d}; }
+inline cudaPos make_cudaPos(size_t x, size_t y, size_t z) { return {x, y, z}; }
+template <class T> __device__ T tex1Dfetch(cudaTextureObject_t, int);
+template <class T> __device__ T tex1D(cudaTextureObject_t, float);
+template <class T> __device__ T tex2D(cudaTextureObject_t, float, float);
+template <class T> __device__ T tex3D(cudaTextureObject_t, float, float, float);
+template <class T> __device__ T tex2DLayered(cudaTextureObject_t, float, float, int);
+template <class T> __device__ void surf2Dwrite(T, cudaSurfaceObject_t, int, int);
+template <class T> __device__ T surf2Dread(cudaSurfaceObject_t, int, int);
+// the integer min/max of mixed and long operands, as CUDA's math headers declare them
+__device__ __host__ long min(long, long);
+__device__ __host__ long max(long, long);
+__device__ __host__ unsigned long min(unsigned long, unsigned long);
+__device__ __host__ unsigned long max(unsigned long, unsigned long);
+__device__ __host__ unsigned long long min(unsigned long long, unsigned long long);
+__device__ __host__ unsigned long long max(unsigned long long, unsigned long long);
+__device__ __host__ unsigned min(int, unsigned);
+__device__ __host__ unsigned min(unsigned, int);
+__device__ __host__ unsigned max(int, unsigned);
+__device__ __host__ unsigned max(unsigned, int);
+__device__ __host__ unsigned long min(long, unsigned long);
+__device__ __host__ unsigned long min(unsigned long, long);
+__device__ __host__ unsigned long max(long, unsigned long);
+__device__ __host__ unsigned long max(unsigned long, long);
+__device__ __host__ unsigned long long min(long long, unsigned long long);
+__device__ __host__ unsigned long long min(unsigned long long, long long);
+__device__ __host__ unsigned long long max(long long, unsigned long long);
+__device__ __host__ unsigned long long max(unsigned long long, long long);
+__device__ __host__ double min(float, double);
+__device__ __host__ double min(double, float);
+__device__ __host__ double max(float, double);
+__device__ __host__ double max(double, float);

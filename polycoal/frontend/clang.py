@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from polycoal.frontend import opaque, toolkit
-from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.lexer import qualifier_start, tokenize
 from polycoal.frontend.preprocess import PreprocessorOptions
 
 # CUDA headers a program includes, read as empty files (their declarations are in
@@ -215,7 +215,7 @@ def declarations_header(name: str = "clang_cuda.h") -> str:
 
 def arguments(path: str, options: PreprocessorOptions) -> list[str]:
     args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
-            "--cuda-host-only", f"-std={options.std}", "-w", "-include", declarations_header(),
+            "--cuda-host-only", f"-std={options.std}", "-w", "-ferror-limit=0", "-include", declarations_header(),
             "-include", declarations_header("clang_cuda_toolkit.h")]
     args += options.forced_arguments()          # the build's, after polycoal's own
     args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]
@@ -533,6 +533,10 @@ def _template_parameters(ci, function) -> list:
 
 
 # C library functions (and CUDA's min/max) that C++ code may qualify (std::sqrt, ::max)
+# the C library's typedefs that <cstdint> and <cstddef> also name in std
+_C_TYPEDEFS = frozenset({"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                         "uint32_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t",
+                         "uintptr_t"})
 _LIBRARY_FUNCTIONS = frozenset(
     "min max abs fabs fabsf sqrt sqrtf exp expf exp2 exp2f log logf log2 log2f log10 "
     "log10f pow powf sin sinf cos cosf tan tanf tanh tanhf atan atanf atan2 atan2f asin "
@@ -603,7 +607,7 @@ def _written_type_of(ci, e, depth: int = 0) -> str | None:
     return None
 
 
-def _words(ci, kernel):
+def _words(ci, kernel, text: str = ""):
     """The kernel's C++ words with their C spellings (ClangKernel.words)."""
     K = ci.CursorKind
     deduced = {}
@@ -641,6 +645,13 @@ def _words(ci, kernel):
     # the body's tokens (the definition's extent starts in the expansion of __global__)
     body = next((c for c in kernel.get_children() if c.kind == K.COMPOUND_STMT), None)
     tokens = list(body.get_tokens()) if body is not None else []
+    parameters = [t for p in kernel.get_children() if p.kind == K.PARM_DECL
+                  for t in p.get_tokens()]
+    for k, t in enumerate(parameters):      # `const std::uint32_t seed`
+        if t.spelling == "std" and k + 2 < len(parameters) and \
+                parameters[k + 1].spelling == "::" and \
+                parameters[k + 2].spelling in _C_TYPEDEFS:
+            out.append((_at(t.extent.start), _at(parameters[k + 1].extent.end), ""))
     for k, t in enumerate(tokens):
         word = t.spelling
         start, end = _at(t.extent.start), _at(t.extent.end)
@@ -648,6 +659,11 @@ def _words(ci, kernel):
             out.append((start, end, "const"))
         elif word == "nullptr":
             out.append((start, end, "0"))
+        elif word == "std" and k + 2 < len(tokens) and tokens[k + 1].spelling == "::" \
+                and tokens[k + 2].spelling in _C_TYPEDEFS and \
+                (k == 0 or tokens[k - 1].spelling != "::"):
+            # `std::uint32_t`: the C library's typedef of the same name
+            out.append((start, _at(tokens[k + 1].extent.end), ""))
         elif word == "::" and k + 1 < len(tokens) and \
                 tokens[k + 1].spelling in _LIBRARY_FUNCTIONS and \
                 k + 2 < len(tokens) and tokens[k + 2].spelling == "(":
@@ -657,7 +673,44 @@ def _words(ci, kernel):
             if qualified or k == 0 or (tokens[k - 1].kind.name != "IDENTIFIER" and
                                        tokens[k - 1].spelling != ">"):
                 out.append((_at(first.extent.start), end, ""))
+    # a constant variable template's instance (`EMPTY<uint64_t, uint32_t>`) as its value
+    for e in kernel.walk_preorder():
+        ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
+        # (an instance of a variable template is an unexposed declaration to libclang)
+        if ref is None or ref.kind not in (K.VAR_DECL, K.UNEXPOSED_DECL):
+            continue
+        spelled = list(e.get_tokens())
+        names = [t.spelling for t in spelled]
+        if len(names) < 4 or names[0] != e.spelling or names[1] != "<" or names[-1] != ">":
+            continue            # not written `name<...>` here (a macro's expansion)
+        # where its tokens are written (inside a macro's argument, the expression's
+        # extent is the macro's)
+        start, end = _at(spelled[0].extent.start), _at(spelled[-1].extent.end)
+        written = text[start:end]
+        if not (written.startswith(e.spelling) and written.endswith(">")):
+            continue
+        value = _evaluate(ci, e)
+        literal = _literal(ci, e.type.get_canonical(), value) if value is not None else None
+        if literal is not None:
+            out.append((start, end, literal))
     return out
+
+
+def _literal(ci, canonical, value: int) -> str | None:
+    """An integer constant of an integer type as a C literal of that type's width and
+    signedness (None for other types)."""
+    T = ci.TypeKind
+    if canonical.kind == T.BOOL:
+        return "1" if value else "0"
+    if canonical.kind not in _INTEGER_KINDS or canonical.kind == T.ENUM:
+        return None
+    bits = canonical.get_size() * 8
+    unsigned = canonical.kind in (T.UCHAR, T.CHAR_U, T.USHORT, T.UINT, T.ULONG, T.ULONGLONG)
+    if unsigned:
+        value &= (1 << bits) - 1
+    suffix = ("u" if unsigned else "") + ("ll" if bits == 64 else "")
+    return f"{value}{suffix}" if value >= 0 else f"({value}{suffix})"
+
 
 
 def _template_kind(ci, parameter) -> str:
@@ -745,11 +798,20 @@ def _parse(ci, path: str, options: PreprocessorOptions, text: str):
             if not os.path.exists(stub) and ".." not in name and not os.path.isabs(name):
                 os.makedirs(os.path.dirname(stub), exist_ok=True)
                 with open(stub, "w") as f:
-                    f.write("#pragma once\n")
+                    f.write("#pragma once\n" + _declared_library(name))
                 made = True
         if not made:
             return tu
     return tu
+
+
+def _declared_library(name: str) -> str:
+    """What a missing library header stands for: Thrust's and CUB's headers all read
+    polycoal's declarations of the library (grammars/clang_toolkit), others nothing."""
+    for prefix, declarations in (("thrust/", "pc_thrust.h"), ("cub/", "pc_cub.h")):
+        if name.startswith(prefix):
+            return f"#include <{declarations}>\n"
+    return ""
 
 
 def error_sites(path: str, options: PreprocessorOptions, text: str
@@ -819,14 +881,21 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                          ref.semantic_parent.kind == ci.CursorKind.NAMESPACE) \
                     and e.location.file is not None \
                     and e.location.file.name == c.location.file.name:
-                aliases.append((_at(e.extent.start), _at(e.extent.end),
-                                _aliased(ref.underlying_typedef_type)))
+                # where its token is written (inside a macro's argument, `assert(x !=
+                # V<uint32>)`, the reference's extent is the macro's)
+                spelled = list(e.get_tokens())[-1:]
+                start, end = (_at(spelled[0].extent.start), _at(spelled[0].extent.end)) \
+                    if spelled else (0, 0)
+                if file_text(c.location.file.name)[start:end] == ref.spelling:
+                    aliases.append((start, end, _aliased(ref.underlying_typedef_type)))
         records, members = _records(ci, c)
         calls = tuple(_calls(ci, c))
         casts = tuple(_casts(ci, c, file_text(c.location.file.name)))
         extent = c.extent
-        words = tuple(_words(ci, c))
-        covered = [(a, b) for a, b, _ in aliases] + [(a, b) for a, b, _ in words] + \
+        words = tuple(_words(ci, c, file_text(c.location.file.name)))
+        written = file_text(c.location.file.name)
+        covered = [(qualifier_start(written, a), b) for a, b, _ in aliases] + \
+            [(a, b) for a, b, _ in words] + \
             [(x[0], x[-1]) for x in casts] + [(x.start, x.end) for x in calls] + \
             [(a, b) for a, b, _, _ in members] + [(x[2], x[3]) for x in records]
         opaque_statements = opaque.statements(ci, c, file_text(c.location.file.name),

@@ -203,3 +203,11 @@ def apply_edits(text: str, edits) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def qualifier_start(text: str, start: int) -> int:
+    """Where the qualifier of the name at `start` begins (`linalg::real` -> at `linalg`,
+    `::real` -> at `::`); `start` when it has none."""
+    lo = max(0, start - 256)
+    m = re.search(r"(?:(?:\b[A-Za-z_]\w*)?\s*::\s*)+$", text[lo:start])
+    return lo + m.start() if m else start

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from polycoal.frontend.limits import with_limits
 from polycoal.frontend.lexer import (ASSIGNMENTS, Token, apply_edits, line_ends, matching,
-                                     tokenize)
+                                     qualifier_start, tokenize)
 from polycoal.frontend.normalise import PURE_FUNCTIONS
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import JUDGED
@@ -368,12 +368,6 @@ def _identifier(argument: str) -> str:
     return re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "x"
 
 
-def _qualifier_start(text: str, start: int) -> int:
-    """Where the qualifier of the name at `start` begins (`linalg::real` -> at `linalg`)."""
-    m = re.search(r"(?:(?:\b[A-Za-z_]\w*)?\s*::\s*)+$", text[:start])
-    return m.start() if m else start
-
-
 def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
                         fields: bool = False, opaque: bool = False) -> str:
     """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
@@ -389,7 +383,7 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
     for start, end, spelling in kernel.aliases:
         s, e = start - offset, end - offset
         if 0 <= s <= e <= len(text):
-            edits.append((_qualifier_start(text, s), e, spelling))
+            edits.append((qualifier_start(text, s), e, spelling))
     if fields:
         records = [(s - offset, e - offset) for _, _, s, e, _ in kernel.records]
         edits = [x for x in edits if not any(a <= x[0] < b for a, b in records)]

@@ -1,0 +1,323 @@
+"""Issue 32: the toolkit's libraries and the runtime as Clang reads them.
+
+Thrust and CUB headers (where the toolkit's own are not read) resolve to polycoal's
+declarations of them (grammars/clang_toolkit/pc_thrust.h, pc_cub.h); the runtime's
+limits, attributes, texture objects and device-side calls are declared; the C library's
+`assert` is read in its C form; a constant variable template's instance is lowered to its
+value; `std::uint32_t` to the C typedef; Clang reads a whole file however many errors it
+finds. Each test asserts that Clang finds no error where nvcc finds none, or that the
+kernels of such a file reach the model, and that what is emitted compiles.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import compile_sm90
+
+pytest.importorskip("clang.cindex")
+
+
+def clang_errors(path: Path) -> list:
+    from polycoal.frontend import clang
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    return clang.error_sites(str(path), PreprocessorOptions(include_dirs=(str(path.parent),)),
+                             path.read_text())
+
+
+def transform(path: Path, out: Path) -> tuple[int, dict]:
+    r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(path),
+                        "--report", "json", "-o", str(out)], capture_output=True, text=True)
+    start = r.stderr.find("{")
+    return r.returncode, (json.loads(r.stderr[start:]) if start >= 0 else {"stderr": r.stderr})
+
+
+def codes(report: dict) -> dict[str, tuple[str, str, str]]:
+    return {k["name"]: (k["action"], k["code"], k["reason"]) for k in report["kernels"]}
+
+
+THRUST = """
+#include <thrust/device_vector.h>
+#include <thrust/host_vector.h>
+#include <thrust/sequence.h>
+#include <thrust/reduce.h>
+#include <thrust/copy.h>
+#include <thrust/count.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/execution_policy.h>
+#include <cstdio>
+
+struct nonzero {
+  __host__ __device__ bool operator()(int f) const { return f != 0; }
+};
+
+struct positive {
+  __host__ __device__ bool operator()(const thrust::tuple<float, int> &e) const {
+    return thrust::get<0>(e) > 0 && thrust::get<1>(e) != 0;
+  }
+};
+
+template <typename T>
+__global__ void column_scale(T *a, const T *s, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (int j = 0; j < n; j++)
+      a[i * n + j] *= s[j];
+}
+
+int main()
+{
+  const int n = 256;
+  thrust::device_vector<float> a(n * n), s(n);
+  thrust::device_vector<int> flags(n * n, 1);
+  thrust::sequence(a.begin(), a.end());
+  thrust::sequence(thrust::device, s.begin(), s.end(), 1.0f);
+  column_scale<<<(n + 127) / 128, 128>>>(thrust::raw_pointer_cast(a.data()),
+                                          thrust::raw_pointer_cast(&s[0]), n);
+  float total = thrust::reduce(a.begin(), a.end(), 0.0f, thrust::plus<float>());
+  thrust::device_vector<float> kept(n * n);
+  auto end = thrust::copy_if(a.begin(), a.end(), flags.begin(), kept.begin(),
+                             nonzero());
+  long count = end - kept.begin();
+  auto zipped = thrust::make_zip_iterator(thrust::make_tuple(a.begin(), flags.begin()));
+  long positives = thrust::count_if(zipped, zipped + n, positive());
+  thrust::host_vector<float> h = a;
+  printf("%f %ld %ld %f\\n", total, count, positives, h[n + 1]);
+  return 0;
+}
+"""
+
+
+def test_thrust_host_code_is_read_and_its_launch_instantiates(write_cu, tmp_path, nvcc):
+    """Host code of Thrust (vectors, raw pointers, policies, reduce, copy_if with a
+    stencil, zip iterators of tuples): Clang finds no error, the launch taking
+    `thrust::raw_pointer_cast(...)` instantiates the template, and its copy reaches the
+    model (a verdict about the kernel); the output compiles."""
+    source = write_cu(THRUST)
+    compile_sm90(nvcc, source)                  # valid CUDA for the toolkit's Thrust
+    assert clang_errors(source) == []
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["column_scale"][1] == "lowered", kernels       # through its instance
+    instances = [v for k, v in kernels.items() if k.startswith("column_scale") and
+                 k != "column_scale"] or [kernels["column_scale"]]
+    assert all(v[1] not in ("unparsed", "opaque-statements") for v in instances), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)
+
+
+CUB = """
+#include <cub/cub.cuh>
+#include <cub/block/block_reduce.cuh>
+
+template <int BLOCK>
+__global__ void block_sums(const float *in, float *out, int n)
+{
+  typedef cub::BlockReduce<float, BLOCK> BlockReduce;
+  __shared__ typename BlockReduce::TempStorage temp;
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  float x = i < n ? in[i] : 0.0f;
+  float sum = BlockReduce(temp).Sum(x);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
+}
+
+__global__ void scan_rows(const int *in, int *out)
+{
+  typedef cub::BlockScan<int, 128> BlockScan;
+  __shared__ typename BlockScan::TempStorage temp;
+  int v = in[blockIdx.x * 128 + threadIdx.x], prefix;
+  BlockScan(temp).ExclusiveSum(v, prefix);
+  out[blockIdx.x * 128 + threadIdx.x] = prefix;
+}
+
+int main()
+{
+  const int n = 1 << 16;
+  float *in, *out, *total;
+  int *a, *b;
+  cudaMalloc(&in, n * sizeof(float));
+  cudaMalloc(&out, n / 256 * sizeof(float));
+  cudaMalloc(&total, sizeof(float));
+  cudaMalloc(&a, n * sizeof(int));
+  cudaMalloc(&b, n * sizeof(int));
+  block_sums<256><<<n / 256, 256>>>(in, out, n);
+  scan_rows<<<n / 128, 128>>>(a, b);
+  void *scratch = nullptr;
+  size_t bytes = 0;
+  cub::DeviceReduce::Sum(scratch, bytes, out, total, n / 256);
+  cudaMalloc(&scratch, bytes);
+  cub::DeviceReduce::Sum(scratch, bytes, out, total, n / 256);
+  cub::DeviceScan::ExclusiveSum(scratch, bytes, a, b, n);
+  cudaDeviceSynchronize();
+  return 0;
+}
+"""
+
+
+def test_cub_primitives_are_declared(write_cu, tmp_path, nvcc):
+    """Block-wide CUB primitives in kernels and device-wide ones in host code: Clang finds
+    no error, a kernel is read through its opaque statements (judged, never changed),
+    and the file is left as written."""
+    source = write_cu(CUB)
+    compile_sm90(nvcc, source)                  # valid CUDA for the toolkit's CUB
+    assert clang_errors(source) == []
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["scan_rows"][1] != "unparsed", kernels
+    assert "opaque" in kernels["scan_rows"][2], kernels
+    assert not out.exists() or out.read_text() == source.read_text()
+
+
+def test_runtime_declarations(write_cu, nvcc):
+    """What real programs call of the runtime beside the basics: device-side malloc and
+    error strings, min/max of mixed integer types, limits, function and device
+    attributes, occupancy, texture objects, pitched memory."""
+    source = write_cu("""
+#include <cstdio>
+// (a device function calling the runtime: not called here, it needs the device runtime)
+__device__ void check(cudaError_t e)
+{ if (e != cudaSuccess) printf("%s %d\\n", cudaGetErrorString(e), (int)cudaGetLastError()); }
+__global__ void k(cudaTextureObject_t tex, float *out, size_t n, int cap)
+{
+  size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  float *scratch = (float *)malloc(4 * sizeof(float));
+  if (i < min(n, (size_t)cap) && scratch) out[i] = tex1Dfetch<float>(tex, (int)i) + scratch[0];
+  free(scratch);
+}
+int main()
+{
+  int sms = 0, blocks = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20);
+  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, 256, 0);
+  float *d; cudaMalloc(&d, 1024 * sizeof(float));
+  cudaResourceDesc res = {}; res.resType = cudaResourceTypeLinear;
+  res.res.linear.devPtr = d; res.res.linear.desc = cudaCreateChannelDesc<float>();
+  res.res.linear.sizeInBytes = 1024 * sizeof(float);
+  cudaTextureDesc desc = {}; desc.readMode = cudaReadModeElementType;
+  cudaTextureObject_t tex; cudaCreateTextureObject(&tex, &res, &desc, nullptr);
+  cudaPitchedPtr p = make_cudaPitchedPtr(d, 64, 16, 16);
+  k<<<4, 256>>>(tex, d, 1024u, max(sms, 1) * 256);
+  printf("%d %zu\\n", blocks, p.pitch + (size_t)min(3, 4u) + max(2ul, 3ul));
+  cudaDestroyTextureObject(tex);
+  return 0;
+}
+""")
+    compile_sm90(nvcc, source)
+    assert clang_errors(source) == []
+
+
+def test_assert_in_a_kernel_is_read_and_kept(write_cu, tmp_path, nvcc):
+    """The C library's `assert` in C++ spells a static_cast; read in its C form, the
+    kernel reaches the model, and an output keeps the assert as written."""
+    source = write_cu("""
+#include <cassert>
+#include <cstdio>
+__global__ void scale_rows(float *a, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  assert(n > 0);
+  if (i < n)
+    for (int j = 0; j < n; j++)
+      a[i * n + j] *= 2.0f;
+}
+int main()
+{
+  const int n = 512;
+  float *a; cudaMalloc(&a, n * n * sizeof(float));
+  scale_rows<<<n / 128, 128>>>(a, n);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["scale_rows"][1] != "unparsed", kernels
+    if out.exists() and out.read_text() != source.read_text():
+        assert "assert(n > 0)" in out.read_text()
+        assert "__assert_fail" not in out.read_text()
+        compile_sm90(nvcc, out)
+
+
+def test_variable_templates_std_typedefs_and_aliases_in_macro_arguments(write_cu, tmp_path,
+                                                                        nvcc):
+    """A constant variable template's instance (`EMPTY<u32>`) is lowered to its value,
+    `std::uint32_t` to `uint32_t` (parameters too), and an alias inside a macro's
+    argument (`assert(v != EMPTY<u32>)`) is left where it is written: the kernels reach
+    the model and every lowering compiles (no lowering is refused)."""
+    source = write_cu("""
+#include <cassert>
+#include <cstdint>
+using u32 = unsigned int;
+template <typename K> constexpr K EMPTY = (K)-1;
+namespace util { __device__ __forceinline__ int twice(int x) { return 2 * x; } }
+__global__ void mark(u32 *keys, const std::uint32_t n)
+{
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    assert(keys[i] != EMPTY<u32>);
+    keys[i] = keys[i] == EMPTY<unsigned int> ? 0u : (u32)util::twice((int)keys[i]);
+  }
+}
+int main()
+{
+  u32 *k; cudaMalloc(&k, 1024 * sizeof(u32));
+  mark<<<8, 128>>>(k, 1024);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    assert not any(d["code"] in ("lowering-rejected", "internal-error")
+                   for d in report["diagnostics"]), report["diagnostics"]
+    kernels = codes(report)
+    assert kernels["mark"][1] not in ("unparsed", "opaque-statements"), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)
+
+
+def test_a_template_after_many_errors_is_still_read(write_cu, tmp_path):
+    """Clang's default limit of errors (20) stopped the parse before the rest of the
+    file: a template kernel after many uses of a library polycoal declares nothing of is
+    still read and its launch instantiated."""
+    uses = "\n".join(f"  total += unknownlib::value({k});" for k in range(30))
+    source = write_cu(f"""
+double library_sum() {{
+  double total = 0;
+{uses}
+  return total;
+}}
+template <typename T>
+__global__ void scale(T *a, int n)
+{{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a[i] *= 2;
+}}
+int main()
+{{
+  float *a; cudaMalloc(&a, 1024 * sizeof(float));
+  scale<<<8, 128>>>(a, 1024);
+  return (int)library_sum();
+}}
+""")
+    assert len(clang_errors(source)) >= 30
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    kernels = codes(report)
+    assert "scale<float>" in kernels, kernels
+    assert kernels["scale<float>"][1] not in ("unparsed", "opaque-statements"), kernels
