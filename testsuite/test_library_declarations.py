@@ -322,3 +322,86 @@ int main()
     kernels = codes(report)
     assert "scale<float>" in kernels, kernels
     assert kernels["scale<float>"][1] not in ("unparsed", "opaque-statements"), kernels
+
+
+def test_cpp_initialisations_and_local_aliases_reach_the_model(write_cu, tmp_path, nvcc):
+    """`unsigned int tid(e);`, `const unsigned s{e};`, `float2 p{1, 2};` and a local
+    `using vec = float4;` are read as C spells them (`= e`, `= {...}`, a typedef): the
+    kernel reaches the model; what is emitted compiles."""
+    source = write_cu("""
+__global__ void direct(const float *in, float *out, int n)
+{
+  unsigned int tid(blockIdx.x * blockDim.x + threadIdx.x);
+  const unsigned int stride{blockDim.x * gridDim.x};
+  using vec = float4;
+  float2 pair{1.0f, 2.0f};
+  for (unsigned int i(tid); i < (unsigned)n; i += stride) {
+    float scale(2.0f);
+    out[i] = scale * in[i] + pair.x + sizeof(vec);
+  }
+}
+__global__ void rows(const float *in, float *out, int n)
+{
+  int row(blockIdx.x * blockDim.x + threadIdx.x);
+  if (row < n) {
+    float sum{0.0f};
+    for (int j(0); j < n; j++) sum += in[row * n + j];
+    out[row] = sum;
+  }
+}
+int main()
+{
+  float *a, *b; cudaMalloc(&a, 4096 * sizeof(float)); cudaMalloc(&b, 4096 * sizeof(float));
+  direct<<<16, 256>>>(a, b, 4096);
+  rows<<<1, 64>>>(a, b, 64);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["direct"][1] not in ("unparsed", "opaque-statements"), kernels
+    assert kernels["rows"][1] not in ("unparsed", "opaque-statements"), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)
+
+
+def test_more_vector_types_and_curand_states_are_types(write_cu, tmp_path):
+    """Kernels taking `uchar3`, `ulong4`, `ushort2`, `longlong2`, `double1` and cuRAND
+    states reach the model (the C reader knows them as types, with their sizes)."""
+    source = write_cu("""
+#include <curand_kernel.h>
+__global__ void pixels(const uchar3 *in, ushort2 *out, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { uchar3 p = in[i]; out[i].x = p.x + p.y; out[i].y = p.z; }
+}
+__global__ void wide(const ulong4 *a, longlong2 *b, double1 *c, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { b[i].x = (long long)a[i].x; b[i].y = (long long)a[i].w; c[i].x = 1.0; }
+}
+__global__ void seed(curandState *states, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) curand_init(1234, i, 0, &states[i]);
+}
+int main()
+{
+  uchar3 *p; ushort2 *q; ulong4 *a; longlong2 *b; double1 *c; curandState *s;
+  cudaMalloc(&p, 1024 * sizeof(uchar3)); cudaMalloc(&q, 1024 * sizeof(ushort2));
+  cudaMalloc(&a, 1024 * sizeof(ulong4)); cudaMalloc(&b, 1024 * sizeof(longlong2));
+  cudaMalloc(&c, 1024 * sizeof(double1)); cudaMalloc(&s, 1024 * sizeof(curandState));
+  pixels<<<4, 256>>>(p, q, 1024);
+  wide<<<4, 256>>>(a, b, c, 1024);
+  seed<<<4, 256>>>(s, 1024);
+  return 0;
+}
+""")
+    rc, report = transform(source, tmp_path / "out.cu")
+    assert rc == 0, report
+    kernels = codes(report)
+    for name in ("pixels", "wide", "seed"):
+        assert kernels[name][1] not in ("unparsed", "opaque-statements"), kernels

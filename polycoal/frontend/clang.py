@@ -673,6 +673,45 @@ def _words(ci, kernel, text: str = ""):
             if qualified or k == 0 or (tokens[k - 1].kind.name != "IDENTIFIER" and
                                        tokens[k - 1].spelling != ">"):
                 out.append((_at(first.extent.start), end, ""))
+    # C++ initialisations C spells with `=`: `int i(e);` (a number or a pointer, one
+    # expression), `T v{...};` (C initialises an aggregate, or a number, from braces);
+    # a local alias `using V = float4;` as C's typedef
+    for d in kernel.walk_preorder():
+        if d.kind == K.TYPE_ALIAS_DECL:
+            spelled = list(d.get_tokens())
+            words = [t.spelling for t in spelled]
+            aliased = _aliased(d.underlying_typedef_type)
+            if words[:3] == ["using", d.spelling, "="] and not re.search(r"[<:&(\[]", aliased):
+                out.append((_at(spelled[0].extent.start), _at(spelled[-1].extent.end),
+                            f"typedef {aliased} {d.spelling}"))
+            continue
+        if d.kind != K.VAR_DECL or d.semantic_parent is None or \
+                d.semantic_parent.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+            continue
+        spelled = list(d.get_tokens())
+        words = [t.spelling for t in spelled]
+        if d.spelling not in words:
+            continue
+        at = len(words) - 1 - words[::-1].index(d.spelling)
+        # (a declaration's extent may stop before the `)` of its initialiser)
+        if at + 1 >= len(words) or words[at + 1] not in ("(", "{") or \
+                words[at + 1] == "{" and words[-1] != "}":
+            continue
+        opener = spelled[at + 1]
+        canonical = d.type.get_canonical()
+        T = ci.TypeKind
+        scalar = canonical.kind in _INTEGER_KINDS or canonical.kind in (
+            T.FLOAT, T.DOUBLE, T.LONGDOUBLE, T.POINTER)
+        inner = words[at + 2:-1] if words[-1] in (")", "}") and \
+            _depth(words[at + 2:]) < 0 else words[at + 2:]
+        if words[at + 1] == "{":
+            declaration = canonical.get_declaration()
+            aggregate = canonical.kind == T.RECORD and declaration is not None and not any(
+                c.kind == K.CONSTRUCTOR for c in declaration.get_children())
+            if inner and (scalar or aggregate):
+                out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
+        elif scalar and inner and _top_level_commas(inner) == 0:
+            out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
     # a constant variable template's instance (`EMPTY<uint64_t, uint32_t>`) as its value
     for e in kernel.walk_preorder():
         ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
@@ -694,6 +733,19 @@ def _words(ci, kernel, text: str = ""):
         if literal is not None:
             out.append((start, end, literal))
     return out
+
+
+def _depth(words: list[str]) -> int:
+    return sum((w in ("(", "[", "{")) - (w in (")", "]", "}")) for w in words)
+
+
+def _top_level_commas(words: list[str]) -> int:
+    depth, commas = 0, 0
+    for w in words:
+        depth += w in ("(", "[", "{")
+        depth -= w in (")", "]", "}")
+        commas += w == "," and depth == 0
+    return commas
 
 
 def _literal(ci, canonical, value: int) -> str | None:

@@ -28,10 +28,15 @@ _SKIPPED = {"public", "private", "protected"}
 _VECTOR_ALIGN = {"char2": 2, "uchar2": 2, "char4": 4, "uchar4": 4, "short2": 4, "int2": 8,
                  "uint2": 8, "float2": 8, "int3": 4, "uint3": 4, "float3": 4, "int4": 16,
                  "uint4": 16, "float4": 16, "double2": 16, "long2": 16, "double3": 8,
-                 "double4": 16, "half2": 4, "__half2": 4}
+                 "double4": 16, "half2": 4, "__half2": 4, "char3": 1, "uchar3": 1,
+                 "short4": 8, "ushort2": 4, "ushort4": 8, "ulong2": 16, "long4": 16,
+                 "ulong4": 16, "longlong2": 16, "ulonglong2": 16, "longlong4": 16,
+                 "ulonglong4": 16, "double1": 8, "float1": 4, "int1": 4, "uint1": 4}
 _VECTOR_BASE = {"char": "char", "uchar": "unsigned char", "short": "short", "int": "int",
                 "uint": "unsigned int", "float": "float", "double": "double", "long": "long",
-                "half": "half", "__half": "half"}
+                "half": "half", "__half": "half", "ushort": "unsigned short",
+                "ulong": "unsigned long", "longlong": "long long",
+                "ulonglong": "unsigned long long"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def vector_types() -> dict[str, StructType]:
     for name, align in _VECTOR_ALIGN.items():
         if name not in sizes:
             continue
-        stem = name.rstrip("234")
+        stem = name.rstrip("1234")
         width = int(name[len(stem):])
         base = _VECTOR_BASE.get(stem)
         if base is None:
