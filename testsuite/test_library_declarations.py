@@ -405,3 +405,43 @@ int main()
     kernels = codes(report)
     for name in ("pixels", "wide", "seed"):
         assert kernels[name][1] not in ("unparsed", "opaque-statements"), kernels
+
+
+def test_default_arguments_of_a_kernel(write_cu, tmp_path, nvcc):
+    """A kernel with default arguments, launched with and without them: the C reader
+    drops the defaults (C has none), the output keeps them, compiles and runs alike."""
+    from conftest import runs_alike
+    source = write_cu("""
+#include <cstdio>
+__global__ void scale_rows(float *a, int n, float factor = 2.0f, bool last = false)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (int j = 0; j < n; j++)
+      a[i * n + j] *= last ? factor : 1.5f;
+}
+int main()
+{
+  const int n = 256;
+  float *h = (float *)malloc(n * n * sizeof(float)), *a;
+  for (int k = 0; k < n * n; k++) h[k] = (float)(k % 17);
+  cudaMalloc(&a, n * n * sizeof(float));
+  cudaMemcpy(a, h, n * n * sizeof(float), cudaMemcpyHostToDevice);
+  scale_rows<<<2, 128>>>(a, n);
+  scale_rows<<<2, 128>>>(a, n, 3.0f, true);
+  cudaMemcpy(h, a, n * n * sizeof(float), cudaMemcpyDeviceToHost);
+  double s = 0;
+  for (int k = 0; k < n * n; k++) s += h[k] * (k % 7);
+  printf("%f\\n", s);
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["scale_rows"][1] not in ("unparsed", "opaque-statements"), kernels
+    text = out.read_text()
+    assert "float factor = 2.0f, bool last = false" in text
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), text, tmp_path)

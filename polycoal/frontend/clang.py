@@ -708,7 +708,10 @@ def _words(ci, kernel, text: str = ""):
             declaration = canonical.get_declaration()
             aggregate = canonical.kind == T.RECORD and declaration is not None and not any(
                 c.kind == K.CONSTRUCTOR for c in declaration.get_children())
-            if inner and (scalar or aggregate):
+            # a template's parameter: a number or an aggregate where a copy is made
+            # (another type fails the copy's compile check, and it is not kept)
+            dependent = canonical.kind == T.UNEXPOSED
+            if inner and (scalar or aggregate or dependent):
                 out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
         elif scalar and inner and _top_level_commas(inner) == 0:
             out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))

@@ -145,13 +145,18 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
     out: list[str] = []
     shared_lines: set[int] = set()
     checks = any(t.text in dialect.assert_failures for t in tokens)
+    defaults = _default_arguments(tokens)
     pos = start
     k = 0
     while k < len(tokens):
         t = tokens[k]
         replacement = None
         end = t.end
-        if t.text in dialect.memory_spaces and t.text != "__device__":
+        if k in defaults:               # `bool last = false`: C has no default arguments
+            end = tokens[defaults[k]].end
+            k = defaults[k]
+            replacement = ""
+        elif t.text in dialect.memory_spaces and t.text != "__device__":
             if dialect.memory_spaces[t.text] == "shared":
                 shared_lines.add(text.count("\n", start, t.start))
             replacement = ""
@@ -191,6 +196,43 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
         k += 1
     out.append(text[pos:tokens[-1].end])
     return "".join(out), shared_lines
+
+
+def _default_arguments(tokens: list[Token]) -> dict[int, int]:
+    """The default arguments of the function's parameters: index of each `=` in its
+    parameter list -> index of the last token of the value (before the `,` or `)`)."""
+    dialect = cuda_dialect()
+    k = 0
+    while k < len(tokens) and tokens[k].text not in ("(", "{", ";"):
+        if tokens[k].text in dialect.erase_with_arguments and k + 1 < len(tokens) and \
+                tokens[k + 1].text == "(":
+            k = matching(tokens, k + 1)          # `__launch_bounds__(...)`
+        k += 1
+    if k >= len(tokens) or tokens[k].text != "(" or k == 0 or tokens[k - 1].kind != "id":
+        return {}
+    close = matching(tokens, k)
+    out, depth, j = {}, 0, k + 1
+    while j < close:
+        text = tokens[j].text
+        if text in ("(", "[", "{", "<"):
+            depth += 1
+        elif text in (")", "]", "}", ">"):
+            depth -= 1
+        elif text == "=" and depth == 0:
+            last = j + 1
+            inner = 0
+            while last < close:
+                w = tokens[last].text
+                inner += w in ("(", "[", "{")
+                inner -= w in (")", "]", "}")
+                if inner == 0 and w == ",":
+                    break
+                last += 1
+            out[j] = last - 1
+            j = last
+            continue
+        j += 1
+    return out
 
 
 def _assert_expansion(tokens: list[Token], k: int, dialect) -> tuple[int, str] | None:

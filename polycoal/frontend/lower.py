@@ -685,12 +685,19 @@ def _judged(text: str, kernel, unit, in_main: bool, taken: set[str],
                  len(l.template_arguments) == len(kernel.template_parameters)]
     opaque = "statements read only as opaque: never transformed" if kernel.opaque else ""
     if instances:
-        arguments = instances[0].template_arguments
+        # a class argument C cannot spell (`kiss::Kiss<unsigned long>`) is read at the
+        # stated type: what the copy judges is its global memory, not such a value
+        # (the statements using its members are opaque)
+        arguments = tuple(GENERIC_TYPE if kind == "type" and re.search(r"::|<", a) else a
+                          for a, kind in zip(instances[0].template_arguments,
+                                             kernel.template_kinds))
         outside = all(os.path.abspath(l.file) != os.path.abspath(text_path)
                       for l in instances) if text_path else True
         why = opaque or ("as a launch outside this file instantiates it: no launch of "
                          "this file can run a copy" if outside else
                          "its launches here cannot run a copy")
+        if arguments != instances[0].template_arguments:
+            why += "; class arguments read as " + GENERIC_TYPE
     elif any(k not in ("type", "int") for k in kernel.template_kinds) or \
             len(kernel.template_kinds) != len(kernel.template_parameters):
         return None
