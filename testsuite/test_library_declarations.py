@@ -445,3 +445,38 @@ int main()
     assert "float factor = 2.0f, bool last = false" in text
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), text, tmp_path)
+
+
+def test_unscoped_enumerators_as_c_names_them(write_cu, tmp_path, nvcc):
+    """A template kernel with an unscoped enum parameter, its body naming the enumerator
+    through the enum (`lattice::Q19`): the instance is read (`Q19` as C names it),
+    reaches the model, and what is emitted compiles."""
+    source = write_cu("""
+enum lattice { Q19 = 19, Q27 = 27 };
+template <lattice L>
+__global__ void relax(double *f, int cells)
+{
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  double local[lattice::Q19];
+  if (c < cells) {
+    for (int q = 0; q < L && q < lattice::Q19; q++) local[q] = f[q * cells + c];
+    for (int q = 0; q < L && q < lattice::Q19; q++) f[q * cells + c] = 0.5 * local[q];
+  }
+}
+int main()
+{
+  double *f; cudaMalloc(&f, 19 * 4096 * sizeof(double));
+  relax<Q19><<<16, 256>>>(f, 4096);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    instances = {k: v for k, v in kernels.items() if k.startswith("relax") and k != "relax"}
+    assert instances and all(v[1] not in ("unparsed", "opaque-statements")
+                             for v in instances.values()), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)

@@ -514,8 +514,11 @@ def _integral(ci, parameter, value: int) -> str:
     if canonical is None or canonical.kind != ci.TypeKind.ENUM:
         return str(value)
     declaration = canonical.get_declaration()
-    # an unnamed enum's enumerators are named in the scope around it
+    # an unnamed enum's enumerators are named in the scope around it, and so are an
+    # unscoped enum's (`D3Q19` for `enum lattice_type { D3Q19 }`: C spells it so)
     name = None if declaration.is_anonymous() else _qualified(ci, declaration)
+    if name is not None and not declaration.is_scoped_enum():
+        name = "::".join(name.split("::")[:-1]) or None
     for c in declaration.get_children():
         if c.kind == ci.CursorKind.ENUM_CONSTANT_DECL and c.enum_value == value:
             return f"{name}::{c.spelling}" if name else c.spelling
@@ -715,6 +718,19 @@ def _words(ci, kernel, text: str = ""):
                 out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
         elif scalar and inner and _top_level_commas(inner) == 0:
             out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
+    # an unscoped enumerator qualified by its enum's name (`lattice_type::D3Q19`): the
+    # enumerator alone, as C names it
+    for e in kernel.walk_preorder():
+        ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
+        if ref is None or ref.kind != K.ENUM_CONSTANT_DECL or ref.semantic_parent is None \
+                or ref.semantic_parent.is_scoped_enum():
+            continue
+        spelled = list(e.get_tokens())
+        names = [t.spelling for t in spelled]
+        if names == [ref.semantic_parent.spelling, "::", ref.spelling] and \
+                text[_at(spelled[0].extent.start):_at(spelled[-1].extent.end)].startswith(
+                    names[0]):
+            out.append((_at(spelled[0].extent.start), _at(spelled[1].extent.end), ""))
     # a constant variable template's instance (`EMPTY<uint64_t, uint32_t>`) as its value
     for e in kernel.walk_preorder():
         ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
