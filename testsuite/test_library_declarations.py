@@ -480,3 +480,39 @@ int main()
                              for v in instances.values()), kernels
     if out.exists() and out.read_text() != source.read_text():
         compile_sm90(nvcc, out)
+
+
+def test_a_struct_argument_converted_whole_is_not_split_into_fields(write_cu, tmp_path, nvcc):
+    """A `__half` taken by value and converted (`static_cast<float>(zero)` calls its
+    conversion operator): the record is used whole, not field by field. The kernel
+    reaches the model, what is emitted compiles."""
+    source = write_cu("""
+#include <cstdint>
+#include <cuda_fp16.h>
+__global__ void dequantise(const signed char *q, float *out, __half scale, __half zero,
+                           std::uint32_t n)
+{
+  std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (std::uint32_t j = 0; j < n; j++)
+      out[i * n + j] = (static_cast<float>(q[i * n + j]) - static_cast<float>(zero)) *
+                       static_cast<float>(scale);
+}
+int main()
+{
+  signed char *q; float *o;
+  cudaMalloc(&q, 512 * 512); cudaMalloc(&o, 512 * 512 * sizeof(float));
+  dequantise<<<4, 128>>>(q, o, __float2half(0.5f), __float2half(1.0f), 512);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    compile_sm90(nvcc, source)
+    assert clang_errors(source) == []
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["dequantise"][1] not in ("unparsed", "opaque-statements"), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)

@@ -316,6 +316,11 @@ def _records(ci, kernel):
                 while base is not None and base.kind == K.UNEXPOSED_EXPR:
                     base = next(iter(base.get_children()), None)
                 if base is not None and base.kind == K.DECL_REF_EXPR and base.referenced == p:
+                    if e.referenced is None or e.referenced.kind != K.FIELD_DECL:
+                        # a member function (`x.operator float()`, implicit in a cast):
+                        # the record is used whole
+                        whole = True
+                        continue
                     uses.append((_at(e.extent.start), _at(e.extent.end), p.spelling,
                                  e.spelling))
             elif e.kind == K.DECL_REF_EXPR and e.referenced == p:
