@@ -2,7 +2,7 @@
 """polycoal over a corpus of public CUDA sources, as a new user runs it (issue 32).
 
     python tools/sweep_corpus.py ROOT [ROOT ...] --out DIR [--jobs N] [--nvcc] [--limit N]
-    python tools/sweep_corpus.py --table DIR/sweep.json [--before OLD/sweep.json]
+    python tools/sweep_corpus.py --table DIR/sweep.json [--root FOLDER]
 
 ROOT is a checkout of Rodinia (its `cuda/` sources) or HeCBench (its `src/*-cuda/`
 programs), fetched outside the project (no third-party source is kept here). For each
@@ -23,6 +23,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,6 +63,24 @@ def unit_errors(path: Path, timeout: int = 120) -> int | None:
         return int(r.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, ValueError, IndexError):
         return None
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def quoted_includes(path: Path, base: Path) -> list[str]:
+    """The files of the corpus that `path` includes with quotes (relative to `base`,
+    the folder the corpus roots are in), as its directory resolves them."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for m in _INCLUDE.finditer(text):
+        target = (path.parent / m.group(1)).resolve()
+        if target.is_file() and base.resolve() in target.parents:
+            out.append(str(target.relative_to(base.resolve())))
+    return out
 
 
 def corpus_files(root: Path) -> list[Path]:
@@ -124,6 +143,7 @@ def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> d
     changed = dest.exists() and any(k["action"] != "unchanged" for k in record["kernels"])
     record["changed"] = changed
     record["unit_errors"] = unit_errors(path)
+    record["includes"] = quoted_includes(path, base)
     if nvcc and (rc == 2 or changed):
         ok, why = nvcc_compiles(path, path.parent)
         record["nvcc_original"] = [ok, why]
@@ -145,30 +165,77 @@ def is_instance(k: dict) -> bool:
     return "<" in k["name"] or "__pc" in k["name"]
 
 
+def definitions(r: dict) -> list[dict]:
+    """The kernel definitions a file's report names: a kernel read through its
+    instantiations (code `lowered`, or a changed instance) reaches the model through
+    them."""
+    instances: dict[str, list[dict]] = {}
+    for k in r["kernels"]:
+        if is_instance(k):
+            instances.setdefault(k["name"].split("<")[0].split("__pc")[0], []).append(k)
+    out = []
+    for k in r["kernels"]:
+        if is_instance(k):
+            continue
+        read = instances.get(k["name"], [])
+        if any(x["action"] != "unchanged" for x in read):
+            k = dict(k, action="changed-instance")
+        elif k["code"] == "lowered" and not any(outcome(x) not in READING for x in read):
+            # read through instances none of which reached the model
+            k = dict(k, code=next((outcome(x) for x in read), "unparsed"))
+        out.append(k)
+    return out
+
+
+def as_built(records: list[dict]) -> list[dict]:
+    """Each kernel definition once, as the projects' builds read it: a file another
+    file of the corpus includes (`#include "kernels.cu"`) is not a translation unit of
+    its build, and its kernels are counted through the units that include it (their
+    reports name them), the best outcome among those units; a kernel no including unit
+    names is counted as the file read alone found it. Needs the sweep's `includes`."""
+    by_file = {r["file"]: r for r in records}
+    included_by: dict[str, set[str]] = collections.defaultdict(set)
+    for r in records:
+        for f in r.get("includes", ()):
+            if f in by_file and f != r["file"]:
+                included_by[f].add(r["file"])
+
+    def units(f: str) -> set[str]:
+        seen, todo = set(), [f]
+        while todo:
+            for u in included_by.get(todo.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        return {u for u in seen if u not in included_by}
+
+    out = []
+    for r in records:
+        own = definitions(r)
+        if r["file"] not in included_by:
+            out += own
+            continue
+        including = [definitions(by_file[u]) for u in sorted(units(r["file"]))]
+        for k in own:
+            seen = [x for ks in including for x in ks if x["name"] == k["name"]]
+            if not seen:
+                out.append(k)
+    return out
+
+
 def table(records: list[dict]) -> str:
-    """Counts by kernel definition: a kernel read through its instantiations (code
-    `lowered`, or a changed instance) reaches the model through them."""
+    """Counts by kernel definition (definitions()), and as the builds read them
+    (as_built())."""
     kernels, kernels_with_files = [], []
     for r in records:
-        instances: dict[str, list[dict]] = {}
-        for k in r["kernels"]:
-            if is_instance(k):
-                instances.setdefault(k["name"].split("<")[0].split("__pc")[0], []).append(k)
-        for k in r["kernels"]:
-            if is_instance(k):
-                continue
-            read = instances.get(k["name"], [])
-            if any(x["action"] != "unchanged" for x in read):
-                k = dict(k, action="changed-instance")
-            elif k["code"] == "lowered" and not any(outcome(x) not in READING
-                                                     for x in read):
-                # read through instances none of which reached the model
-                k = dict(k, code=next((outcome(x) for x in read), "unparsed"))
+        for k in definitions(r):
             kernels.append(k)
             kernels_with_files.append((k, r))
     by_code = collections.Counter(outcome(k) for k in kernels)
     files_by_rc = collections.Counter(r["rc"] for r in records)
     reading = sum(n for c, n in by_code.items() if c in READING)
+    built = as_built(records)
+    built_reading = sum(1 for k in built if outcome(k) in READING)
     units = [k for k, r in kernels_with_files if r.get("unit_errors") == 0]
     unit_reading = sum(1 for k in units if outcome(k) in READING)
     lines = [f"files: {len(records)}; exit status: " +
@@ -179,6 +246,11 @@ def table(records: list[dict]) -> str:
              f"{sum(1 for r in records if r.get('unit_errors') == 0)} files): {len(units)}; "
              f"reach the model: {len(units) - unit_reading} "
              f"({100.0 * (len(units) - unit_reading) / max(len(units), 1):.1f}%)",
+             *([f"kernels as the builds read them (a file another includes counted through "
+                f"its including units, {sum(1 for r in records if any(r['file'] in x.get('includes', ()) for x in records))} such files): "
+                f"{len(built)}; reach the model: {len(built) - built_reading} "
+                f"({100.0 * (len(built) - built_reading) / max(len(built), 1):.1f}%)"]
+               if any("includes" in r for r in records) else []),
              f"files changed: {sum(r['changed'] for r in records)}; kernels changed: "
              f"{by_code.get('changed', 0)}",
              f"internal errors: {sum(1 for r in records for d in r['diagnostics'] if d['code'] == 'internal-error') + files_by_rc.get(3, 0)}"]
@@ -209,13 +281,19 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--match", default="", help="only files whose path contains this")
     p.add_argument("--table", type=Path, help="print the table of an earlier sweep")
+    p.add_argument("--root", type=Path, help="with --table: the folder the corpus roots "
+                   "are in, to read the includes of a sweep that did not record them")
     p.add_argument("--again", type=Path, metavar="OLD/sweep.json",
                    help="sweep again only the files of an earlier sweep where a kernel's "
                         "reason is about reading the code, or that changed; the others' "
                         "records are carried over (a quick look, not a measurement)")
     args = p.parse_args(argv)
     if args.table:
-        print(table(json.loads(args.table.read_text())))
+        records = json.loads(args.table.read_text())
+        if args.root:                   # an earlier sweep's includes, read now
+            for r in records:
+                r.setdefault("includes", quoted_includes(args.root / r["file"], args.root))
+        print(table(records))
         return 0
     work = [(f, root) for root in args.roots for f in corpus_files(root)
             if args.match in str(f)]

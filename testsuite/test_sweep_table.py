@@ -1,0 +1,57 @@
+"""The corpus sweep's table (tools/sweep_corpus.py, issue 32): kernel definitions, and
+the count as the projects' builds read them (a file another includes is not a unit of
+its build: its kernels are counted once, through the units that include it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+
+import sweep_corpus  # noqa: E402
+
+
+def kernel(name, code, action="unchanged"):
+    return {"name": name, "code": code, "action": action, "reason": ""}
+
+
+RECORDS = [
+    {"file": "p/main.cu", "rc": 0, "changed": False, "diagnostics": [], "unit_errors": 0,
+     "includes": ["p/kernels.cu"],
+     "kernels": [kernel("scale", "best-axis-order"), kernel("reduce", "lowered"),
+                 kernel("reduce<float>", "already-coalesced"), kernel("own", "race")]},
+    # a fragment: read alone, its types are undeclared; its includer reads `scale`
+    {"file": "p/kernels.cu", "rc": 0, "changed": False, "diagnostics": [], "unit_errors": 3,
+     "includes": [],
+     "kernels": [kernel("scale", "unparsed"), kernel("helper_only", "unparsed")]},
+    {"file": "q/alone.cu", "rc": 0, "changed": False, "diagnostics": [], "unit_errors": 0,
+     "includes": [], "kernels": [kernel("k", "no-launch")]},
+]
+
+
+def test_definitions_read_through_instances():
+    names = {k["name"]: k["code"] for k in sweep_corpus.definitions(RECORDS[0])}
+    assert names == {"scale": "best-axis-order", "reduce": "lowered", "own": "race"}
+
+
+def test_as_built_counts_an_included_files_kernels_through_its_units():
+    built = sweep_corpus.as_built(RECORDS)
+    codes = sorted((k["name"], k["code"]) for k in built)
+    # `scale` once (through main.cu), `helper_only` as read alone (no unit names it)
+    assert codes == [("helper_only", "unparsed"), ("k", "no-launch"),
+                     ("own", "race"), ("reduce", "lowered"), ("scale", "best-axis-order")]
+
+
+def test_table_lines():
+    text = sweep_corpus.table(RECORDS)
+    assert "kernels: 6; reach the model: 3 (50.0%)" in text
+    assert "as the builds read them" in text and ": 5; reach the model: 3 (60.0%)" in text
+
+
+def test_quoted_includes(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "kernels.cu").write_text("__global__ void k() {}\n")
+    main = tmp_path / "p" / "main.cu"
+    main.write_text('#include <cstdio>\n#include "kernels.cu"\n  # include "missing.h"\n')
+    assert sweep_corpus.quoted_includes(main, tmp_path) == ["p/kernels.cu"]
