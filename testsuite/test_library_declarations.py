@@ -516,3 +516,42 @@ int main()
     assert kernels["dequantise"][1] not in ("unparsed", "opaque-statements"), kernels
     if out.exists() and out.read_text() != source.read_text():
         compile_sm90(nvcc, out)
+
+
+def test_register_and_template_helpers_on_expressions_of_a_parameter_type(write_cu, tmp_path,
+                                                                          nvcc):
+    """`register` (nvcc accepts it in C++17; Clang reads it so) and a device template
+    helper called on expressions of the kernel's template parameter type (whose type
+    Clang cannot name in the template: the call stays, it is not inlined): the instance
+    reaches the model and no lowering fails its compile check."""
+    source = write_cu("""
+template <class T> __device__ __forceinline__ T DIV(T a, T b) { return a / b; }
+template <class real>
+__global__ void relax(const real *t, real *out, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  register real scale;
+  if (i < n) {
+    const real temp = t[i];
+    scale = DIV(-temp, (real)9.4e1) + DIV(temp, temp + (real)1);
+    out[i] = scale;
+  }
+}
+int main()
+{
+  float *a, *b; cudaMalloc(&a, 4096 * sizeof(float)); cudaMalloc(&b, 4096 * sizeof(float));
+  relax<float><<<16, 256>>>(a, b, 4096);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    compile_sm90(nvcc, source)
+    assert clang_errors(source) == []
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    assert not [d for d in report["diagnostics"] if d["severity"] == "error"], report
+    kernels = codes(report)
+    assert kernels["relax<float>"][1] not in ("unparsed", "opaque-statements"), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)

@@ -215,7 +215,9 @@ def declarations_header(name: str = "clang_cuda.h") -> str:
 
 def arguments(path: str, options: PreprocessorOptions) -> list[str]:
     args = ["-x", "cuda", "--cuda-gpu-arch=sm_90", "-nocudainc", "-nocudalib",
-            "--cuda-host-only", f"-std={options.std}", "-w", "-ferror-limit=0", "-include", declarations_header(),
+            "--cuda-host-only", f"-std={options.std}", "-w", "-ferror-limit=0",
+            # nvcc accepts `register` in C++17 (Clang's default is an error)
+            "-Wno-register", "-include", declarations_header(),
             "-include", declarations_header("clang_cuda_toolkit.h")]
     args += options.forced_arguments()          # the build's, after polycoal's own
     args += [f"-D{d}" for d in options.defines] + [f"-U{u}" for u in options.undefines]

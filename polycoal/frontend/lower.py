@@ -504,6 +504,10 @@ def _inlined(helper, arguments: list[tuple[str, str]], statement: bool,
     where a block is not a statement."""
     if len(arguments) != len(helper.parameters):
         return None
+    # an argument whose type Clang cannot name here (an expression of a template's
+    # parameter type): no type to convert it to, nor to deduce from it
+    if any("dependent type" in given for _, given in arguments):
+        return None
     if helper.template_parameters or explicit:
         helper = _deduced(helper, arguments, explicit)
         if helper is None:
