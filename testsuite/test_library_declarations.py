@@ -555,3 +555,36 @@ int main()
     assert kernels["relax<float>"][1] not in ("unparsed", "opaque-statements"), kernels
     if out.exists() and out.read_text() != source.read_text():
         compile_sm90(nvcc, out)
+
+
+def test_a_variable_template_at_the_kernels_own_parameters(write_cu, tmp_path):
+    """A hash-table template kernel comparing with `EMPTY<K, V>` (a variable template at
+    the kernel's own parameters: no value before an instantiation), launched from a
+    class's member function: judged through a copy where that value is of unknown
+    origin; the file is left as written."""
+    source = write_cu("""
+template <typename K, typename V> constexpr K EMPTY = (K)-1;
+template <typename K, typename V>
+__global__ void lookup(const K *keys, const V *values, const K *queries, V *found,
+                       int n, int capacity)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    K q = queries[i];
+    int slot = (int)(q % capacity);
+    for (int probe = 0; probe < capacity; probe++) {
+      if (keys[slot] == q) { found[i] = values[slot]; return; }
+      if (keys[slot] == EMPTY<K, V>) { found[i] = (V)0; return; }
+      slot = (slot + 1) % capacity;
+    }
+  }
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    instances = {k: v for k, v in kernels.items() if k.startswith("lookup<")}
+    assert instances and all(v[1] not in ("unparsed", "opaque-statements")
+                             for v in instances.values()), kernels
+    assert not out.exists() or out.read_text() == source.read_text()

@@ -761,6 +761,26 @@ def _words(ci, kernel, text: str = ""):
     return out
 
 
+def _dependent_variable_templates(ci, kernel, text: str) -> list[tuple[int, int]]:
+    """[start, end) of each use of a variable template at arguments that depend on the
+    kernel's template parameters (Clang names no declaration for it yet)."""
+    out = []
+    for e in kernel.walk_preorder():
+        ref = e.referenced if e.kind == ci.CursorKind.DECL_REF_EXPR else None
+        if ref is None or ref.kind != ci.CursorKind.OVERLOADED_DECL_REF:
+            continue
+        spelled = list(e.get_tokens())
+        names = [t.spelling for t in spelled]
+        if len(names) < 4 or names[1] != "<" or names[-1] != ">":
+            continue
+        start, end = _at(spelled[0].extent.start), _at(spelled[-1].extent.end)
+        if not text[start:end].startswith(names[0]) or \
+                text[end:end + 64].lstrip().startswith("("):
+            continue            # written elsewhere (a macro), or a function template's call
+        out.append((start, end))
+    return out
+
+
 def _depth(words: list[str]) -> int:
     return sum((w in ("(", "[", "{")) - (w in (")", "]", "}")) for w in words)
 
@@ -984,6 +1004,14 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             words += tuple(x for x in opaque_statements if opaque.MARK not in x[2])
             opaque_statements = tuple(x for x in opaque_statements
                                       if opaque.MARK in x[2])
+        if opaque_statements is not None:
+            # a variable template at the template's own parameters (`EMPTY<K, V>`): no
+            # value to read before an instantiation; a value of unknown origin in the
+            # copy that judges the kernel
+            held = [(a, b) for a, b, _ in opaque_statements]
+            opaque_statements = tuple(sorted(opaque_statements + tuple(
+                (a, b, f"{opaque.MARK}()") for a, b in _dependent_variable_templates(
+                    ci, c, written) if not any(x <= a and b <= y for x, y in held)))) or ()
         return ClangKernel(c.spelling, _qualified(ci, c),
                            Place(c.location.file.name, extent.start.line,
                                  _at(extent.start), _at(extent.end)),
