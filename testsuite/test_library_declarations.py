@@ -588,3 +588,54 @@ __global__ void lookup(const K *keys, const V *values, const K *queries, V *foun
     assert instances and all(v[1] not in ("unparsed", "opaque-statements")
                              for v in instances.values()), kernels
     assert not out.exists() or out.read_text() == source.read_text()
+
+
+def test_qualified_calls_that_stay_calls(write_cu, tmp_path):
+    """A kernel calling a namespace's function that is not inlined (a loop in it, or an
+    argument with effects) and a function template with explicit arguments: read
+    through a copy that names the calls plainly (judged, never changed); the file is
+    left as written."""
+    source = write_cu("""
+namespace util {
+__device__ __forceinline__ int id(int lit) { return lit >> 1; }
+__device__ int probe(const unsigned *keys, unsigned k, int cap)
+{
+  int s = k % cap;
+  for (int p = 0; p < cap && keys[s] != k; p++) s = (s + 1) % cap;
+  return s;
+}
+}
+template <typename K, typename V>
+__device__ V find(const K *keys, const V *values, K k, int cap)
+{
+  int s = (int)(k % cap);
+  for (int p = 0; p < cap && keys[s] != k; p++) s = (s + 1) % cap;
+  return values[s];
+}
+__global__ void gather(const int *table, const unsigned *keys, const unsigned *values,
+                       int *out, int n, int cap)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    int column = 0;
+    int a = util::id(table[i * 4 + (column++)]);
+    int b = util::probe(keys, (unsigned)a, cap);
+    out[i] = a + b + (int)find<unsigned, unsigned>(keys, values, (unsigned)b, cap);
+  }
+}
+int main()
+{
+  int *t, *o; unsigned *k, *v;
+  cudaMalloc(&t, 4096 * sizeof(int)); cudaMalloc(&o, 1024 * sizeof(int));
+  cudaMalloc(&k, 1024 * sizeof(unsigned)); cudaMalloc(&v, 1024 * sizeof(unsigned));
+  gather<<<4, 256>>>(t, k, v, o, 1024, 1024);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["gather"][1] not in ("unparsed", "opaque-statements"), kernels
+    assert not out.exists() or out.read_text() == source.read_text()

@@ -202,6 +202,16 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
             continue
         if not kernel.clean:
             continue
+        if in_main and not kernel.is_template and not kernel.records and \
+                (mine is None or mine.ast is None) and \
+                _qualified_calls(program.text, kernel, unit.helpers):
+            # calls C cannot spell (`dUtils::id(x)`, `get<T>(x)`) that stay calls: the
+            # kernel is read through a copy that names them plainly, and only judged
+            judged = _judged(program.text, kernel, unit, in_main, taken, main)
+            if judged is not None:
+                taken.add(judged.kernel)
+                lowerings.append(judged)
+            continue
         if in_main and not kernel.is_template and not kernel.records:
             inlined = any(c.helper in unit.helpers for c in kernel.calls)
             cpp = kernel.aliases or kernel.casts or kernel.words or \
@@ -402,15 +412,44 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
             edits.append((inner_end - offset, end - offset, "))"))
     for call in kernel.calls:
         helper = helpers.get(call.helper)
-        if helper is not None and 0 <= call.start - offset and call.end - offset <= len(text):
+        if not (0 <= call.start - offset and call.end - offset <= len(text)):
+            continue
+        if helper is not None:
             edits.append((call.start - offset, call.end - offset, (helper, call, offset)))
-    return _render(text, 0, len(text), edits)
+        elif opaque:
+            # a copy that only judges: a call that stays is a call of unknown effects,
+            # named so that C reads it (`dUtils::id<T>(x)` as `id(x)`)
+            edits += _bare_callee(text, call.start - offset)
+    return _render(text, 0, len(text), edits, bare=opaque)
 
 
-def _render(text: str, lo: int, hi: int, edits: list) -> str:
+def _qualified_calls(text: str, kernel, helpers: dict) -> bool:
+    """Whether the kernel calls a function that is not inlined (not a small helper)
+    with a qualified name or explicit template arguments."""
+    lowered = [(a, b) for a, b, _ in kernel.words]     # `std::fabs`: the words' lowering
+    return any(_bare_callee(text, call.start) and (
+        call.helper not in helpers or     # or a helper's call on an argument with effects
+        not all(_pure(text[a:b]) for a, b, _ in call.arguments)) and
+        not any(a <= call.start < b for a, b in lowered) for call in kernel.calls)
+
+
+def _bare_callee(text: str, start: int) -> list[tuple[int, int, str]]:
+    """The edit that names the call at `start` by its function's name alone, without
+    qualifiers or template arguments ([] when it is written so already, or otherwise
+    than `name(`)."""
+    head = _head_end(text[start:start + 512])
+    if head is None:
+        return []
+    callee = text[start:start + head]
+    bare = re.sub(r"<.*>\s*$", "", callee.strip(), flags=re.S).split("::")[-1].strip()
+    return [(start, start + head, bare)] if bare != callee.strip() and bare else []
+
+
+def _render(text: str, lo: int, hi: int, edits: list, bare: bool = False) -> str:
     """text[lo:hi] with the edits inside it: a string replaces its range; a helper's call
     is replaced by the helper's body on its arguments, each rendered with the edits
-    inside it (a call in an argument is inlined too), or kept when it cannot be."""
+    inside it (a call in an argument is inlined too), or kept when it cannot be (with
+    `bare`, named by the function's name alone: _bare_callee)."""
     inside = sorted((e for e in edits if lo <= e[0] and e[1] <= hi),
                     key=lambda e: (e[0], -e[1]))
     out, pos = [], lo
@@ -423,18 +462,19 @@ def _render(text: str, lo: int, hi: int, edits: list) -> str:
         if isinstance(payload, str):
             new = payload
         elif payload[0] == "cast":
-            new = f"(({_render(text, payload[1], payload[2], nested)})("
+            new = f"(({_render(text, payload[1], payload[2], nested, bare)})("
         else:
             helper, call, offset = payload
-            arguments = [(_render(text, a - offset, b - offset, nested), t)
+            arguments = [(_render(text, a - offset, b - offset, nested, bare), t)
                          for a, b, t in call.arguments]
             head = _head_end(text[start:end])
             explicit = None if head is None else \
-                _explicit_arguments(_render(text, start, start + head, nested))
+                _explicit_arguments(_render(text, start, start + head, nested, bare))
             new = None if explicit is None else \
                 _inlined(helper, arguments, call.statement, explicit)
             if new is None:
-                new = _render(text, start, end, nested)
+                new = _render(text, start, end, nested + (_bare_callee(text, start)
+                                                          if bare else []), bare)
         out.append(_keep_lines(text[start:end], new))
         pos = end
     out.append(text[pos:hi])
