@@ -639,3 +639,47 @@ int main()
     kernels = codes(report)
     assert kernels["gather"][1] not in ("unparsed", "opaque-statements"), kernels
     assert not out.exists() or out.read_text() == source.read_text()
+
+
+def test_parameters_of_classes_c_cannot_spell(write_cu, tmp_path):
+    """Kernels taking `thrust::complex<float> *` and a template class by value: read
+    through a judged copy where such a parameter is a struct of no known fields (the
+    statements using it opaque); the file is left as written."""
+    source = write_cu("""
+#include <thrust/complex.h>
+template <typename T, int N> struct Accessor { T *data; int stride[N]; };
+__global__ void dft(const float *in, thrust::complex<float> *out, int rows, int cols)
+{
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= rows || i >= cols) return;
+  thrust::complex<float> sum = 0;
+  for (int k = 0; k < cols; ++k)
+    sum += thrust::complex<float>(in[j * cols + k] * cosf(i * k), sinf(i * k));
+  out[j * cols + i] = sum;
+}
+__global__ void scale(Accessor<float, 2> a, const float *s, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) a.data[i * a.stride[0]] *= s[i];
+}
+int main()
+{
+  float *in, *s; thrust::complex<float> *out;
+  cudaMalloc(&in, 64 * 64 * sizeof(float)); cudaMalloc(&s, 64 * sizeof(float));
+  cudaMalloc(&out, 64 * 64 * sizeof(thrust::complex<float>));
+  dft<<<dim3(4, 4), dim3(16, 16)>>>(in, out, 64, 64);
+  Accessor<float, 2> a = {in, {1, 64}};
+  scale<<<1, 64>>>(a, s, 64);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["dft"][1] not in ("unparsed", "opaque-statements"), kernels
+    assert kernels["scale"][1] not in ("unparsed", "opaque-statements"), kernels
+    assert not out.exists() or "dft" not in [k["name"] for k in report["kernels"]
+                                              if k["action"] != "unchanged"]

@@ -203,10 +203,12 @@ def plan(program, options: PreprocessorOptions) -> list[Lowering]:
         if not kernel.clean:
             continue
         if in_main and not kernel.is_template and not kernel.records and \
-                (mine is None or mine.ast is None) and \
-                _qualified_calls(program.text, kernel, unit.helpers):
-            # calls C cannot spell (`dUtils::id(x)`, `get<T>(x)`) that stay calls: the
-            # kernel is read through a copy that names them plainly, and only judged
+                (mine is None or mine.ast is None) and (
+                    _qualified_calls(program.text, kernel, unit.helpers) or
+                    _has_class_parameters(program.text, kernel)):
+            # calls C cannot spell (`dUtils::id(x)`, `get<T>(x)`) that stay calls, or
+            # parameters of classes C cannot spell: the kernel is read through a copy
+            # that names them plainly, and only judged
             judged = _judged(program.text, kernel, unit, in_main, taken, main)
             if judged is not None:
                 taken.add(judged.kernel)
@@ -421,6 +423,43 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
             # named so that C reads it (`dUtils::id<T>(x)` as `id(x)`)
             edits += _bare_callee(text, call.start - offset)
     return _render(text, 0, len(text), edits, bare=opaque)
+
+
+_DECLARATOR = {"*", "&", "&&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
+
+
+def _class_parameters(tokens: list[Token], opening: int) -> list[tuple[int, int, str]]:
+    """Edits of the parameter list opening at `tokens[opening]`: each parameter whose
+    type is qualified or a template's (`ns::T<A> *p`) declared `struct __pc_class *p`
+    (its pointers kept, its references dropped)."""
+    if opening >= len(tokens) or tokens[opening].text != "(":
+        return []
+    close = matching(tokens, opening)
+    out, run, depth = [], [], 0
+    for t in tokens[opening + 1:close] + [None]:
+        if t is not None:
+            depth += t.text in ("(", "<", "[")
+            depth -= t.text in (")", ">", "]")
+        if t is None or (t.text == "," and depth == 0):
+            words = [x.text for x in run]
+            if ("::" in words or "<" in words) and len(run) > 1 and run[-1].kind == "id":
+                j = len(run) - 1
+                while j > 0 and run[j - 1].text in _DECLARATOR:
+                    j -= 1
+                stars = " ".join(x.text for x in run[j:-1] if x.text not in ("&", "&&"))
+                out.append((run[0].start, run[-1].start,
+                            f"struct __pc_class {stars} ".replace("  ", " ")))
+            run = []
+            continue
+        run.append(t)
+    return out
+
+
+def _has_class_parameters(text: str, kernel) -> bool:
+    tokens = tokenize(text[kernel.place.start:kernel.place.end])
+    named = next((k for k, t in enumerate(tokens) if t.text == kernel.name and
+                  k + 1 < len(tokens) and tokens[k + 1].text == "("), None)
+    return named is not None and bool(_class_parameters(tokens, named + 1))
 
 
 def _qualified_calls(text: str, kernel, helpers: dict) -> bool:
@@ -681,6 +720,13 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
                 tokens[k + 1].text == "(":
             named = k
             edits.append((t.start, t.end, name))
+    if opaque and named is not None:
+        # a copy that only judges: a parameter of a class C cannot spell (`thrust::
+        # complex<float> *out`, `Accessor<float, 2> a`) as a struct of no known fields
+        # (the statements that use it are opaque)
+        classes = _class_parameters(tokens, named + 1)
+        edits = [e for e in edits if not any(a <= e[0] < b for a, b, _ in classes)]
+        edits += classes
     # a copy is launched from this unit alone: internal linkage, so that two units that
     # include one header (or instantiate one template) each have theirs and still link
     if named is not None and tokens[first:named] and not any(
