@@ -683,3 +683,52 @@ int main()
     assert kernels["scale"][1] not in ("unparsed", "opaque-statements"), kernels
     assert not out.exists() or "dft" not in [k["name"] for k in report["kernels"]
                                               if k["action"] != "unchanged"]
+
+
+def test_typedefs_of_structs_and_objects_built_by_constructors(write_cu, tmp_path, nvcc):
+    """`typedef struct _Sphere Sphere;` in a kernel's parameters is read as C names it
+    (`struct _Sphere`), and a local object built by a constructor (`RNG rng(seed);`) is
+    an opaque statement: the kernel reaches the model (judged), what is emitted
+    compiles."""
+    source = write_cu("""
+typedef struct _Sphere { float x, y, z, r; } Sphere;
+typedef struct _Plane { float n[3]; float d; } Plane;
+struct RNG {
+  unsigned state;
+  __device__ RNG(unsigned seed) : state(seed * 2654435761u + 1u) {}
+  __device__ float next() { state = state * 1664525u + 1013904223u; return state * 2.3283064e-10f; }
+};
+__global__ void shade(unsigned char *img, const Sphere *spheres, const Plane plane, int h, int w)
+{
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (y < h && x < w) {
+    RNG rng(y * w + x);
+    float s = spheres[0].r * plane.d + rng.next();
+    img[y * w + x] = (unsigned char)(s * 255.0f);
+  }
+}
+__global__ void radii(const Sphere *spheres, float *r, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) r[i] = spheres[i].r;
+}
+int main()
+{
+  unsigned char *img; Sphere *s; float *r; Plane p = {{0, 1, 0}, 0.5f};
+  cudaMalloc(&img, 256 * 256); cudaMalloc(&s, 16 * sizeof(Sphere)); cudaMalloc(&r, 16 * sizeof(float));
+  shade<<<dim3(16, 16), dim3(16, 16)>>>(img, s, p, 256, 256);
+  radii<<<1, 16>>>(s, r, 16);
+  cudaDeviceSynchronize();
+  return 0;
+}
+""")
+    out = tmp_path / "out.cu"
+    rc, report = transform(source, out)
+    assert rc == 0, report
+    kernels = codes(report)
+    assert kernels["shade"][1] not in ("unparsed", "opaque-statements"), kernels
+    assert "opaque" in kernels["shade"][2], kernels
+    assert kernels["radii"][1] not in ("unparsed", "opaque-statements"), kernels
+    if out.exists() and out.read_text() != source.read_text():
+        compile_sm90(nvcc, out)

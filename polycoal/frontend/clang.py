@@ -290,9 +290,19 @@ def _evaluate(ci, cursor) -> int | None:
 
 def _aliased(type_) -> str:
     """What an alias stands for: the canonical type (`float`), or, where that depends on
-    a template's parameters, the type as the alias writes it (`T *`)."""
-    canonical = type_.get_canonical().spelling
-    return type_.spelling if "type-parameter" in canonical else canonical
+    a template's parameters, the type as the alias writes it (`T *`); a named struct of
+    file scope as C names it (`typedef struct _Sphere Sphere;`: `struct _Sphere`)."""
+    canonical = type_.get_canonical()
+    if "type-parameter" in canonical.spelling:
+        return type_.spelling
+    declaration = canonical.get_declaration()
+    if canonical.spelling and declaration is not None and \
+            declaration.kind.name == "STRUCT_DECL" and declaration.spelling and \
+            not declaration.is_anonymous() and declaration.semantic_parent is not None and \
+            declaration.semantic_parent.kind.name == "TRANSLATION_UNIT" and \
+            canonical.spelling.split()[-1] == declaration.spelling:
+        return " ".join(canonical.spelling.split()[:-1] + ["struct", declaration.spelling])
+    return canonical.spelling
 
 
 def _records(ci, kernel):

@@ -109,6 +109,7 @@ def statements(ci, kernel, text: str, covered: list[tuple[int, int]], at,
             continue
         ref = c.referenced if c.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR) else None
         if c.kind.name in _KINDS or _method_call(ci, c, ref) or _temporary(ci, c) or \
+                _constructed(ci, c) or \
                 (ref is not None and ref.kind != K.PARM_DECL and invalid(ref)) or \
                 (c.kind == K.DECL_REF_EXPR and ref is not None and ref.hash in dropped) or \
                 (c.kind == K.VAR_DECL and c.hash in dropped):
@@ -177,6 +178,9 @@ def _hinted(words: list[str]) -> bool:
             return True
         if w == "&" or (w == "[" and words[k + 1] in ("]", "=", "&")):
             return True
+        if words[k + 2] in ("(", "{") and w.isidentifier() and words[k + 1].isidentifier() \
+                and w not in ("return", "else", "case", "goto"):
+            return True             # `RNG rng(seed)`: a constructor, maybe
     return words.count(":") > words.count("?")
 
 
@@ -189,6 +193,26 @@ def _declared_name(statement: str) -> str | None:
     head = re.split(r"[=\[;(]", statement, maxsplit=1)[0]
     names = re.findall(r"[A-Za-z_]\w*", head)
     return names[-1] if len(names) >= 2 else None
+
+
+def _constructed(ci, cursor) -> bool:
+    """A variable of a class initialised by a constructor on arguments (`RNG rng(seed);`,
+    `Acc a{x, y}` with a user constructor): C has no constructors."""
+    if cursor.kind != ci.CursorKind.VAR_DECL:
+        return False
+    words = [t.spelling for t in cursor.get_tokens()]
+    if cursor.spelling not in words:
+        return False
+    after = words.index(cursor.spelling) + 1
+    if after >= len(words) or words[after] not in ("(", "{"):
+        return False                # `T v = e;`: a copy, which C writes so
+    for child in cursor.get_children():
+        ctor = child.referenced if child.kind == ci.CursorKind.CALL_EXPR else None
+        if ctor is not None and ctor.kind == ci.CursorKind.CONSTRUCTOR and \
+                not ctor.is_copy_constructor() and not ctor.is_move_constructor() and \
+                any(True for _ in child.get_arguments()):
+            return True
+    return False
 
 
 def _temporary(ci, cursor) -> bool:
