@@ -164,8 +164,8 @@ int main()
 
 def test_cub_primitives_are_declared(write_cu, tmp_path, nvcc):
     """Block-wide CUB primitives in kernels and device-wide ones in host code: Clang finds
-    no error, a kernel is read through its opaque statements (judged, never changed),
-    and the file is left as written."""
+    no error, the kernels are read through their opaque statements (judged, never
+    changed), and the file is left as written."""
     source = write_cu(CUB)
     compile_sm90(nvcc, source)                  # valid CUDA for the toolkit's CUB
     assert clang_errors(source) == []
@@ -175,6 +175,10 @@ def test_cub_primitives_are_declared(write_cu, tmp_path, nvcc):
     kernels = codes(report)
     assert kernels["scan_rows"][1] != "unparsed", kernels
     assert "opaque" in kernels["scan_rows"][2], kernels
+    # the template through its instance (`BlockReduce(temp)` builds an object of the
+    # alias's class: not a cast), judged with its opaque statements
+    assert kernels["block_sums<256>"][1] != "unparsed", kernels
+    assert "opaque" in kernels["block_sums<256>"][2], kernels
     assert not out.exists() or out.read_text() == source.read_text()
 
 

@@ -442,6 +442,14 @@ def _casts(ci, kernel, text: str) -> list[tuple[int, int, int, int, int, int]]:
         named = (K.CXX_STATIC_CAST_EXPR, K.CXX_REINTERPRET_CAST_EXPR, K.CXX_CONST_CAST_EXPR)
         if c.kind not in (K.CXX_FUNCTIONAL_CAST_EXPR, *named) and not constructs:
             continue
+        if c.kind != K.CXX_STATIC_CAST_EXPR and \
+                c.type.get_canonical().kind == ci.TypeKind.RECORD:
+            continue        # `BlockReduce(temp)`: an object of a class built, not a cast
+        if constructs and children[0].referenced.kind != K.TEMPLATE_TYPE_PARAMETER:
+            underlying = children[0].referenced.underlying_typedef_type
+            if underlying.get_canonical().kind == ci.TypeKind.RECORD or \
+                    "<" in underlying.get_canonical().spelling:
+                continue    # an alias of a class (`using BR = cub::BlockReduce<T, 256>`)
         operands = [x for x in children if x.kind.is_expression()]
         if len(operands) != 1:
             continue
