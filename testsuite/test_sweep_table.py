@@ -1,6 +1,6 @@
 """The corpus sweep's table (tools/sweep_corpus.py, issue 32): kernel definitions, and
 the count as the projects' builds read them (a file another includes is not a unit of
-its build: its kernels are counted once, through the units that include it)."""
+its build: its kernels are counted in the reports of the units that include it)."""
 
 from __future__ import annotations
 

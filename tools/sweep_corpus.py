@@ -188,11 +188,12 @@ def definitions(r: dict) -> list[dict]:
 
 
 def as_built(records: list[dict]) -> list[dict]:
-    """Each kernel definition once, as the projects' builds read it: a file another
-    file of the corpus includes (`#include "kernels.cu"`) is not a translation unit of
-    its build, and its kernels are counted through the units that include it (their
-    reports name them), the best outcome among those units; a kernel no including unit
-    names is counted as the file read alone found it. Needs the sweep's `includes`."""
+    """The kernel definitions as the projects' builds read them: a file another file
+    of the corpus includes (`#include "kernels.cu"`) is not a translation unit of its
+    build; its kernels are counted in the reports of the units that include it (once
+    per such unit, where the build compiles them), not again as a file of its own; a
+    kernel no including unit names is counted as the file read alone found it. Needs
+    the sweep's `includes`."""
     by_file = {r["file"]: r for r in records}
     included_by: dict[str, set[str]] = collections.defaultdict(set)
     for r in records:
