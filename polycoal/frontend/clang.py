@@ -635,8 +635,9 @@ def _written_type_of(ci, e, depth: int = 0) -> str | None:
     return None
 
 
-def _words(ci, kernel, text: str = ""):
-    """The kernel's C++ words with their C spellings (ClangKernel.words)."""
+def _words(ci, kernel, text: str):
+    """The kernel's C++ words with their C spellings (ClangKernel.words); `text`: its
+    file's."""
     K = ci.CursorKind
     deduced = {}
     for d in kernel.walk_preorder():
@@ -675,11 +676,7 @@ def _words(ci, kernel, text: str = ""):
     tokens = list(body.get_tokens()) if body is not None else []
     parameters = [t for p in kernel.get_children() if p.kind == K.PARM_DECL
                   for t in p.get_tokens()]
-    for k, t in enumerate(parameters):      # `const std::uint32_t seed`
-        if t.spelling == "std" and k + 2 < len(parameters) and \
-                parameters[k + 1].spelling == "::" and \
-                parameters[k + 2].spelling in _C_TYPEDEFS:
-            out.append((_at(t.extent.start), _at(parameters[k + 1].extent.end), ""))
+    out += _std_typedefs(parameters) + _std_typedefs(tokens)
     for k, t in enumerate(tokens):
         word = t.spelling
         start, end = _at(t.extent.start), _at(t.extent.end)
@@ -687,11 +684,6 @@ def _words(ci, kernel, text: str = ""):
             out.append((start, end, "const"))
         elif word == "nullptr":
             out.append((start, end, "0"))
-        elif word == "std" and k + 2 < len(tokens) and tokens[k + 1].spelling == "::" \
-                and tokens[k + 2].spelling in _C_TYPEDEFS and \
-                (k == 0 or tokens[k - 1].spelling != "::"):
-            # `std::uint32_t`: the C library's typedef of the same name
-            out.append((start, _at(tokens[k + 1].extent.end), ""))
         elif word == "::" and k + 1 < len(tokens) and \
                 tokens[k + 1].spelling in _LIBRARY_FUNCTIONS and \
                 k + 2 < len(tokens) and tokens[k + 2].spelling == "(":
@@ -701,82 +693,112 @@ def _words(ci, kernel, text: str = ""):
             if qualified or k == 0 or (tokens[k - 1].kind.name != "IDENTIFIER" and
                                        tokens[k - 1].spelling != ">"):
                 out.append((_at(first.extent.start), end, ""))
-    # C++ initialisations C spells with `=`: `int i(e);` (a number or a pointer, one
-    # expression), `T v{...};` (C initialises an aggregate, or a number, from braces);
-    # a local alias `using V = float4;` as C's typedef
+    # one walk: C++ initialisations C spells with `=`, local aliases, qualified
+    # enumerators, constant variable templates
     for d in kernel.walk_preorder():
         if d.kind == K.TYPE_ALIAS_DECL:
-            spelled = list(d.get_tokens())
-            words = [t.spelling for t in spelled]
-            aliased = _aliased(d.underlying_typedef_type)
-            if words[:3] == ["using", d.spelling, "="] and not re.search(r"[<:&(\[]", aliased):
-                out.append((_at(spelled[0].extent.start), _at(spelled[-1].extent.end),
-                            f"typedef {aliased} {d.spelling}"))
-            continue
-        if d.kind != K.VAR_DECL or d.semantic_parent is None or \
-                d.semantic_parent.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
-            continue
-        spelled = list(d.get_tokens())
-        words = [t.spelling for t in spelled]
-        if d.spelling not in words:
-            continue
-        at = len(words) - 1 - words[::-1].index(d.spelling)
-        # (a declaration's extent may stop before the `)` of its initialiser)
-        if at + 1 >= len(words) or words[at + 1] not in ("(", "{") or \
-                words[at + 1] == "{" and words[-1] != "}":
-            continue
-        opener = spelled[at + 1]
-        canonical = d.type.get_canonical()
-        T = ci.TypeKind
-        scalar = canonical.kind in _INTEGER_KINDS or canonical.kind in (
-            T.FLOAT, T.DOUBLE, T.LONGDOUBLE, T.POINTER)
-        inner = words[at + 2:-1] if words[-1] in (")", "}") and \
-            _depth(words[at + 2:]) < 0 else words[at + 2:]
-        if words[at + 1] == "{":
-            declaration = canonical.get_declaration()
-            aggregate = canonical.kind == T.RECORD and declaration is not None and not any(
-                c.kind == K.CONSTRUCTOR for c in declaration.get_children())
-            # a template's parameter: a number or an aggregate where a copy is made
-            # (another type fails the copy's compile check, and it is not kept)
-            dependent = canonical.kind == T.UNEXPOSED
-            if inner and (scalar or aggregate or dependent):
-                out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
-        elif scalar and inner and _top_level_commas(inner) == 0:
-            out.append((_at(opener.extent.start), _at(opener.extent.start), "= "))
-    # an unscoped enumerator qualified by its enum's name (`lattice_type::D3Q19`): the
-    # enumerator alone, as C names it
-    for e in kernel.walk_preorder():
-        ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
-        if ref is None or ref.kind != K.ENUM_CONSTANT_DECL or ref.semantic_parent is None \
-                or ref.semantic_parent.is_scoped_enum():
-            continue
-        spelled = list(e.get_tokens())
-        names = [t.spelling for t in spelled]
-        if names == [ref.semantic_parent.spelling, "::", ref.spelling] and \
-                text[_at(spelled[0].extent.start):_at(spelled[-1].extent.end)].startswith(
-                    names[0]):
-            out.append((_at(spelled[0].extent.start), _at(spelled[1].extent.end), ""))
-    # a constant variable template's instance (`EMPTY<uint64_t, uint32_t>`) as its value
-    for e in kernel.walk_preorder():
-        ref = e.referenced if e.kind == K.DECL_REF_EXPR else None
-        # (an instance of a variable template is an unexposed declaration to libclang)
-        if ref is None or ref.kind not in (K.VAR_DECL, K.UNEXPOSED_DECL):
-            continue
-        spelled = list(e.get_tokens())
-        names = [t.spelling for t in spelled]
-        if len(names) < 4 or names[0] != e.spelling or names[1] != "<" or names[-1] != ">":
-            continue            # not written `name<...>` here (a macro's expansion)
-        # where its tokens are written (inside a macro's argument, the expression's
-        # extent is the macro's)
-        start, end = _at(spelled[0].extent.start), _at(spelled[-1].extent.end)
-        written = text[start:end]
-        if not (written.startswith(e.spelling) and written.endswith(">")):
-            continue
-        value = _evaluate(ci, e)
-        literal = _literal(ci, e.type.get_canonical(), value) if value is not None else None
-        if literal is not None:
-            out.append((start, end, literal))
+            out += _local_alias(d)
+        elif d.kind == K.VAR_DECL:
+            out += _initialisation(ci, d)
+        elif d.kind == K.DECL_REF_EXPR and d.referenced is not None:
+            out += _enumerator(d, text) + _variable_template_value(ci, d, text)
     return out
+
+
+def _std_typedefs(tokens) -> list[tuple[int, int, str]]:
+    """`std::uint32_t` as the C library's typedef of the same name: `std::` dropped."""
+    return [(_at(t.extent.start), _at(tokens[k + 1].extent.end), "")
+            for k, t in enumerate(tokens)
+            if t.spelling == "std" and k + 2 < len(tokens) and
+            tokens[k + 1].spelling == "::" and tokens[k + 2].spelling in _C_TYPEDEFS and
+            (k == 0 or tokens[k - 1].spelling != "::")]
+
+
+def _local_alias(d) -> list[tuple[int, int, str]]:
+    """A local `using V = float4;` as C's typedef."""
+    spelled = list(d.get_tokens())
+    words = [t.spelling for t in spelled]
+    aliased = _aliased(d.underlying_typedef_type)
+    if words[:3] != ["using", d.spelling, "="] or re.search(r"[<:&(\[]", aliased):
+        return []
+    return [(_at(spelled[0].extent.start), _at(spelled[-1].extent.end),
+             f"typedef {aliased} {d.spelling}")]
+
+
+def _initialisation(ci, d) -> list[tuple[int, int, str]]:
+    """A local's C++ initialisation as C spells it, with `=`: `int i(e);` (a number or a
+    pointer, one expression), `T v{...};` (C initialises an aggregate, or a number, from
+    braces)."""
+    K, T = ci.CursorKind, ci.TypeKind
+    if d.semantic_parent is None or \
+            d.semantic_parent.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE):
+        return []
+    spelled = list(d.get_tokens())
+    words = [t.spelling for t in spelled]
+    if d.spelling not in words:
+        return []
+    at = len(words) - 1 - words[::-1].index(d.spelling)
+    # (a declaration's extent may stop before the `)` of its initialiser)
+    if at + 1 >= len(words) or words[at + 1] not in ("(", "{") or \
+            words[at + 1] == "{" and words[-1] != "}":
+        return []
+    insert = [(_at(spelled[at + 1].extent.start), _at(spelled[at + 1].extent.start), "= ")]
+    canonical = d.type.get_canonical()
+    scalar = canonical.kind in _INTEGER_KINDS or canonical.kind in (
+        T.FLOAT, T.DOUBLE, T.LONGDOUBLE, T.POINTER)
+    inner = words[at + 2:-1] if words[-1] in (")", "}") and \
+        _depth(words[at + 2:]) < 0 else words[at + 2:]
+    if not inner:
+        return []
+    if words[at + 1] == "(":
+        return insert if scalar and _top_level_commas(inner) == 0 else []
+    declaration = canonical.get_declaration()
+    aggregate = canonical.kind == T.RECORD and declaration is not None and not any(
+        c.kind == K.CONSTRUCTOR for c in declaration.get_children())
+    # a template's parameter: a number or an aggregate where a copy is made (another
+    # type fails the copy's compile check, and it is not kept)
+    dependent = canonical.kind == T.UNEXPOSED
+    return insert if scalar or aggregate or dependent else []
+
+
+def _enumerator(e, text: str) -> list[tuple[int, int, str]]:
+    """An unscoped enumerator qualified by its enum's name (`lattice_type::D3Q19`): the
+    enumerator alone, as C names it."""
+    ref = e.referenced
+    if ref.kind.name != "ENUM_CONSTANT_DECL" or ref.semantic_parent is None or \
+            ref.semantic_parent.is_scoped_enum():
+        return []
+    spelled = list(e.get_tokens())
+    names = [t.spelling for t in spelled]
+    if names != [ref.semantic_parent.spelling, "::", ref.spelling] or not text[
+            _at(spelled[0].extent.start):_at(spelled[-1].extent.end)].startswith(names[0]):
+        return []
+    return [(_at(spelled[0].extent.start), _at(spelled[1].extent.end), "")]
+
+
+def _template_id(e, text: str) -> tuple[int, int] | None:
+    """[start, end) where `name<...>` of the reference `e` is written in `text` (None
+    when it is not written so there: a macro's expansion, whose extent is the
+    macro's)."""
+    spelled = list(e.get_tokens())
+    names = [t.spelling for t in spelled]
+    if len(names) < 4 or names[1] != "<" or names[-1] != ">":
+        return None
+    start, end = _at(spelled[0].extent.start), _at(spelled[-1].extent.end)
+    return (start, end) if text[start:end].startswith(names[0]) else None
+
+
+def _variable_template_value(ci, e, text: str) -> list[tuple[int, int, str]]:
+    """A constant variable template's instance (`EMPTY<uint64_t, uint32_t>`) as its
+    value (an instance is an unexposed declaration to libclang)."""
+    if e.referenced.kind not in (ci.CursorKind.VAR_DECL, ci.CursorKind.UNEXPOSED_DECL):
+        return []
+    where = _template_id(e, text)
+    if where is None or not e.spelling or not text[where[0]:where[1]].startswith(e.spelling):
+        return []
+    value = _evaluate(ci, e)
+    literal = _literal(ci, e.type.get_canonical(), value) if value is not None else None
+    return [(*where, literal)] if literal is not None else []
 
 
 def _dependent_variable_templates(ci, kernel, text: str) -> list[tuple[int, int]]:
@@ -787,15 +809,9 @@ def _dependent_variable_templates(ci, kernel, text: str) -> list[tuple[int, int]
         ref = e.referenced if e.kind == ci.CursorKind.DECL_REF_EXPR else None
         if ref is None or ref.kind != ci.CursorKind.OVERLOADED_DECL_REF:
             continue
-        spelled = list(e.get_tokens())
-        names = [t.spelling for t in spelled]
-        if len(names) < 4 or names[1] != "<" or names[-1] != ">":
-            continue
-        start, end = _at(spelled[0].extent.start), _at(spelled[-1].extent.end)
-        if not text[start:end].startswith(names[0]) or \
-                text[end:end + 64].lstrip().startswith("("):
-            continue            # written elsewhere (a macro), or a function template's call
-        out.append((start, end))
+        where = _template_id(e, text)
+        if where is not None and not text[where[1]:where[1] + 64].lstrip().startswith("("):
+            out.append(where)           # (not a function template's call)
     return out
 
 
@@ -826,7 +842,6 @@ def _literal(ci, canonical, value: int) -> str | None:
         value &= (1 << bits) - 1
     suffix = ("u" if unsigned else "") + ("ll" if bits == 64 else "")
     return f"{value}{suffix}" if value >= 0 else f"({value}{suffix})"
-
 
 
 def _template_kind(ci, parameter) -> str:
@@ -1006,15 +1021,15 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                     aliases.append((start, end, _aliased(ref.underlying_typedef_type)))
         records, members = _records(ci, c)
         calls = tuple(_calls(ci, c))
-        casts = tuple(_casts(ci, c, file_text(c.location.file.name)))
-        extent = c.extent
-        words = tuple(_words(ci, c, file_text(c.location.file.name)))
         written = file_text(c.location.file.name)
+        casts = tuple(_casts(ci, c, written))
+        extent = c.extent
+        words = tuple(_words(ci, c, written))
         covered = [(qualifier_start(written, a), b) for a, b, _ in aliases] + \
             [(a, b) for a, b, _ in words] + \
             [(x[0], x[-1]) for x in casts] + [(x.start, x.end) for x in calls] + \
             [(a, b) for a, b, _, _ in members] + [(x[2], x[3]) for x in records]
-        opaque_statements = opaque.statements(ci, c, file_text(c.location.file.name),
+        opaque_statements = opaque.statements(ci, c, written,
                                               covered, _at, [
             (line, column) for f, line, column, _ in unit.error_sites
             if f == c.location.file.name and extent.start.line <= line <= extent.end.line])

@@ -15,7 +15,7 @@ from pycparser import c_ast, c_parser
 
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.dialect import cuda_dialect
-from polycoal.frontend.lexer import Token, matching, tokenize
+from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.inline import forward_pointers, inline_helpers
 from polycoal.frontend.normalise import forward_temporaries, subscripts_for_dereferences
 from polycoal.frontend.preprocess import DEFAULT_STD, LINEMARKER, PreprocessedSource
@@ -210,28 +210,13 @@ def _default_arguments(tokens: list[Token]) -> dict[int, int]:
         k += 1
     if k >= len(tokens) or tokens[k].text != "(" or k == 0 or tokens[k - 1].kind != "id":
         return {}
-    close = matching(tokens, k)
-    out, depth, j = {}, 0, k + 1
-    while j < close:
-        text = tokens[j].text
-        if text in ("(", "[", "{", "<"):
-            depth += 1
-        elif text in (")", "]", "}", ">"):
-            depth -= 1
-        elif text == "=" and depth == 0:
-            last = j + 1
-            inner = 0
-            while last < close:
-                w = tokens[last].text
-                inner += w in ("(", "[", "{")
-                inner -= w in (")", "]", "}")
-                if inner == 0 and w == ",":
-                    break
-                last += 1
-            out[j] = last - 1
-            j = last
-            continue
-        j += 1
+    index = {id(t): i for i, t in enumerate(tokens)}
+    out = {}
+    # in a parameter declaration a `=` outside brackets starts its default argument
+    for part in split_top_level(tokens[k + 1:matching(tokens, k)], angles=True):
+        equals = next((t for t in part if t.text == "="), None)
+        if equals is not None:
+            out[index[id(equals)]] = index[id(part[-1])]
     return out
 
 

@@ -175,14 +175,18 @@ def matching(tokens: list[Token], index: int) -> int:
     raise ValueError(f"unbalanced {here!r} at line {tokens[index].line}")
 
 
-def split_top_level(tokens: list[Token], sep: str = ",") -> list[list[Token]]:
-    """Split a token run at `sep` outside any brackets."""
+def split_top_level(tokens: list[Token], sep: str = ",",
+                    angles: bool = False) -> list[list[Token]]:
+    """Split a token run at `sep` outside any brackets (with `angles`, outside template
+    argument lists too: a parameter list's `Accessor<float, 2> a`)."""
+    opening, closing = ("(", "[", "{", "<") if angles else ("(", "[", "{"), \
+        (")", "]", "}", ">") if angles else (")", "]", "}")
     parts: list[list[Token]] = [[]]
     depth = 0
     for t in tokens:
-        if t.text in ("(", "[", "{"):
+        if t.text in opening:
             depth += 1
-        elif t.text in (")", "]", "}"):
+        elif t.text in closing:
             depth -= 1
         if t.text == sep and depth == 0:
             parts.append([])

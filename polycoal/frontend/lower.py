@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from polycoal.frontend.limits import with_limits
 from polycoal.frontend.lexer import (ASSIGNMENTS, Token, apply_edits, line_ends, matching,
-                                     qualifier_start, tokenize)
+                                     qualifier_start, split_top_level, tokenize)
 from polycoal.frontend.normalise import PURE_FUNCTIONS
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.frontend.program import JUDGED
@@ -435,23 +435,16 @@ def _class_parameters(tokens: list[Token], opening: int) -> list[tuple[int, int,
     if opening >= len(tokens) or tokens[opening].text != "(":
         return []
     close = matching(tokens, opening)
-    out, run, depth = [], [], 0
-    for t in tokens[opening + 1:close] + [None]:
-        if t is not None:
-            depth += t.text in ("(", "<", "[")
-            depth -= t.text in (")", ">", "]")
-        if t is None or (t.text == "," and depth == 0):
-            words = [x.text for x in run]
-            if ("::" in words or "<" in words) and len(run) > 1 and run[-1].kind == "id":
-                j = len(run) - 1
-                while j > 0 and run[j - 1].text in _DECLARATOR:
-                    j -= 1
-                stars = " ".join(x.text for x in run[j:-1] if x.text not in ("&", "&&"))
-                out.append((run[0].start, run[-1].start,
-                            f"struct __pc_class {stars} ".replace("  ", " ")))
-            run = []
-            continue
-        run.append(t)
+    out = []
+    for run in split_top_level(tokens[opening + 1:close], angles=True):
+        words = [x.text for x in run]
+        if ("::" in words or "<" in words) and len(run) > 1 and run[-1].kind == "id":
+            j = len(run) - 1
+            while j > 0 and run[j - 1].text in _DECLARATOR:
+                j -= 1
+            stars = " ".join(x.text for x in run[j:-1] if x.text not in ("&", "&&"))
+            out.append((run[0].start, run[-1].start,
+                        f"struct __pc_class {stars} ".replace("  ", " ")))
     return out
 
 
