@@ -32,7 +32,8 @@ from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_
 from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
 from polycoal.codegen.permute import (Refusal, indirect_uses, permute_kernel,
-                                      permute_launch, reads_indirectly)
+                                      permute_launch, reads_indirectly,
+                                      warp_functions_called)
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, detect_races, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
@@ -590,6 +591,9 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
     if warp:
         return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
                       "which depends on warps")
+    if (called := warp_functions_called(program, kernel)) is not None:
+        return d.keep("warp-dependent", f"{why}; no permutation: the kernel calls "
+                      f"{called[0]}, which uses {called[1]} (it depends on warps)")
     if reads_indirectly(program, kernel):
         # thread indices read through macros or helpers: the copy expands those macros
         # and calls permuted copies of those helpers (codegen/permute.indirect_uses)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from polycoal.codegen.launch import _plain, launch_parts, qualified_names, statement_indent
 from polycoal.templates import render_template
+from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import apply_edits, matching, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
@@ -202,22 +203,20 @@ def indirect_uses(program: Program, kernel: Kernel, options) -> IndirectUses | R
                                         zip(helpers, spans[1:], texts[1:])))
 
 
-def _body(text: str, name: str) -> str:
-    """The body of the definition `text` of function `name` (what it calls)."""
-    tokens = tokenize(text)
-    for k, t in enumerate(tokens[:-1]):
-        if t.text == name and tokens[k + 1].text == "(":
-            close = matching(tokens, k + 1)
-            body = next((j for j in range(close, len(tokens)) if tokens[j].text == "{"),
-                        None)
-            if body is not None:
-                return text[tokens[body].start:]
-    return text
+_body = callees.body
 
 
 def _helpers_called(program: Program, text: str) -> list[str]:
-    words = {t.text for t in tokenize(text) if t.kind == "id"}
-    return [n for n in program.device_functions if n in words]
+    return callees.helpers_called(program, text)
+
+
+def warp_functions_called(program: Program, kernel: Kernel) -> tuple[str, str] | None:
+    """A helper the kernel calls, directly or through helpers, that exchanges values
+    between the lanes of a warp (`__shfl_down_sync`, `warpSize`...), with that function;
+    None when there is none. Wherever the helper is defined (a header too), the kernel
+    then depends on which threads share a warp, as if it used the function itself."""
+    return callees.first_use(program, _body(kernel.expanded, kernel.name),
+                             callees.warp_words())
 
 
 def _thread_helpers(program: Program, kernel: Kernel) -> list[str] | Refusal:

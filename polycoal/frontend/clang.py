@@ -1149,23 +1149,41 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         if c.kind != ci.CursorKind.CALL_EXPR or c.referenced is None:
             return
         function = c.referenced
-        if function.kind != ci.CursorKind.FUNCTION_DECL or \
-                function.get_num_template_arguments() <= 0 or function.get_usr() in seen:
+        if function.get_usr() in seen:
             return
-        template = ci.conf.lib.clang_getSpecializedCursorTemplate(function)
-        if template is None or template.kind != ci.CursorKind.FUNCTION_TEMPLATE or \
-                not user_file(template) or any(a.kind == ci.CursorKind.CUDAGLOBAL_ATTR
-                                               for a in template.get_children()):
-            return
-        seen.add(function.get_usr())
-        instance = _instance(ci, template, function)
+        specialised = ci.conf.lib.clang_getSpecializedCursorTemplate
+        if function.kind == ci.CursorKind.CXX_METHOD and \
+                function.get_num_template_arguments() <= 0:
+            # a member function of a class template's instantiation (`Table<int,
+            # float>::insert`): the class template's parameters with its arguments
+            holder = function.semantic_parent
+            template = specialised(holder) if holder is not None else None
+            if template is None or template.kind != ci.CursorKind.CLASS_TEMPLATE or \
+                    not user_file(template):
+                return
+            seen.add(function.get_usr())
+            instance = _instance(ci, template, holder)
+            pattern = specialised(function)
+            top = pattern.get_definition() if pattern is not None else None
+            parent = "lexical_parent"
+        else:
+            if function.kind != ci.CursorKind.FUNCTION_DECL or \
+                    function.get_num_template_arguments() <= 0:
+                return
+            template = specialised(function)
+            if template is None or template.kind != ci.CursorKind.FUNCTION_TEMPLATE or \
+                    not user_file(template) or any(a.kind == ci.CursorKind.CUDAGLOBAL_ATTR
+                                                   for a in template.get_children()):
+                return
+            seen.add(function.get_usr())
+            instance = _instance(ci, template, function)
+            top, parent = template, "semantic_parent"
         definition = function.get_definition()
-        if instance is None or definition is None:
+        if instance is None or definition is None or top is None:
             return
-        top = template
-        while top.semantic_parent is not None and \
-                top.semantic_parent.kind != ci.CursorKind.TRANSLATION_UNIT:
-            top = top.semantic_parent
+        while getattr(top, parent) is not None and \
+                getattr(top, parent).kind != ci.CursorKind.TRANSLATION_UNIT:
+            top = getattr(top, parent)
         for e in definition.walk_preorder():
             tokens = launch_tokens(e)
             if tokens is not None and e.referenced is not None:

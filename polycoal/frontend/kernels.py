@@ -124,13 +124,16 @@ def _template_keyword(tokens: list[Token], k: int) -> int | None:
 
 def _math_qualifier(tokens: list[Token], k: int, dialect) -> int:
     """How many tokens from k qualify a call of a device math function (`std` `::`
-    before `sqrt(`, or a global `::`), else 0."""
+    before `sqrt(`, or a global `::`), or a C library type (`std::uint32_t`, often
+    from a macro's expansion: `#define UNIT_TYPE std::uint32_t`), else 0."""
     n = 2 if tokens[k].text == "std" else 1 if tokens[k].text == "::" else 0
     if not n or (n == 1 and k and tokens[k - 1].kind == "id") or k + n + 1 >= len(tokens):
         return 0
     if n == 2 and tokens[k + 1].text != "::":
         return 0
     name, after = tokens[k + n], tokens[k + n + 1]
+    if n == 2 and name.text in dialect.prelude_typedef_names and after.text != "::":
+        return n
     return n if name.text in dialect.pure_functions and after.text == "(" else 0
 
 

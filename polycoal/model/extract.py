@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pycparser import c_ast, c_generator
 
 from polycoal.diagnostics import Diagnostic, Location
+from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
 from polycoal.frontend.opaque import MARK as OPAQUE
@@ -749,7 +750,17 @@ class _Extractor:
             pass
         elif name in self.program.device_functions:
             fn = self.program.device_functions[name]
-            if any(p.is_pointer for p in fn.parameters) or fn.ast is None:
+            call = f"{name}(){{}}"           # the helper itself and what it calls
+            if (warp := callees.first_use(self.program, call, callees.warp_words())):
+                self.outside_model("warp intrinsic", node, f"call to __device__ function "
+                                   f"'{name}', which uses {warp[1]} (in {warp[0]}): lanes "
+                                   "exchange data", _NOTHING)
+            elif (geometry := callees.first_use(self.program, call,
+                                                callees.geometry_words())):
+                self.outside_model("device function call", node, f"call to __device__ "
+                                   f"function '{name}', which reads {geometry[1]} (in "
+                                   f"{geometry[0]}; not inlined)", _GEOMETRY_ONLY)
+            elif any(p.is_pointer for p in fn.parameters) or fn.ast is None:
                 self.outside_model("device function call", node, f"call to __device__ "
                                    f"function '{name}' with pointer arguments (not inlined)",
                                    _GEOMETRY_ONLY)

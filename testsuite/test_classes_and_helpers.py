@@ -1,0 +1,190 @@
+"""Kernels launched from C++ classes, and kernels calling helpers: a launch in a member
+function of a class template runs the instantiation the class's arguments name (in the
+class body or defined out of line); a kernel calling a helper that exchanges values
+between lanes is warp-dependent, whatever file the helper is in; one calling a helper
+that reads thread indices (not inlined) is never restructured as if the helper did
+not (its axes are permuted in a copy of the helper too)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import compile_sm90
+from test_library_declarations import assert_read, transformed
+
+pytest.importorskip("clang.cindex")
+
+CLASS_LAUNCH = """
+#include <cstdio>
+#include <cstdlib>
+template <typename T>
+__global__ void scale(T *out, const T *in, int n, int m)
+{
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < n && j < m) out[j * n + i] = in[j * n + i] * 2 + (T)i;
+}
+template <typename T>
+struct Scaler {
+  T *out, *in; int n, m;
+  void run() { dim3 b(16, 16); dim3 g((m + 15) / 16, (n + 15) / 16);
+               scale<T><<<g, b>>>(out, in, n, m); }
+  void run_out_of_line();
+};
+template <typename T>
+void Scaler<T>::run_out_of_line()
+{
+  dim3 b(16, 16), g((m + 15) / 16, (n + 15) / 16);
+  scale<T><<<g, b>>>(in, out, n, m);
+}
+template <typename T>
+double check(int n, int m)
+{
+  T *h = (T *)malloc(n * m * sizeof(T)), *a, *b;
+  for (int k = 0; k < n * m; k++) h[k] = (T)(k % 13);
+  cudaMalloc(&a, n * m * sizeof(T)); cudaMalloc(&b, n * m * sizeof(T));
+  cudaMemcpy(a, h, n * m * sizeof(T), cudaMemcpyHostToDevice);
+  Scaler<T> s{b, a, n, m};
+  s.run();
+  s.run_out_of_line();
+  cudaMemcpy(h, a, n * m * sizeof(T), cudaMemcpyDeviceToHost);
+  double total = 0;
+  for (int k = 0; k < n * m; k++) total += (double)h[k] * (k % 7);
+  free(h); cudaFree(a); cudaFree(b);
+  return total;
+}
+int main()
+{
+  printf("%f %f\\n", check<float>(40, 24), check<int>(16, 33));
+  return 0;
+}
+"""
+
+
+def test_launches_in_member_functions_of_a_class_template(write_cu, tmp_path, nvcc):
+    """Both launches sit in member functions of `Scaler<T>` (one in the class body, one
+    defined out of line); `check<float>` and `check<int>` instantiate the class. Each
+    instantiation of the kernel reaches the model through them and is restructured (its
+    thread index along x walks the slow dimension); the output compiles and runs alike."""
+    from conftest import runs_alike
+    source = write_cu(CLASS_LAUNCH)
+    kernels, report, out = transformed(source, tmp_path)
+    assert kernels["scale__pc_float"][0] == "restructured", kernels
+    assert kernels["scale__pc_int"][0] == "restructured", kernels
+    assert_read(kernels, "scale")
+    text = out.read_text()
+    assert "pc_same<T, float>::value" in text and "pc_same<T, int>::value" in text
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), text, tmp_path)
+
+
+def test_a_helper_exchanging_lanes_makes_the_kernel_warp_dependent(write_cu, tmp_path):
+    """The kernel reads its rows one per thread (a permutation would lower its cost) but
+    calls, through a helper of a header, a warp reduction: which threads share a warp
+    is part of what it computes, so it is warp-dependent (a verdict about the kernel),
+    not refused for where the helper is written."""
+    write_cu("""
+#pragma once
+__device__ float warp_sum(float v)
+{
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float lane_total(float v) { float s = warp_sum(v); return s + threadIdx.x * 0; }
+""", "reduce.cuh")
+    source = write_cu("""
+#include "reduce.cuh"
+__global__ void row_sums(const float *a, float *out, int n)
+{
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && j < n) out[j * n + i] = lane_total(a[j * n + i]);
+}
+int main()
+{
+  float *a, *o; int n = 64;
+  cudaMalloc(&a, n * n * 4); cudaMalloc(&o, n * n * 4);
+  row_sums<<<dim3(2, 2), dim3(32, 32)>>>(a, o, n);
+  return 0;
+}
+""")
+    kernels, _, _ = transformed(source, tmp_path)
+    action, code, reason = kernels["row_sums"]
+    assert (action, code) == ("unchanged", "warp-dependent"), kernels
+    assert "warp_sum" in reason and "__shfl_down_sync" in reason
+
+
+def test_std_integer_types_from_a_macro(write_cu, tmp_path, nvcc):
+    """`#define UNIT_TYPE std::uint32_t` (a project's constants header): the expansion
+    reaches the C reader as `std::uint32_t`, read as the C library's type."""
+    from conftest import runs_alike
+    source = write_cu("""
+#include <cstdint>
+#include <cstdio>
+#define UNIT_TYPE std::uint32_t
+__global__ void copy_rows(const UNIT_TYPE *in, UNIT_TYPE *out, std::uint32_t n)
+{
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (std::uint32_t j = 0; j < n; j++)
+      out[i * n + j] = in[i * n + j] + (UNIT_TYPE)j;
+}
+int main()
+{
+  const std::uint32_t n = 128;
+  UNIT_TYPE *h = (UNIT_TYPE *)malloc(n * n * sizeof(UNIT_TYPE)), *a, *b;
+  for (std::uint32_t k = 0; k < n * n; k++) h[k] = k % 31;
+  cudaMalloc(&a, n * n * sizeof(UNIT_TYPE)); cudaMalloc(&b, n * n * sizeof(UNIT_TYPE));
+  cudaMemcpy(a, h, n * n * sizeof(UNIT_TYPE), cudaMemcpyHostToDevice);
+  copy_rows<<<1, 128>>>(a, b, n);
+  cudaMemcpy(h, b, n * n * sizeof(UNIT_TYPE), cudaMemcpyDeviceToHost);
+  unsigned long s = 0;
+  for (std::uint32_t k = 0; k < n * n; k++) s += h[k] * (k % 7);
+  printf("%f\\n", (double)s);
+  return 0;
+}
+""")
+    kernels, _, out = transformed(source, tmp_path)
+    assert_read(kernels, "copy_rows")
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), out.read_text(), tmp_path)
+
+
+HELPER_READS_THREADS = """
+#include <cstdio>
+#include <cstdlib>
+__device__ float lane_bias(float v) { float s = v * 2.0f; s += (float)(threadIdx.x % 7); return s; }
+__global__ void cols(const float *a, float *out, int n)
+{
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && j < n) out[j * n + i] = lane_bias(a[j * n + i]);
+}
+int main()
+{
+  const int n = 64;
+  float *h = (float *)malloc(n * n * 4), *a, *o;
+  for (int k = 0; k < n * n; k++) h[k] = k % 11;
+  cudaMalloc(&a, n * n * 4); cudaMalloc(&o, n * n * 4);
+  cudaMemcpy(a, h, n * n * 4, cudaMemcpyHostToDevice);
+  cols<<<dim3(2, 2), dim3(32, 32)>>>(a, o, n);
+  cudaMemcpy(h, o, n * n * 4, cudaMemcpyDeviceToHost);
+  double s = 0; for (int k = 0; k < n * n; k++) s += h[k] * (k % 5);
+  printf("%f\\n", s); return 0;
+}
+"""
+
+
+def test_a_helper_reading_thread_indices_is_permuted_with_the_kernel(write_cu, tmp_path,
+                                                                      nvcc):
+    """`lane_bias` reads threadIdx.x and is not inlined (two statements): the affine
+    restructuring (which would give threadIdx.x another meaning inside it) is not
+    taken; the permutation is, with a permuted copy of the helper. Runs alike."""
+    from conftest import runs_alike
+    source = write_cu(HELPER_READS_THREADS)
+    kernels, _, out = transformed(source, tmp_path)
+    assert kernels["cols"][0] == "permuted", kernels
+    text = out.read_text()
+    assert "lane_bias__pc_perm_cols" in text and "threadIdx.y % 7" in text
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), text, tmp_path)
