@@ -401,7 +401,29 @@ def _alias_check(program: Program, kernel: Kernel, d: KernelDecision,
             why = "; the elements a pointer touches have no bounds to check at run time"
         return d.keep("may-alias", f"its pointer arguments may alias ({evidence}{why}); mark "
                       "them __restrict__ or pass --assume-no-alias")
+    shared = _passed_twice(program, kernel, pairs)
+    if shared:
+        return d.keep("may-alias", f"its pointer arguments alias: every launch passes "
+                      f"{shared} (a run-time check would always fail)")
     return replace(d, alias_evidence=f"checked at each launch ({evidence})", disjoint=pairs)
+
+
+def _passed_twice(program: Program, kernel: Kernel, pairs) -> str | None:
+    """A pair of pointers to check to which every launch of the kernel passes one
+    variable (`k<<<g, b>>>(d_A, d_A)`): the copy behind the check could never run."""
+    pointers = [p.name for p in kernel.parameters]
+    launches = program.launches_of(kernel.name)
+    for pair in pairs:
+        p, q = pair.first.pointer, pair.second.pointer
+        if not launches or p not in pointers or q not in pointers:
+            continue
+        a, b = pointers.index(p), pointers.index(q)
+        passed = [(l.arguments[a].strip(), l.arguments[b].strip()) for l in launches
+                  if max(a, b) < len(l.arguments)]
+        if len(passed) == len(launches) and all(
+                x == y and re.fullmatch(r"[A-Za-z_]\w*(?:(?:\.|->)\w+)*", x) for x, y in passed):
+            return f"{', '.join(sorted({x for x, _ in passed}))} to both '{p}' and '{q}'"
+    return None
 
 
 def _kept_order(d: KernelDecision) -> KernelDecision:

@@ -35,7 +35,9 @@ The constructs (CONSTRUCTS):
                     written through it
   unroll            `#pragma unroll`, `#pragma unroll 4`, `#pragma unroll 1` before loops
   device-helper     small `__device__` helpers: by reference (`add_to(y[i], e)` for `y[i]
-                    += e`), by value (`twice(A[e])`), through a pointer (`load(A, e)`)
+                    += e`), by value (`twice(A[e])`), through a pointer (`load(A, e)`),
+                    reading a thread index in two statements (`lane_shift(A[e])` adds
+                    `threadIdx.x % 3`: not inlined, its thread index must keep its meaning)
   header            kernels defined in a header of the program's directory, included
   dim3              launch geometry in variables: `dim3 b(X)`, `dim3 b(X, Y)`, `dim3 b =
                     dim3(...)`, `dim3 b{...}`, `dim3 b = {...}`, `dim3 b; b.x = X;`,
@@ -546,6 +548,8 @@ def c_device_helper(b, rng: random.Random, seed: int) -> bool:
                 forms.append(("value", n))
             if _value_reads(k, line, ("float", "double", "int")):
                 forms.append(("pointer", n))
+            if _value_reads(k, line, ("float", "double")):
+                forms.append(("thread", n))
         if not forms:
             continue
         form, n = rng.choice(forms)
@@ -569,6 +573,15 @@ def c_device_helper(b, rng: random.Random, seed: int) -> bool:
             s, e, _, ctype = rng.choice(_value_reads(k, line, ("float", "double")))
             name = b.fresh("twice")
             k.before += f"__device__ inline {ctype} {name}({ctype} v)\n{{\n  return v + v;\n}}\n\n"
+            k.lines[n] = line[:s] + f"{name}({line[s:e]})" + line[e:]
+        elif form == "thread":
+            # reads a thread index itself, in two statements (no lowering inlines it): a
+            # restructured kernel must give threadIdx the same meaning inside it
+            s, e, _, ctype = rng.choice(_value_reads(k, line, ("float", "double")))
+            name = b.fresh("lane_shift")
+            axis = rng.choice(("x", "y"))
+            k.before += (f"__device__ {ctype} {name}({ctype} v)\n{{\n  {ctype} r = v;\n"
+                         f"  r += ({ctype})(threadIdx.{axis} % 3);\n  return r;\n}}\n\n")
             k.lines[n] = line[:s] + f"{name}({line[s:e]})" + line[e:]
         else:
             s, e, array, ctype = rng.choice(_value_reads(k, line, ("float", "double", "int")))
