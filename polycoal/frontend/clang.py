@@ -31,7 +31,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from polycoal.frontend import opaque, toolkit
@@ -88,6 +88,11 @@ class ClangKernel:
     # statements the C subset cannot read, as (start, end, `__pc_opaque(...)` text) in its
     # file (frontend/opaque.py): () none, None one outside every statement
     opaque: tuple[tuple[int, int, str], ...] | None = ()
+    # for each instantiation a launch of the unit names (its template arguments as the
+    # launch spells them): the declarations whose type depends on the template's
+    # parameters in a way C cannot write before it is instantiated (`auto x = e;`,
+    # `typename Conv<T>::Type v;`), as (start, end, the type Clang instantiated)
+    instance_words: tuple[tuple[tuple[str, ...], tuple[tuple[int, int, str], ...]], ...] = ()
 
     @property
     def is_template(self) -> bool:
@@ -705,6 +710,40 @@ def _words(ci, kernel, text: str):
     return out
 
 
+_ARRAYS = ("CONSTANTARRAY", "INCOMPLETEARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY")
+
+
+def _instance_words(ci, definition) -> tuple[tuple[int, int, str], ...]:
+    """In the definition of one instantiation of a kernel template (whose offsets are the
+    template's), the declarations written with `auto` or `typename` whose types are
+    known there, as C writes them: (start, end, type) over `[const] auto` or `typename
+    Conv<T>::Type` up to the name (an array's element type; not a reference, not a
+    class C cannot spell, not a declaration of several names)."""
+    out = {}
+    for d in definition.walk_preorder():
+        if d.kind != ci.CursorKind.VAR_DECL:
+            continue
+        tokens = list(d.get_tokens())
+        names = [t.spelling for t in tokens]
+        if d.spelling not in names:
+            continue
+        name_at = names.index(d.spelling)
+        head = names[:name_at]
+        if not {"auto", "typename"} & set(head) or {",", "=", "(", "&", "&&"} & set(head):
+            continue
+        first = 0
+        while first < name_at and head[first] in ("static", "register", "volatile"):
+            first += 1
+        t = d.type.get_canonical()
+        if t.kind.name in _ARRAYS:
+            t = t.get_array_element_type().get_canonical()
+        spelling = " ".join(t.spelling.split())
+        if first < name_at and _DEDUCIBLE.fullmatch(spelling):
+            out[_at(tokens[first].extent.start)] = (_at(tokens[name_at].extent.start),
+                                                    spelling + " ")
+    return tuple((start, end, spelling) for start, (end, spelling) in sorted(out.items()))
+
+
 def _std_typedefs(tokens) -> list[tuple[int, int, str]]:
     """`std::uint32_t` as the C library's typedef of the same name: `std::` dropped."""
     return [(_at(t.extent.start), _at(tokens[k + 1].extent.end), "")
@@ -1084,6 +1123,13 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             and not _in_macro(ci, c) else None
         arguments = tuple((_at(a.extent.start), _at(a.extent.end))
                           for a in children[2:]) if written else ()
+        key = (_qualified(ci, callee), args)
+        if args and key not in instance_words:
+            template = ci.conf.lib.clang_getSpecializedCursorTemplate(callee)
+            definition = callee.get_definition()
+            instance_words[key] = _instance_words(ci, definition) \
+                if template is not None and user_file(template) and \
+                definition is not None else ()
         return ClangLaunch(_qualified(ci, callee), c.location.line, c.location.file.name, args,
                            callee=written, scope_start=scope, arguments=arguments,
                            instance=instance,
@@ -1106,6 +1152,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         return None
 
     values: dict[str, set[int]] = {}
+    instance_words: dict[tuple[str, tuple[str, ...]], tuple] = {}
 
     def constant(c) -> None:
         if c.kind == ci.CursorKind.VAR_DECL and c.type.is_const_qualified() and \
@@ -1190,5 +1237,8 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                 unit.launches.append(launch_of(e, tokens, top, instance))
             instantiated(e)
     visit(tu.cursor)
+    unit.kernels = [replace(k, instance_words=tuple(
+        (args, words) for (name, args), words in instance_words.items()
+        if name == k.qualified and words)) if k.is_template else k for k in unit.kernels]
     unit.constants = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
     return unit

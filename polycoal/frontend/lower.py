@@ -381,7 +381,8 @@ def _identifier(argument: str) -> str:
 
 
 def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
-                        fields: bool = False, opaque: bool = False) -> str:
+                        fields: bool = False, opaque: bool = False,
+                        instance: tuple[tuple[int, int, str], ...] = ()) -> str:
     """The definition `text` (which starts at `offset` of its file) lowered: its aliases'
     names, qualifiers included, replaced by the types they stand for; its calls of small
     `__device__` helpers inlined (`accumulate(acc, A[i])` -> `(acc) += (A[i]) * 0.5f`);
@@ -390,7 +391,9 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
     `constexpr` as const, `nullptr` as 0, `std::sqrt` as sqrt: ClangKernel.words);
     with `fields`, its struct parameters declared field by field (`Buffers b` ->
     `float *b__in, int b__n`) and their uses (`b.in`) named so. Every replacement keeps
-    the line ends of what it replaces, so the definition keeps its lines."""
+    the line ends of what it replaces, so the definition keeps its lines. `instance`:
+    the declarations' types of the instantiation the copy is (ClangKernel.
+    instance_words), over the words of the template at those places."""
     edits: list[tuple[int, int, object]] = []
     for start, end, spelling in kernel.aliases:
         s, e = start - offset, end - offset
@@ -404,7 +407,11 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
                 _declaration(t, f"{name}__{f}") for f, t in members)))
         for start, end, name, member in kernel.members:
             edits.append((start - offset, end - offset, f"{name}__{member}"))
-    for start, end, spelling in kernel.words + ((kernel.opaque or ()) if opaque else ()):
+    words = kernel.words + ((kernel.opaque or ()) if opaque else ())
+    if instance:
+        words = tuple(w for w in words if not any(a < w[1] and w[0] < b
+                                                  for a, b, _ in instance)) + instance
+    for start, end, spelling in words:
         if 0 <= start - offset <= end - offset <= len(text):
             edits.append((start - offset, end - offset, spelling))
     for start, type_start, type_end, inner_start, inner_end, end in kernel.casts:
@@ -426,6 +433,47 @@ def _lowered_definition(text: str, offset: int, kernel, helpers: dict,
 
 
 _DECLARATOR = {"*", "&", "&&", "const", "volatile", "__restrict__", "__restrict", "restrict"}
+
+
+def _stated_types(tokens: list[Token], first: int) -> list[tuple[int, int, str]]:
+    """In a copy that only judges a template: the types no instantiation of the unit
+    decides, read at the stated type as its type parameters are (GENERIC_TYPE): a
+    dependent member type (`typename Conv<T>::Type`), a declaration's `auto` whose
+    initializer's type depends on them (those Clang deduced are already lowered); and
+    explicit template arguments of calls dropped."""
+    out = []
+    k = first
+    while k < len(tokens):
+        t = tokens[k]
+        if t.text == "typename" and k + 1 < len(tokens) and tokens[k + 1].kind == "id":
+            j = k + 1
+            while True:
+                if j + 1 < len(tokens) and tokens[j + 1].text == "<":
+                    j = _angle_close(tokens, j + 1)
+                if j + 2 < len(tokens) and tokens[j + 1].text == "::" and \
+                        tokens[j + 2].kind == "id":
+                    j += 2
+                    continue
+                break
+            out.append((t.start, tokens[j].end, GENERIC_TYPE))
+            k = j + 1
+            continue
+        if t.text == "auto" and k + 1 < len(tokens) and \
+                (tokens[k + 1].kind == "id" or tokens[k + 1].text == "*"):
+            out.append((t.start, t.end, GENERIC_TYPE))
+        if t.kind == "id" and k + 1 < len(tokens) and tokens[k + 1].text == "<":
+            # a call with explicit template arguments (`floatToType2<T2>(0.0f)`): a
+            # call of unknown effects, named plainly
+            close = _angle_close(tokens, k + 1)
+            inside = tokens[k + 2:close]
+            if close + 1 < len(tokens) and tokens[close + 1].text == "(" and inside and \
+                    all(x.kind in ("id", "num") or x.text in (",", "*", "::", "<", ">")
+                        for x in inside):
+                out.append((tokens[k + 1].start, tokens[close].end, ""))
+                k = close + 1
+                continue
+        k += 1
+    return out
 
 
 def _class_parameters(tokens: list[Token], opening: int) -> list[tuple[int, int, str]]:
@@ -692,7 +740,8 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
     `file_text`: the text of the file that defines the kernel."""
     start, end = kernel.place.start, kernel.place.end
     definition = _lowered_definition(file_text[start:end], start, kernel, helpers,
-                                     fields=True, opaque=opaque)
+                                     fields=True, opaque=opaque,
+                                     instance=dict(kernel.instance_words).get(arguments, ()))
     tokens = tokenize(definition)
     edits = []
     first = 0
@@ -703,8 +752,10 @@ def _copy(text: str, file_text: str, kernel, helpers: dict, arguments: tuple[str
         first = close + 1
     values = dict(zip(kernel.template_parameters, arguments))
     named = None
+    stated = _stated_types(tokens, first) if opaque else []
+    edits += stated
     for k, t in enumerate(tokens[first:], first):
-        if t.kind != "id":
+        if t.kind != "id" or any(a <= t.start < b for a, b, _ in stated):
             continue
         if t.text in values:
             value = values[t.text]
