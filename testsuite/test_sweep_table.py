@@ -55,3 +55,29 @@ def test_quoted_includes(tmp_path):
     main = tmp_path / "p" / "main.cu"
     main.write_text('#include <cstdio>\n#include "kernels.cu"\n  # include "missing.h"\n')
     assert sweep_corpus.quoted_includes(main, tmp_path) == ["p/kernels.cu"]
+
+
+def test_build_flags_are_the_makefiles(tmp_path):
+    """`--build-flags`: each source gets the -I/-D/-U/-include its project's Makefile
+    compiles it with, read from `make -n -B` (variables expanded, relative paths made
+    absolute; nothing built); a file no rule compiles (included by another) gets none."""
+    import shutil
+    import pytest
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "include").mkdir()
+    for name in ("main.cu", "kernels.cu", "src/extra.cu"):
+        (project / name).write_text("int main() { return 0; }\n")
+    (project / "Makefile").write_text(
+        "NVCC = nvcc\nFLAGS = -std=c++17 -O3 -DREAL=float -I include\n"
+        "all: main.o extra.o\n"
+        "main.o: main.cu\n\t$(NVCC) $(FLAGS) -UDEBUG -include include/pre.h -c main.cu\n"
+        "extra.o: src/extra.cu\n\t$(NVCC) $(FLAGS) -Isrc -D 'N=64' -c src/extra.cu -o $@\n")
+    inc = str((project / "include").resolve())
+    assert sweep_corpus.build_flags(project / "main.cu", tmp_path) == (
+        "-D", "REAL=float", "-I", inc, "-U", "DEBUG", "-include", inc + "/pre.h")
+    assert sweep_corpus.build_flags(project / "src" / "extra.cu", tmp_path) == (
+        "-D", "REAL=float", "-I", inc, "-I", str((project / "src").resolve()), "-D", "N=64")
+    assert sweep_corpus.build_flags(project / "kernels.cu", tmp_path) == ()

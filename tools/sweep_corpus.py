@@ -2,13 +2,16 @@
 """polycoal over a corpus of public CUDA sources, as a new user runs it (issue 32).
 
     python tools/sweep_corpus.py ROOT [ROOT ...] --out DIR [--jobs N] [--nvcc] [--limit N]
+                                 [--build-flags]
     python tools/sweep_corpus.py --table DIR/sweep.json [--root FOLDER]
 
 ROOT is a checkout of Rodinia (its `cuda/` sources) or HeCBench (its `src/*-cuda/`
 programs), fetched outside the project (no third-party source is kept here). For each
 `.cu` file: `polycoal transform FILE -I DIR --report json -o OUT` (DIR its directory);
 the exit status, every kernel's action and reason code; with `--nvcc`, for files that
-exit 2 or change, `nvcc -arch=sm_90 -c -I DIR` on the original and on the output.
+exit 2 or change, `nvcc -arch=sm_90 -c -I DIR` on the original and on the output. With
+`--build-flags`, each file also gets the -I/-D/-U/-include its project's Makefile compiles
+it with (`make -n -B`: the commands, not run), in polycoal, Clang and nvcc alike.
 
 The table classifies each kept kernel's reason as about *the kernel* (coalescing,
 dependences, races, irregular accesses, no gain) or about *reading the code* (not
@@ -23,9 +26,12 @@ import collections
 import concurrent.futures
 import json
 import os
+import functools
 import re
+import shlex
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,18 +52,25 @@ _UNIT_ERRORS = """
 import sys
 from polycoal.frontend import clang
 from polycoal.frontend.preprocess import PreprocessorOptions
-path, folder = sys.argv[1], sys.argv[2]
+path, folder, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
+pairs = list(zip(flags[::2], flags[1::2]))
 text = open(path, encoding="utf-8", errors="surrogateescape").read()
-options = PreprocessorOptions(include_dirs=(folder,),
-                              defines=("cudaThreadSynchronize=cudaDeviceSynchronize",))
+options = PreprocessorOptions(
+    include_dirs=(folder,) + tuple(v for f, v in pairs if f == "-I"),
+    defines=("cudaThreadSynchronize=cudaDeviceSynchronize",) +
+    tuple(v for f, v in pairs if f == "-D"),
+    undefines=tuple(v for f, v in pairs if f == "-U"),
+    forced_includes=tuple(v for f, v in pairs if f == "-include"))
 print(len(clang.error_sites(path, options, text)))
 """
 
 
-def unit_errors(path: Path, timeout: int = 120) -> int | None:
-    """How many errors Clang reports in the file read alone (None: not known)."""
+def unit_errors(path: Path, flags: tuple[str, ...] = (), timeout: int = 120) -> int | None:
+    """How many errors Clang reports in the file read alone, with the build's `flags`
+    (pairs: -I DIR, -D NAME...) if any (None: not known)."""
     try:
-        r = subprocess.run([sys.executable, "-c", _UNIT_ERRORS, str(path), str(path.parent)],
+        r = subprocess.run([sys.executable, "-c", _UNIT_ERRORS, str(path), str(path.parent),
+                            *flags],
                            capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
         return int(r.stdout.strip().splitlines()[-1])
@@ -83,6 +96,63 @@ def quoted_includes(path: Path, base: Path) -> list[str]:
     return out
 
 
+_COMPILER = re.compile(r"(?:^|/)(?:nvcc|clang\+\+|clang|g\+\+|gcc|c\+\+)$")
+_FLAGS = ("-I", "-D", "-U", "-include")
+
+
+@functools.lru_cache(maxsize=None)
+def make_commands(directory: Path, timeout: int = 60) -> dict[Path, tuple[str, ...]]:
+    """The preprocessor flags (-I, -D, -U, -include) of each CUDA source the Makefile of
+    `directory` compiles, as `make -n -B` prints its commands (nothing is built);
+    relative paths resolved against `directory`."""
+    try:
+        r = subprocess.run(["make", "-n", "-B"], cwd=directory, capture_output=True,
+                           text=True, timeout=timeout)
+    except (subprocess.TimeoutExpired, OSError):
+        return {}
+    commands: dict[Path, tuple[str, ...]] = {}
+    for line in r.stdout.splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if not words or not _COMPILER.search(words[0]):
+            continue
+        flags, sources, k = [], [], 1
+        while k < len(words):
+            w = words[k]
+            flag = next((f for f in _FLAGS if w == f or (w.startswith(f) and f != "-include")),
+                        None)
+            if flag is not None:
+                value = w[len(flag):] if w != flag else (words[k + 1] if k + 1 < len(words)
+                                                         else "")
+                k += 1 if w != flag else 2
+                if flag in ("-I", "-include") and value:
+                    value = str((directory / value).resolve())
+                if value:
+                    flags += [flag, value]
+                continue
+            if w.endswith(".cu"):
+                sources.append((directory / w).resolve())
+            k += 1
+        for source in sources:
+            commands.setdefault(source, tuple(flags))
+    return commands
+
+
+def build_flags(path: Path, root: Path) -> tuple[str, ...]:
+    """The flags the project's Makefile compiles `path` with (the nearest folder from
+    the file's up to `root` that has a Makefile), or () when no Makefile compiles it
+    (a file another includes, a program not built by make)."""
+    folder = path.parent
+    while True:
+        if any((folder / m).is_file() for m in ("Makefile", "makefile", "GNUmakefile")):
+            return make_commands(folder).get(path.resolve(), ())
+        if folder == root or root not in folder.parents:
+            return ()
+        folder = folder.parent
+
+
 def corpus_files(root: Path) -> list[Path]:
     """The CUDA sources of a Rodinia or HeCBench checkout (any other tree: every .cu)."""
     if (root / "src").is_dir() and any(root.glob("src/*-cuda")):
@@ -92,11 +162,13 @@ def corpus_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.cu") if p.is_file())
 
 
-def nvcc_compiles(path: Path, include: Path, timeout: int = 300) -> tuple[bool, str]:
+def nvcc_compiles(path: Path, include: Path, flags: tuple[str, ...] = (),
+                  timeout: int = 300) -> tuple[bool, str]:
     """Whether nvcc compiles the file alone (no linking), and its first error line."""
-    with_obj = Path(os.environ.get("TMPDIR", "/tmp")) / f"sweep-{os.getpid()}.o"
+    with_obj = Path(os.environ.get("TMPDIR", "/tmp")) / \
+        f"sweep-{os.getpid()}-{threading.get_ident()}.o"
     try:
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-w", "-I", str(include),
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-w", "-I", str(include), *flags,
                             "-DcudaThreadSynchronize=cudaDeviceSynchronize",
                             str(path), "-o", str(with_obj)],
                            capture_output=True, text=True, timeout=timeout)
@@ -108,14 +180,15 @@ def nvcc_compiles(path: Path, include: Path, timeout: int = 300) -> tuple[bool, 
     return r.returncode == 0, first[:300]
 
 
-def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> dict:
+def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int,
+               flags: tuple[str, ...] = ()) -> dict:
     rel = path.relative_to(base)
     dest = out / "outputs" / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.unlink(missing_ok=True)
     started = time.monotonic()
     cmd = [sys.executable, "-m", "polycoal", "transform", str(path), "-I", str(path.parent),
-           "--report", "json", "-o", str(dest)]
+           *flags, "--report", "json", "-o", str(dest)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -123,7 +196,7 @@ def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> d
     except subprocess.TimeoutExpired:
         rc, stderr = -1, "timeout"
     record = {"file": str(rel), "rc": rc, "seconds": round(time.monotonic() - started, 2),
-              "kernels": [], "diagnostics": [], "stderr": ""}
+              "kernels": [], "diagnostics": [], "stderr": "", "flags": list(flags)}
     start = stderr.find("{")
     try:
         report = json.loads(stderr[start:]) if start >= 0 else None
@@ -142,13 +215,13 @@ def sweep_file(path: Path, base: Path, out: Path, nvcc: bool, timeout: int) -> d
     # kernel changed
     changed = dest.exists() and any(k["action"] != "unchanged" for k in record["kernels"])
     record["changed"] = changed
-    record["unit_errors"] = unit_errors(path)
+    record["unit_errors"] = unit_errors(path, flags)
     record["includes"] = quoted_includes(path, base)
     if nvcc and (rc == 2 or changed):
-        ok, why = nvcc_compiles(path, path.parent)
+        ok, why = nvcc_compiles(path, path.parent, flags)
         record["nvcc_original"] = [ok, why]
         if changed:
-            ok, why = nvcc_compiles(dest, path.parent)
+            ok, why = nvcc_compiles(dest, path.parent, flags)
             record["nvcc_output"] = [ok, why]
     if not changed:
         dest.unlink(missing_ok=True)
@@ -239,8 +312,10 @@ def table(records: list[dict]) -> str:
     built_reading = sum(1 for k in built if outcome(k) in READING)
     units = [k for k, r in kernels_with_files if r.get("unit_errors") == 0]
     unit_reading = sum(1 for k in units if outcome(k) in READING)
+    flagged = sum(1 for r in records if r.get("flags"))
     lines = [f"files: {len(records)}; exit status: " +
-             ", ".join(f"{rc}: {n}" for rc, n in sorted(files_by_rc.items())),
+             ", ".join(f"{rc}: {n}" for rc, n in sorted(files_by_rc.items())) +
+             (f"; given their Makefile's flags: {flagged}" if flagged else ""),
              f"kernels: {len(kernels)}; reach the model: {len(kernels) - reading} "
              f"({100.0 * (len(kernels) - reading) / max(len(kernels), 1):.1f}%)",
              f"kernels of files Clang compiles alone (translation units, "
@@ -284,6 +359,10 @@ def main(argv=None) -> int:
     p.add_argument("--table", type=Path, help="print the table of an earlier sweep")
     p.add_argument("--root", type=Path, help="with --table: the folder the corpus roots "
                    "are in, to read the includes of a sweep that did not record them")
+    p.add_argument("--build-flags", action="store_true",
+                   help="give each file the -I/-D/-U/-include flags its project's Makefile "
+                        "compiles it with (`make -n -B` in the nearest folder with a "
+                        "Makefile; nothing is built); files no Makefile compiles get none")
     p.add_argument("--again", type=Path, metavar="OLD/sweep.json",
                    help="sweep again only the files of an earlier sweep where a kernel's "
                         "reason is about reading the code, or that changed; the others' "
@@ -311,7 +390,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     records = list(carried)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(sweep_file, f, root.parent, args.out, args.nvcc, args.timeout)
+        futures = [pool.submit(sweep_file, f, root.parent, args.out, args.nvcc, args.timeout,
+                               build_flags(f, root) if args.build_flags else ())
                    for f, root in work]
         for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             r = fut.result()
