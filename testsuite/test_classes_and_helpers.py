@@ -188,3 +188,27 @@ def test_a_helper_reading_thread_indices_is_permuted_with_the_kernel(write_cu, t
     assert "lane_bias__pc_perm_cols" in text and "threadIdx.y % 7" in text
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), text, tmp_path)
+
+
+def test_a_header_helper_reading_thread_indices_is_copied_permuted(write_cu, tmp_path,
+                                                                    nvcc):
+    """The same helper in a header, reading the thread index through a macro: its copy
+    is its definition as the preprocessor expanded it, permuted, written before the
+    kernel's copy (the header is included above it); the header is not changed."""
+    from conftest import runs_alike
+    header = write_cu("#pragma once\n#define LANE (threadIdx.x % 7)\n__device__ float "
+                      "lane_bias(float v) { float s = v * 2.0f; s += (float)LANE; "
+                      "return s; }\n", "help.cuh")
+    before = header.read_text()
+    text = HELPER_READS_THREADS.replace(
+        "__device__ float lane_bias(float v) { float s = v * 2.0f; s += (float)(threadIdx.x "
+        "% 7); return s; }", '#include "help.cuh"')
+    assert '#include "help.cuh"' in text
+    source = write_cu(text)
+    kernels, _, out = transformed(source, tmp_path)
+    assert kernels["cols"][0] == "permuted", kernels
+    output = out.read_text()
+    assert "lane_bias__pc_perm_cols" in output and "threadIdx.y % 7" in output
+    assert header.read_text() == before
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), output, tmp_path, include_dirs=(tmp_path,))

@@ -129,7 +129,7 @@ def _static(definition: str, name: str) -> str:
 @dataclass(frozen=True)
 class HelperCopy:
     name: str
-    span: Span              # its definition in the program's text
+    span: Span | None       # its definition in the program's text (None: a header's)
     text: str               # that definition, its thread-index macros expanded
 
 
@@ -181,11 +181,20 @@ def indirect_uses(program: Program, kernel: Kernel, options) -> IndirectUses | R
     names = set(helpers)
     tokens = list(program.tokens) or tokenize(program.text)
     spans = [kernel.span]
+    written, included = [], {}
     for name in helpers:
+        if program.device_functions[name].location.file != program.path:
+            # a header's: its copy is its definition as the preprocessor expanded it
+            expanded = _included_helper(program, name)
+            if isinstance(expanded, Refusal):
+                return expanded
+            included[name] = expanded
+            continue
         span = _helper_span(program, tokens, name, kernel)
         if isinstance(span, Refusal):
             return span
         spans.append(span)
+        written.append(name)
     if _MARK in program.text:
         return Refusal("thread-index-in-macro", "the text already holds polycoal's markers")
     try:
@@ -196,11 +205,41 @@ def indirect_uses(program: Program, kernel: Kernel, options) -> IndirectUses | R
         return texts
     problem = _check_expanded(program, spans, texts, names, options,
                               [kernel.expanded] + [program.device_functions[n].expanded
-                                                   for n in helpers])
+                                                   for n in written])
     if problem:
         return Refusal("thread-index-in-macro", problem)
-    return IndirectUses(texts[0], tuple(HelperCopy(n, s, t) for n, s, t in
-                                        zip(helpers, spans[1:], texts[1:])))
+    copies = dict(zip(written, zip(spans[1:], texts[1:])))
+    return IndirectUses(texts[0], tuple(
+        HelperCopy(n, *copies[n]) if n in copies else HelperCopy(n, None, included[n])
+        for n in helpers))
+
+
+def _included_helper(program: Program, name: str) -> str | Refusal:
+    """The definition of a helper of an included file, as the preprocessor expanded it,
+    for a copy in the program's text (after the includes, so what it names is declared
+    there): one definition, at the file scope of its file, not extern."""
+    f = program.device_functions[name]
+    why = f"the device function {name} reads thread indices and "
+    try:
+        with open(f.location.file, encoding="utf-8", errors="surrogateescape") as handle:
+            tokens = tokenize(handle.read())
+    except OSError:
+        return Refusal("thread-index-in-callee", why + "its file cannot be read")
+    heads = [k for k, t in enumerate(tokens[:-1]) if t.text == name and
+             tokens[k + 1].text == "(" and
+             (close := matching(tokens, k + 1)) + 1 < len(tokens) and
+             tokens[close + 1].text in ("{", "const")]
+    if len(heads) != 1 or not f.expanded:
+        return Refusal("thread-index-in-callee", why + "is defined more than once in "
+                       f"{f.location.file} (overloads or branches of #if)")
+    if _enclosing(tokens, tokens[heads[0]].start):
+        return Refusal("thread-index-in-callee", why + "is defined in a namespace or "
+                       f"class of {f.location.file}")
+    inside = tokenize(f.expanded)
+    head = next((k for k, t in enumerate(inside) if t.text == name), None)
+    if head is None or any(t.text == "extern" for t in inside[:head]):
+        return Refusal("thread-index-in-callee", why + "is declared extern")
+    return f.expanded
 
 
 _body = callees.body
