@@ -212,3 +212,52 @@ def test_a_header_helper_reading_thread_indices_is_copied_permuted(write_cu, tmp
     assert header.read_text() == before
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), output, tmp_path, include_dirs=(tmp_path,))
+
+
+def test_a_member_never_called_launches_at_the_class_arguments(write_cu, tmp_path):
+    """A hash table class template: `insert` launches `insert_kernel<K, V>` but this
+    unit calls only `lookup`; the kernel is read at the arguments of the class's
+    instantiation the unit uses (`Table<unsigned long long, unsigned int>`), not at
+    stated ones (a float key would not hash). `hash`, also the name of a struct of the
+    unit, is the function the kernel calls."""
+    source = write_cu("""
+#include <cstdio>
+template <typename T> struct hash { unsigned operator()(T v) const { return 0; } };
+__device__ unsigned hash(unsigned long long x) { x ^= x >> 33; return (unsigned)x; }
+template <typename K, typename V>
+__global__ void insert_kernel(K *keys, V *vals, const K *in, const V *in_vals, int n, int cap)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    K loc = hash(in[i]) % cap;
+    keys[loc] = in[i];
+    vals[loc] = in_vals[i];
+  }
+}
+template <typename K, typename V>
+__global__ void lookup_kernel(const K *keys, V *out, int cap)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < cap) out[i] = (V)keys[i];
+}
+template <typename K, typename V>
+struct Table {
+  K *keys; V *vals; int cap;
+  void insert(const K *k, const V *v, int n) { insert_kernel<K, V><<<(n + 127) / 128, 128>>>(keys, vals, k, v, n, cap); }
+  void lookup(V *out) { lookup_kernel<K, V><<<(cap + 127) / 128, 128>>>(keys, out, cap); }
+};
+int main()
+{
+  Table<unsigned long long, unsigned int> t;
+  t.cap = 1024;
+  cudaMalloc(&t.keys, 1024 * 8); cudaMalloc(&t.vals, 1024 * 4);
+  unsigned int *out; cudaMalloc(&out, 1024 * 4);
+  t.lookup(out);
+  return 0;
+}
+""")
+    kernels, _, _ = transformed(source, tmp_path)
+    action, code, reason = kernels["insert_kernel"]
+    assert code == "lowered" and "insert_kernel<unsigned long long, unsigned int>" in reason, \
+        kernels
+    assert_read(kernels, "insert_kernel<unsigned long long, unsigned int>")

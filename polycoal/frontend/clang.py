@@ -159,6 +159,11 @@ class ClangUnit:
     # a name two of them share with different values is left out
     constants: dict[str, int] = field(default_factory=dict)
     helpers: dict[str, Helper] = field(default_factory=dict)     # by USR
+    # a template kernel launched in a member function of a class template that the
+    # unit never calls (so never instantiated), with the arguments the launch would
+    # take at the class's instantiation the unit does use (`insert<K, V>` in `Table<K,
+    # V>::insert`, with `Table<uint64_t, uint32_t>`)
+    class_arguments: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def kernel(self, name: str) -> ClangKernel | None:
         return next((k for k in self.kernels if name in (k.name, k.qualified)), None)
@@ -1153,6 +1158,10 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
 
     values: dict[str, set[int]] = {}
     instance_words: dict[tuple[str, tuple[str, ...]], tuple] = {}
+    # launches in members of class templates, and the first instantiation of each class
+    # template the unit calls a member of (its parameters with their arguments)
+    in_classes: list[tuple[ClangLaunch, str]] = []
+    class_instances: dict[str, tuple[tuple[str, str, bool], ...]] = {}
 
     def constant(c) -> None:
         if c.kind == ci.CursorKind.VAR_DECL and c.type.is_const_qualified() and \
@@ -1162,11 +1171,19 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             if value is not None:
                 values.setdefault(c.spelling, set()).add(value)
 
-    def visit(c, top=None):
+    def visit(c, top=None, holder=None):
         for child in c.get_children():
             if not user_file(child):        # a system header's (std:: included)
                 continue
             outer = child if c.kind == ci.CursorKind.TRANSLATION_UNIT else top
+            # the class template whose member holds what is visited (defined in the
+            # class, or out of line: `void Table<K, V>::insert(...) {...}`)
+            inside = holder
+            if child.kind == ci.CursorKind.CLASS_TEMPLATE:
+                inside = child
+            elif child.semantic_parent is not None and \
+                    child.semantic_parent.kind == ci.CursorKind.CLASS_TEMPLATE:
+                inside = child.semantic_parent
             if c.kind in (ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE,
                           ci.CursorKind.CLASS_DECL, ci.CursorKind.STRUCT_DECL):
                 constant(child)         # a class's `static constexpr int N = 512;` too
@@ -1183,8 +1200,10 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             tokens = launch_tokens(child)
             if tokens is not None:
                 unit.launches.append(launch_of(child, tokens, outer))
+                if unit.launches[-1].dependent and inside is not None:
+                    in_classes.append((unit.launches[-1], inside.get_usr()))
             instantiated(child)
-            visit(child, outer)
+            visit(child, outer, inside)
 
     seen: set[str] = set()
 
@@ -1210,6 +1229,8 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                 return
             seen.add(function.get_usr())
             instance = _instance(ci, template, holder)
+            if instance is not None:
+                class_instances.setdefault(template.get_usr(), instance)
             pattern = specialised(function)
             top = pattern.get_definition() if pattern is not None else None
             parent = "lexical_parent"
@@ -1237,6 +1258,14 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                 unit.launches.append(launch_of(e, tokens, top, instance))
             instantiated(e)
     visit(tu.cursor)
+    for launch, usr in in_classes:
+        values_of = {p: a for p, a, _ in class_instances.get(usr, ())}
+        kernel = next((k for k in unit.kernels if launch.kernel in (k.name, k.qualified)),
+                      None)
+        if kernel is not None and values_of and launch.template_arguments and \
+                all(a in values_of for a in launch.template_arguments):
+            unit.class_arguments.setdefault(kernel.qualified, tuple(
+                values_of[a] for a in launch.template_arguments))
     unit.kernels = [replace(k, instance_words=tuple(
         (args, words) for (name, args), words in instance_words.items()
         if name == k.qualified and words)) if k.is_template else k for k in unit.kernels]

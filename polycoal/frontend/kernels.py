@@ -313,8 +313,13 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
     c_text, shared_rel = dialect_to_c(run, user_text)
     c_text = _with_linemarkers(c_text, source, first_line, file)
     used = {t.text for t in run}
+    # a name the unit also declares as a type (`struct hash`, `std::hash` of a header)
+    # that the function calls (`hash(key)`) is the function's there
+    called = {t.text for t, after in zip(run, run[1:]) if t.kind == "id" and
+              after.text == "("}
     extra = "".join(decl + "\n" for name, decl in type_names.items()
-                    if name in used and name not in dialect.prelude_typedef_names)
+                    if name in used and name not in called and
+                    name not in dialect.prelude_typedef_names)
     column = _column(user_text, run[0].start)
     source_text = (dialect.prelude + extra + f'# {origin_line} "{file}"\n'
                    + " " * (column - 1) + c_text + "\n")

@@ -832,6 +832,13 @@ def _judged(text: str, kernel, unit, in_main: bool, taken: set[str],
                          "its launches here cannot run a copy")
         if arguments != instances[0].template_arguments:
             why += "; class arguments read as " + GENERIC_TYPE
+    elif len(unit.class_arguments.get(kernel.qualified, ())) == \
+            len(kernel.template_parameters) and kernel.template_parameters:
+        arguments = tuple(GENERIC_TYPE if kind == "type" and re.search(r"::|<", a) else a
+                          for a, kind in zip(unit.class_arguments[kernel.qualified],
+                                             kernel.template_kinds))
+        why = opaque or ("at the arguments its launch in a class template's member takes "
+                         "at the class's instantiation here (that member is not called)")
     elif any(k not in ("type", "int") for k in kernel.template_kinds) or \
             len(kernel.template_kinds) != len(kernel.template_parameters):
         return None
