@@ -254,6 +254,10 @@ def _assert_expansion(tokens: list[Token], k: int, dialect) -> tuple[int, str] |
     return close, f"{sorted(dialect.check_functions)[0]} ({condition})"
 
 
+_RECORD_ATTRIBUTES = frozenset({"__attribute__", "alignas", "_Alignas", "__align__",
+                                "__declspec"})
+
+
 def user_type_names(tokens: list[Token]) -> dict[str, str]:
     """Typedef and struct/class names declared in user code: name -> C declaration text
     that makes pycparser accept the name as a type."""
@@ -274,10 +278,18 @@ def user_type_names(tokens: list[Token]) -> dict[str, str]:
                 names[name] = (" ".join(x.text for x in tokens[k:j]) + ";" if simple
                                else f"typedef struct __pc_{name} {name};")
             k = j
-        elif t.text in ("struct", "class", "union") and k + 2 < len(tokens) \
-                and tokens[k + 1].kind == "id" and tokens[k + 2].text in ("{", ":"):
-            name = tokens[k + 1].text
-            names.setdefault(name, f"typedef struct {name} {name};")
+        elif t.text in ("struct", "class", "union"):
+            # attributes between the keyword and the name (`struct __attribute__((
+            # __packed__)) Atom {`, `struct alignas(16) V {`, `__align__(8)`)
+            j = k + 1
+            while j + 1 < len(tokens) and tokens[j].text in _RECORD_ATTRIBUTES and \
+                    tokens[j + 1].text == "(":
+                j = matching(tokens, j + 1) + 1
+            if j + 1 < len(tokens) and tokens[j].kind == "id" and \
+                    tokens[j].text not in _RECORD_ATTRIBUTES and \
+                    tokens[j + 1].text in ("{", ":", "final"):
+                name = tokens[j].text
+                names.setdefault(name, f"typedef struct {name} {name};")
         k += 1
     return names
 
