@@ -261,3 +261,37 @@ int main()
     assert code == "lowered" and "insert_kernel<unsigned long long, unsigned int>" in reason, \
         kernels
     assert_read(kernels, "insert_kernel<unsigned long long, unsigned int>")
+
+
+def test_types_of_headers_declared_with_what_they_name(write_cu, tmp_path, nvcc):
+    """`typedef double real8; typedef real8 Real_t;` in a header, and a struct declared
+    with an attribute before its name: a kernel writing `Real_t *__restrict__` and
+    `const Atom` reaches the model (the C reader declares `real8` before `Real_t`), and a
+    kernel calling a function whose name a struct also has reads it as the call."""
+    write_cu("""
+#pragma once
+typedef double real8;
+typedef real8 Real_t;
+struct __attribute__((__packed__)) Atom { float x, y, z; int type; };
+""", "types.h")
+    source = write_cu("""
+#include <cstdio>
+#include "types.h"
+__global__ void scale_rows(Real_t *__restrict__ a, const Atom *__restrict__ atoms, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (int j = 0; j < n; j++)
+      a[i * n + j] = a[i * n + j] * (Real_t)atoms[j].x;
+}
+int main()
+{
+  Real_t *a; Atom *atoms; int n = 64;
+  cudaMalloc(&a, n * n * sizeof(Real_t)); cudaMalloc(&atoms, n * sizeof(Atom));
+  scale_rows<<<1, 64>>>(a, atoms, n);
+  return 0;
+}
+""")
+    kernels, _, out = transformed(source, tmp_path)
+    assert_read(kernels, "scale_rows")
+    compile_sm90(nvcc, out)

@@ -254,6 +254,25 @@ def _assert_expansion(tokens: list[Token], k: int, dialect) -> tuple[int, str] |
     return close, f"{sorted(dialect.check_functions)[0]} ({condition})"
 
 
+def _declarations(names: set[str], type_names: dict[str, str],
+                  known: frozenset[str]) -> list[str]:
+    """The declarations of the type names a function uses, each after those of the
+    names its own declaration uses (`typedef real8 Real_t;` needs `real8`'s)."""
+    out: list[str] = []
+    done: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in done or name not in type_names or name in known:
+            return
+        done.add(name)
+        for word in re.findall(r"[A-Za-z_]\w*", type_names[name])[1:-1]:
+            add(word)
+        out.append(type_names[name])
+    for name in sorted(names):
+        add(name)
+    return out
+
+
 _RECORD_ATTRIBUTES = frozenset({"__attribute__", "alignas", "_Alignas", "__align__",
                                 "__declspec"})
 
@@ -329,9 +348,10 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
     # that the function calls (`hash(key)`) is the function's there
     called = {t.text for t, after in zip(run, run[1:]) if t.kind == "id" and
               after.text == "("}
-    extra = "".join(decl + "\n" for name, decl in type_names.items()
-                    if name in used and name not in called and
-                    name not in dialect.prelude_typedef_names)
+    extra = "".join(d + "\n" for d in _declarations(
+        {name for name in type_names if name in used and name not in called and
+         name not in dialect.prelude_typedef_names}, type_names,
+        dialect.prelude_typedef_names))
     column = _column(user_text, run[0].start)
     source_text = (dialect.prelude + extra + f'# {origin_line} "{file}"\n'
                    + " " * (column - 1) + c_text + "\n")
