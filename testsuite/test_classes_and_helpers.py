@@ -295,3 +295,43 @@ int main()
     kernels, _, out = transformed(source, tmp_path)
     assert_read(kernels, "scale_rows")
     compile_sm90(nvcc, out)
+
+
+def test_array_typedefs_and_alternative_tokens(write_cu, tmp_path, nvcc):
+    """`typedef double fArray[17][4];` in a header (C's own declaration for the reader,
+    so its subscripts have strides) and `and`/`not` in a condition: the kernel reaches
+    the model and runs alike."""
+    from conftest import runs_alike
+    write_cu("#pragma once\n#define ROWS 16\ntypedef double fArray[ROWS + 1][4];\n",
+             "types.h")
+    source = write_cu("""
+#include <cstdio>
+#include <cstdlib>
+#include "types.h"
+__global__ void step(const fArray *__restrict__ in, fArray *__restrict__ out, int n)
+{
+  int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < n and not (b < 0))
+    for (int r = 0; r < ROWS + 1; r++)
+      for (int c = 0; c < 4; c++)
+        out[b][r][c] = in[b][r][c] * 2.0 + r;
+}
+int main()
+{
+  const int n = 32;
+  fArray *h = (fArray *)malloc(n * sizeof(fArray)), *a, *o;
+  for (int k = 0; k < n * (ROWS + 1) * 4; k++) ((double *)h)[k] = k % 9;
+  cudaMalloc(&a, n * sizeof(fArray)); cudaMalloc(&o, n * sizeof(fArray));
+  cudaMemcpy(a, h, n * sizeof(fArray), cudaMemcpyHostToDevice);
+  step<<<1, 32>>>(a, o, n);
+  cudaMemcpy(h, o, n * sizeof(fArray), cudaMemcpyDeviceToHost);
+  double s = 0;
+  for (int k = 0; k < n * (ROWS + 1) * 4; k++) s += ((double *)h)[k] * (k % 5);
+  printf("%f\\n", s);
+  return 0;
+}
+""")
+    kernels, _, out = transformed(source, tmp_path)
+    assert_read(kernels, "step")
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), out.read_text(), tmp_path, include_dirs=(tmp_path,))

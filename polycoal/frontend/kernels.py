@@ -314,6 +314,10 @@ def user_type_names(tokens: list[Token]) -> dict[str, str]:
 
 
 _HEADER_TYPEDEF = re.compile(r"\btypedef\b[^;{}()]*?\b([A-Za-z_]\w*)\s*;")
+_HEADER_ARRAY_TYPEDEF = re.compile(
+    r"\btypedef\s+((?:(?:unsigned|signed|const|long|short|int|char|float|double)\s+)*"
+    r"(?:int|char|float|double|long|short|unsigned))\s+([A-Za-z_]\w*)"
+    r"(?:\s*\[[\d\s+\-*/()]+\])+\s*;")
 
 
 def header_type_names(text: str) -> dict[str, str]:
@@ -321,8 +325,13 @@ def header_type_names(text: str) -> dict[str, str]:
     as an opaque type for pycparser (the prelude's own, and the user's, take precedence;
     a kernel's arithmetic on them stays outside the model unless the prelude knows
     them as integers)."""
-    return {name: f"typedef struct __pc_{name} {name};"
-            for name in set(_HEADER_TYPEDEF.findall(text))}
+    names = {name: f"typedef struct __pc_{name} {name};"
+             for name in set(_HEADER_TYPEDEF.findall(text))}
+    # an array type of numbers (`typedef double fArray[17][4][2];`, its sizes as the
+    # preprocessor left them): C's own declaration, so that its subscripts have strides
+    for m in _HEADER_ARRAY_TYPEDEF.finditer(text):
+        names.setdefault(m.group(2), " ".join(m.group(0).split()))
+    return names
 
 
 def parse_function(site: FunctionSite, tokens: list[Token], source: PreprocessedSource,
