@@ -335,3 +335,42 @@ int main()
     assert_read(kernels, "step")
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), out.read_text(), tmp_path, include_dirs=(tmp_path,))
+
+
+def test_braced_vector_values_and_make_functions(write_cu, tmp_path, nvcc):
+    """`d[i] = {x, y, z};` of a float3 (C++ only) is read as `make_float3(x, y, z)`, and
+    the make_ functions are values (not calls of unknown effects): the row-per-thread
+    kernel reaches the affine model, is restructured, and runs alike."""
+    from conftest import runs_alike
+    source = write_cu("""
+#include <cstdio>
+#include <cstdlib>
+__global__ void spread(const float *a, float3 *d, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    for (int j = 0; j < n; j++) {
+      float v = a[i * n + j];
+      d[i * n + j] = {v, 2.0f * v, v + (float)j};
+    }
+}
+int main()
+{
+  const int n = 128;
+  float *h = (float *)malloc(n * n * sizeof(float)), *a;
+  float3 *hd = (float3 *)malloc(n * n * sizeof(float3)), *d;
+  for (int k = 0; k < n * n; k++) h[k] = k % 13;
+  cudaMalloc(&a, n * n * sizeof(float)); cudaMalloc(&d, n * n * sizeof(float3));
+  cudaMemcpy(a, h, n * n * sizeof(float), cudaMemcpyHostToDevice);
+  spread<<<1, n>>>(a, d, n);
+  cudaMemcpy(hd, d, n * n * sizeof(float3), cudaMemcpyDeviceToHost);
+  double s = 0;
+  for (int k = 0; k < n * n; k++) s += (hd[k].x + hd[k].y * 3 + hd[k].z * 5) * (k % 7);
+  printf("%f\\n", s);
+  return 0;
+}
+""")
+    kernels, _, out = transformed(source, tmp_path)
+    assert kernels["spread"][0] != "unchanged", kernels
+    compile_sm90(nvcc, out)
+    runs_alike(source.read_text(), out.read_text(), tmp_path)

@@ -704,8 +704,12 @@ def _words(ci, kernel, text: str):
                                        tokens[k - 1].spelling != ">"):
                 out.append((_at(first.extent.start), end, ""))
     # one walk: C++ initialisations C spells with `=`, local aliases, qualified
-    # enumerators, constant variable templates
+    # enumerators, constant variable templates, braced vector values
+    initialisers = {c.hash for d in kernel.walk_preorder() if d.kind == K.VAR_DECL
+                    for c in d.get_children() if c.kind == K.INIT_LIST_EXPR}
     for d in kernel.walk_preorder():
+        if d.kind == K.INIT_LIST_EXPR and d.hash not in initialisers:
+            out += _vector_value(d)
         if d.kind == K.TYPE_ALIAS_DECL:
             out += _local_alias(d)
         elif d.kind == K.VAR_DECL:
@@ -747,6 +751,24 @@ def _instance_words(ci, definition) -> tuple[tuple[int, int, str], ...]:
             out[_at(tokens[first].extent.start)] = (_at(tokens[name_at].extent.start),
                                                     spelling + " ")
     return tuple((start, end, spelling) for start, (end, spelling) in sorted(out.items()))
+
+
+_VECTOR = re.compile(r"(?:u?char|u?short|u?int|u?long|u?longlong|float|double)([1-4])")
+
+
+def _vector_value(e) -> list[tuple[int, int, str]]:
+    """A braced value of a CUDA vector type that does not initialise a declaration
+    (`d[i] = {ox, oy, oz};`, an argument `{0, 0, 0, 0}`) as C writes one: a call of its
+    `make_` function (with every component given)."""
+    name = e.type.get_canonical().spelling.split()[-1] if e.type.spelling else ""
+    m = _VECTOR.fullmatch(name)
+    tokens = list(e.get_tokens())
+    if m is None or len(tokens) < 2 or tokens[0].spelling != "{" or \
+            tokens[-1].spelling != "}" or \
+            len([c for c in e.get_children() if c.kind.is_expression()]) != int(m.group(1)):
+        return []
+    return [(_at(tokens[0].extent.start), _at(tokens[0].extent.end), f"make_{name}("),
+            (_at(tokens[-1].extent.start), _at(tokens[-1].extent.end), ")")]
 
 
 def _std_typedefs(tokens) -> list[tuple[int, int, str]]:
