@@ -374,3 +374,35 @@ int main()
     assert kernels["spread"][0] != "unchanged", kernels
     compile_sm90(nvcc, out)
     runs_alike(source.read_text(), out.read_text(), tmp_path)
+
+
+def test_a_call_with_explicit_template_arguments(write_cu, tmp_path, nvcc):
+    """`tile<float, 2>(A, B, n)`: a device function template called with its arguments
+    written (a template kernel's instance calls it so): read as a call of the function,
+    the kernel reaches the model; the output keeps the call as written."""
+    source = write_cu("""
+template <typename T, int D>
+__device__ void tile(const T *a, T *b, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int d = 0; d < D; d++)
+    if (i < n) b[i * D + d] = a[i * D + d];
+}
+template <typename T>
+__global__ void copy(const T *a, T *b, int n)
+{
+  tile<T, 2>(a, b, n);
+}
+int main()
+{
+  float *a, *b; int n = 256;
+  cudaMalloc(&a, 2 * n * 4); cudaMalloc(&b, 2 * n * 4);
+  copy<float><<<2, 128>>>(a, b, n);
+  return 0;
+}
+""")
+    kernels, _, out = transformed(source, tmp_path)
+    assert_read(kernels, "copy")
+    assert_read(kernels, "copy__pc_float" if "copy__pc_float" in kernels else "copy<float>")
+    assert "tile<T, 2>(a, b, n);" in out.read_text()
+    compile_sm90(nvcc, out)

@@ -137,8 +137,28 @@ def _math_qualifier(tokens: list[Token], k: int, dialect) -> int:
     return n if name.text in dialect.pure_functions and after.text == "(" else 0
 
 
-def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
-    """Rewrite the text covered by `tokens` into C99 for pycparser.
+def _template_arguments(tokens: list[Token], k: int, functions: frozenset[str]) -> int:
+    """The index of the `>` closing explicit template arguments of a call of one of
+    `functions` at tokens[k] (`distance_tiled<float, 2>(...)`), else 0."""
+    if tokens[k].text not in functions or k + 1 >= len(tokens) or tokens[k + 1].text != "<":
+        return 0
+    depth, j = 0, k + 1
+    while j < len(tokens):
+        t = tokens[j].text
+        if t in ("(", ")", "{", "}", ";", "[", "]", "=", "&&", "||"):
+            return 0
+        depth += {"<": 1, ">": -1, ">>": -2}.get(t, 0)
+        if depth <= 0:
+            return j if depth == 0 and j + 1 < len(tokens) and \
+                tokens[j + 1].text == "(" else 0
+        j += 1
+    return 0
+
+
+def dialect_to_c(tokens: list[Token], text: str,
+                 functions: frozenset[str] = frozenset()) -> tuple[str, set[int]]:
+    """Rewrite the text covered by `tokens` into C99 for pycparser (a call of one of
+    the file's `functions` with explicit template arguments as a plain call).
 
     Returns the new text (same line structure) and the lines (relative, 0-based) that
     held a `__shared__` declaration.
@@ -158,6 +178,13 @@ def dialect_to_c(tokens: list[Token], text: str) -> tuple[str, set[int]]:
         if k in defaults:               # `bool last = false`: C has no default arguments
             end = tokens[defaults[k]].end
             k = defaults[k]
+            replacement = ""
+        elif functions and (close := _template_arguments(tokens, k, functions)):
+            out.append(text[pos:t.end])
+            pos = t.end
+            t = tokens[k + 1]
+            end = tokens[close].end
+            k = close
             replacement = ""
         elif t.text in dialect.memory_spaces and t.text != "__device__":
             if dialect.memory_spaces[t.text] == "shared":
@@ -350,7 +377,7 @@ def parse_function(site: FunctionSite, tokens: list[Token], source: Preprocessed
     if site.is_template:
         return None, frozenset(), "template function (polycoal parses the C subset of " \
             "kernels; instantiate it as a plain kernel to analyse it)", None
-    c_text, shared_rel = dialect_to_c(run, user_text)
+    c_text, shared_rel = dialect_to_c(run, user_text, frozenset(others))
     c_text = _with_linemarkers(c_text, source, first_line, file)
     used = {t.text for t in run}
     # a name the unit also declares as a type (`struct hash`, `std::hash` of a header)
