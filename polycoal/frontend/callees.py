@@ -6,11 +6,19 @@ the helper too)."""
 
 from __future__ import annotations
 
+import functools
+
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Program
 
 
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(t.text for t in tokenize(text) if t.kind == "id")
+
+
+@functools.lru_cache(maxsize=4096)
 def body(text: str, name: str) -> str:
     """The body of the definition `text` of function `name` (what it calls)."""
     tokens = tokenize(text)
@@ -26,7 +34,7 @@ def body(text: str, name: str) -> str:
 
 def helpers_called(program: Program, text: str) -> list[str]:
     """The program's device functions whose names `text` uses."""
-    words = {t.text for t in tokenize(text) if t.kind == "id"}
+    words = _words(text)
     return [n for n in program.device_functions if n in words]
 
 
@@ -43,7 +51,7 @@ def first_use(program: Program, text: str, words: frozenset[str] | set[str]
             continue
         reached.append(n)
         inside = body(helpers[n].expanded, n)
-        used = sorted({t.text for t in tokenize(inside)} & set(words))
+        used = sorted(_words(inside) & set(words))
         if used:
             return n, used[0]
         todo += helpers_called(program, inside)
