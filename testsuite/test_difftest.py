@@ -509,9 +509,16 @@ def test_a_racy_original_run_under_a_failed_check_is_held_to_itself(cpu, tmp_pat
     """racy-12246: an in-place transpose (`out` and `in` one array), staged under a
     pointer check that fails at its launch, so the output runs the original, whose
     result depends on the order blocks run in: the output's reverse-order run is
-    compared with the original's reverse-order run, not with its usual-order one."""
+    compared with the original's reverse-order run, not with its usual-order one. (The
+    launch passes the array through a second name: passed twice by one name, the
+    check would always fail, and polycoal keeps the kernel as written.)"""
+    import dataclasses
     p = generate(12246, "racy")
     assert p.variant == "racy:alias-transpose" and p.must_keep
+    launch = "alias_transpose<<<dim3((M + 7) / 8, M / 1), dim3(8, 1), 0>>>(d_A, d_A);"
+    assert launch in p.source
+    p = dataclasses.replace(p, source=p.source.replace(
+        launch, "int *d_same = d_A;\n  " + launch.replace("(d_A, d_A)", "(d_A, d_same)")))
     output = _transform_generated(p, tmp_path)
     assert "__pc_checked" in output
     result = _judge(cpu, p, {"default": output}, nvcc=HAVE_NVCC)
