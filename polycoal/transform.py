@@ -404,7 +404,7 @@ def _alias_check(program: Program, kernel: Kernel, d: KernelDecision,
     shared = _passed_twice(program, kernel, pairs)
     if shared:
         return d.keep("may-alias", f"its pointer arguments alias: every launch passes "
-                      f"{shared} (a run-time check would always fail)")
+                      f"{shared} ({evidence}; a run-time check would always fail)")
     return replace(d, alias_evidence=f"checked at each launch ({evidence})", disjoint=pairs)
 
 

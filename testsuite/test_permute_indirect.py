@@ -222,15 +222,23 @@ def test_a_recursive_helper_keeps_the_refusal(write_cu):
     assert text == source
 
 
-def test_a_helper_defined_elsewhere_keeps_the_refusal(write_cu, tmp_path):
-    (tmp_path / "rows.h").write_text(
-        "__device__ int row_of()\n{\n    int r = blockIdx.x * blockDim.x;\n"
-        "    return r + threadIdx.x;\n}\n")
+def test_a_helper_of_a_header_is_copied_as_expanded(write_cu, tmp_path):
+    """The helper is defined in an included header: its permuted copy is its definition
+    as the preprocessor expanded it, before the kernel's copy; the header stays as it
+    is. In a namespace of the header, it keeps the refusal (the copy at the file's
+    scope would not see the namespace's names)."""
+    header = ("__device__ int row_of()\n{\n    int r = blockIdx.x * blockDim.x;\n"
+              "    return r + threadIdx.x;\n}\n")
+    (tmp_path / "rows.h").write_text(header)
     source = _program('#include "rows.h"\n', "int r = row_of();\n"
                       "    int c = blockIdx.y * blockDim.y + threadIdx.y;")
     path = write_cu(source)
     kernels, text = _transform(path, *SIZES)
+    assert kernels["scale"]["action"] == "permuted", kernels["scale"]["reason"]
+    assert "row_of__pc_perm_scale" in text and (tmp_path / "rows.h").read_text() == header
+    runs_alike(source, text, tmp_path, include_dirs=(tmp_path,))
+    (tmp_path / "rows.h").write_text("namespace rows {\n" + header + "}\nusing namespace rows;\n")
+    kernels, text = _transform(path, *SIZES)
     k = kernels["scale"]
-    assert k["code"] == "thread-index-in-callee" and "not defined in the file" in k["reason"], \
-        k["reason"]
+    assert k["code"] == "thread-index-in-callee" and "namespace" in k["reason"], k["reason"]
     assert text == source
