@@ -49,10 +49,27 @@ def program_dir(file: Path) -> Path:
     return file.parent
 
 
+def _relocated(flags: list[str], directory: Path, copy: Path) -> list[str]:
+    """The build's flags with the paths under the program's folder or beside it moved to
+    where prepare copies them (copy is into/<name>/<side>; a sibling is
+    into/<name>/<sibling>, where `../sibling` from the copy reaches)."""
+    out = []
+    for flag, value in zip(flags[::2], flags[1::2]):
+        path = Path(value)
+        if flag in ("-I", "-include") and path.is_absolute():
+            if path == directory or directory in path.parents:
+                value = str(copy / path.relative_to(directory))
+            elif path.parent == directory.parent or directory.parent in path.parents:
+                value = str(copy.parent / path.relative_to(directory.parent))
+        out += [flag, value]
+    return out
+
+
 def prepare(sweep: Path, roots: list[Path], into: Path) -> int:
     records = json.loads(sweep.read_text())
     changed = [r for r in records if r.get("changed")]
     by_program: dict[Path, list[Path]] = {}
+    flags: dict[Path, list[str]] = {}       # a sweep with --build-flags: the Makefile's
     for r in changed:
         source = next((root.parent / r["file"] for root in roots
                        if (root.parent / r["file"]).is_file()), None)
@@ -60,6 +77,7 @@ def prepare(sweep: Path, roots: list[Path], into: Path) -> int:
             print(f"not found: {r['file']}", file=sys.stderr)
             continue
         by_program.setdefault(program_dir(source), []).append(source)
+        flags[source] = r.get("flags", [])
     into.mkdir(parents=True, exist_ok=True)
     programs = []
     for directory, sources in sorted(by_program.items()):
@@ -80,13 +98,23 @@ def prepare(sweep: Path, roots: list[Path], into: Path) -> int:
                                into / "data" / name)):
             if shared.is_dir() and not there.exists():
                 shutil.copytree(shared, there)
+        # folders beside the program its Makefile's -I names (`-I../openmp-omp`), where
+        # that path reaches from a copy (into/<name>/<side>/../openmp-omp)
+        for source in sources:
+            for flag, value in zip(flags[source][::2], flags[source][1::2]):
+                beside = Path(value)
+                if flag == "-I" and beside.parent == directory.parent and beside.is_dir() \
+                        and not (into / name / beside.name).exists():
+                    shutil.copytree(beside, into / name / beside.name)
         done = []
         for source in sources:
             rel = source.relative_to(directory)
             beside = into / name / "orig" / rel.parent / (rel.name + ".pc.cu")
             r = subprocess.run([sys.executable, "-m", "polycoal", "transform",
                                 str(into / name / "orig" / rel), "-I",
-                                str(into / name / "orig" / rel.parent), "-o", str(beside)],
+                                str(into / name / "orig" / rel.parent),
+                                *_relocated(flags[source], directory, into / name / "orig"),
+                                "-o", str(beside)],
                                capture_output=True, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
             if beside.exists():
