@@ -81,3 +81,17 @@ def test_build_flags_are_the_makefiles(tmp_path):
     assert sweep_corpus.build_flags(project / "src" / "extra.cu", tmp_path) == (
         "-D", "REAL=float", "-I", inc, "-I", str((project / "src").resolve()), "-D", "N=64")
     assert sweep_corpus.build_flags(project / "kernels.cu", tmp_path) == ()
+
+
+def test_changed_programs_are_prepared_with_their_build_flags(tmp_path):
+    """tools/run_changed_programs.py: the sweep's Makefile flags move with the copies:
+    a path under the program's folder into the copy, a sibling folder (`-I../omp`) to
+    where `../omp` reaches from the copy; other flags as they are."""
+    import run_changed_programs as rcp
+    program, sibling = tmp_path / "src" / "app", tmp_path / "src" / "omp"
+    copy = tmp_path / "run" / "app" / "orig"
+    flags = ["-I", str(program / "inc"), "-I", str(sibling), "-D", "N=4",
+             "-include", str(program / "pre.h"), "-I", "/usr/include/x"]
+    assert rcp._relocated(flags, program, copy) == [
+        "-I", str(copy / "inc"), "-I", str(tmp_path / "run" / "app" / "omp"), "-D", "N=4",
+        "-include", str(copy / "pre.h"), "-I", "/usr/include/x"]
