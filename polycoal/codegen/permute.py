@@ -160,7 +160,7 @@ _NOT_HEADS = frozenset(
 def reads_indirectly(program: Program, kernel: Kernel) -> bool:
     """Whether the kernel reads thread indices through macros or called helpers (the
     permutation needs `indirect_uses`)."""
-    if bool(_helpers_called(program, kernel.expanded)) and bool(
+    if bool(callees.helpers_called(program, kernel.expanded)) and bool(
             _thread_helpers(program, kernel)):
         return True
     # a kernel not in the text (a header's, judged only) has no written form to compare
@@ -242,19 +242,12 @@ def _included_helper(program: Program, name: str) -> str | Refusal:
     return f.expanded
 
 
-_body = callees.body
-
-
-def _helpers_called(program: Program, text: str) -> list[str]:
-    return callees.helpers_called(program, text)
-
-
 def warp_functions_called(program: Program, kernel: Kernel) -> tuple[str, str] | None:
     """A helper the kernel calls, directly or through helpers, that exchanges values
     between the lanes of a warp (`__shfl_down_sync`, `warpSize`...), with that function;
     None when there is none. Wherever the helper is defined (a header too), the kernel
     then depends on which threads share a warp, as if it used the function itself."""
-    return callees.first_use(program, _body(kernel.expanded, kernel.name),
+    return callees.first_use(program, callees.body(kernel.expanded, kernel.name),
                              callees.warp_words())
 
 
@@ -263,9 +256,10 @@ def _thread_helpers(program: Program, kernel: Kernel) -> list[str] | Refusal:
     indices themselves or through the helpers they call; callees first. A recursive one
     is refused."""
     helpers = program.device_functions
-    calls = {n: [c for c in _helpers_called(program, _body(f.expanded, n))]
+    calls = {n: callees.helpers_called(program, callees.body(f.expanded, n))
              for n, f in helpers.items()}
-    reached, todo = [], _helpers_called(program, _body(kernel.expanded, kernel.name))
+    reached = []
+    todo = callees.helpers_called(program, callees.body(kernel.expanded, kernel.name))
     while todo:
         n = todo.pop()
         if n not in reached:
