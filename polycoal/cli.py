@@ -4,183 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 
 from polycoal import __version__
-from polycoal.diagnostics import InputError
+from polycoal.diagnostics import InputError, require_usable
 from polycoal.frontend.preprocess import DEFAULT_STD
-
-
-def _add_preprocessor_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
-                   help="add DIR to the include path (as the compiler driver does)")
-    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
-                   help="define a macro")
-    p.add_argument("-U", dest="undefines", action="append", default=[], metavar="NAME",
-                   help="undefine a macro")
-    p.add_argument("-include", "--include", "--pre-include", dest="forced_includes",
-                   action="append", default=[], metavar="FILE",
-                   help="read FILE before the source's first line (the compiler's -include, "
-                   "nvcc's --pre-include): give the build's")
-    p.add_argument("-imacros", dest="imacros", action="append", default=[], metavar="FILE",
-                   help="read the macros of FILE before the source (the compiler's -imacros)")
-
-
-def _add_transform_options(p: argparse.ArgumentParser) -> None:
-    """The choices of `transform`, which `validate` applies before it runs both kernels."""
-    p.add_argument("--kernel", help="only this kernel")
-    p.add_argument("--block", type=_block, help="block shape x,y[,z] for the new geometry "
-                   "(default 256 / 32,8 / 32,4,2 by the number of axes)")
-    p.add_argument("--no-polyhedral", action="store_true",
-                   help="do not restructure affine kernels")
-    p.add_argument("--collapse-redundant-threads", action="store_true",
-                   help="for a kernel whose only races are between copies of each thread "
-                   "along an axis it never reads, run one copy")
-    p.add_argument("--reduction", choices=("auto", "warp", "block", "tiles", "split", "none"),
-                   default="auto", help="how to restructure reductions: auto (one warp per "
-                   "row for rows, split for starved columns), warp, split (columns over 2-D "
-                   "blocks and atomicAdd), block (a block per 32 columns, no atomics), tiles "
-                   "(the core paper's partial sums), or none")
-    p.add_argument("--no-promotion", action="store_true",
-                   help="keep accumulators in global memory (no register promotion)")
-    p.add_argument("--assume-no-alias", action="store_true",
-                   help="take distinct pointer arguments to be distinct arrays even without "
-                   "evidence (restrict, distinct cudaMalloc allocations)")
-    p.add_argument("--no-runtime-checks", action="store_true",
-                   help="leave alone a kernel that is race-free only for some values of its "
-                   "arguments (by default it is transformed, and each launch checks the "
-                   "condition on the host and runs the original where it fails)")
-    p.add_argument("--no-staging", action="store_true",
-                   help="do not stage reads through shared-memory tiles (kernels whose "
-                   "references coalesce along two different dims, such as transposes)")
-    p.add_argument("--reorganise", choices=("auto", "none"), default="auto",
-                   help="irregular references (gathers x[P[i]], loops over the runs of a "
-                   "CSR row pointer) read from reorganised copies built on the GPU before "
-                   "launches that reuse them: auto (where predicted and measured faster), "
-                   "none")
-    p.add_argument("--layout", choices=("auto", "soa", "grouped", "none"), default="auto",
-                   help="data layout of device arrays of structs read by field (p[i].x): "
-                   "auto (chosen by sectors and requests over all kernels), soa (a struct "
-                   "of arrays), grouped (fields read together in aligned vectors), none "
-                   "(keep every layout)")
-    p.add_argument("--compile-check", choices=("clang", "nvcc", "none"), default="clang",
-                   help="the compiler that must accept the output wherever it accepts the "
-                   "input before it is written: clang (libclang in CUDA mode, a parse; "
-                   "none where libclang is not installed), nvcc (nvcc -arch=sm_90 "
-                   "-fdevice-syntax-only -c), or none; a kernel whose rewrite does not "
-                   "compile is left as written, with an error (output-rejected)")
-    p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
-                   help="the shape of tiled products: tile=T (outputs per block along "
-                   "each dim), threads=B (B x B threads per block, default 16), chunk=C "
-                   "(reduction steps staged at a time, default 16), blocks=N (blocks per "
-                   "multiprocessor the registers must allow, default 0: the compiler's "
-                   "choice); for KERNEL only, or "
-                   "for every kernel; repeat for several kernels (--dump-sizes prints "
-                   "polycoal's choice in this form)")
-    p.add_argument("--tile", type=int, default=0, metavar="T",
-                   help="tiles of T x T outputs for every tiled product (as --sizes "
-                   "tile=T; a --sizes value wins)")
-    p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
-                   help="accumulators per thread along each dim of a tiled product: "
-                   "4 is --sizes tile=64,chunk=16, 8 is --sizes tile=128,chunk=8")
-    p.add_argument("--empirical", action="store_true",
-                   help="for kernels outside the affine model, choose the thread-axis "
-                   "permutation by tracing each candidate on the CPU (compiles and runs "
-                   "the kernel; small sizes: use -D, --arg) instead of by the static ILP; "
-                   "off by default")
-    p.add_argument("--no-empirical", action="store_true",
-                   help="accepted for compatibility, changes nothing: the search runs only "
-                   "with --empirical")
-
-
-def _environment_shape(name: str, environ) -> tuple[int, ...] | None:
-    """A column form's shape from the environment (comma-separated positive integers)."""
-    value = environ.get(name, "").strip()
-    if not value:
-        return None
-    try:
-        shape = tuple(int(v) for v in value.split(","))
-    except ValueError:
-        shape = ()
-    if not shape or min(shape) < 1:
-        raise InputError(f"{name}={value}: expected positive integers separated by commas")
-    return shape
-
-
-def parse_sizes(text: str) -> tuple[str, int, int, int, int]:
-    """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C][,blocks=N]`, as
-    (kernel or "", tile, threads, chunk, blocks); InputError when it is not that or
-    cannot run."""
-    from polycoal.optimize.products import TileSizes
-    kernel, _, fields = text.rpartition(":")
-    given = TileSizes()
-    values = {"tile": given.tile, "threads": given.threads, "chunk": given.chunk,
-              "blocks": given.blocks}
-    for field in fields.split(","):
-        name, _, value = field.partition("=")
-        if name.strip() not in values or not value.strip().isdigit():
-            raise InputError(f"--sizes {text}: expected [KERNEL:]tile=T[,threads=B]"
-                             "[,chunk=C][,blocks=N] with integers")
-        values[name.strip()] = int(value)
-    sizes = TileSizes(values["tile"], values["threads"], values["chunk"], values["blocks"])
-    if sizes.problem():
-        raise InputError(f"--sizes {text}: {sizes.problem()}")
-    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk, sizes.blocks
-
-
-def _sizes(args) -> tuple[tuple[str, int, int, int, int], ...]:
-    micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"]}.get(
-        getattr(args, "product_micro", 0), [])
-    tile = [f"tile={args.tile}"] if getattr(args, "tile", 0) else []
-    return tuple(parse_sizes(t) for t in micro + tile + list(getattr(args, "sizes", [])))
-
-
-def _transform_options(args, environ=None):
-    """The one options object of a transform, from the command line and the environment
-    (the column forms' tuning shapes, POLYCOAL_SPLIT=rows,groups[,columns] and
-    POLYCOAL_COLUMN_GROUPS=G), read here and nowhere else."""
-    from polycoal.transform import TransformOptions
-    environ = os.environ if environ is None else environ
-    split = _environment_shape("POLYCOAL_SPLIT", environ)
-    if split is not None and len(split) not in (2, 3):
-        raise InputError("POLYCOAL_SPLIT: expected rows,groups[,columns]")
-    groups = _environment_shape("POLYCOAL_COLUMN_GROUPS", environ)
-    if groups is not None and len(groups) != 1:
-        raise InputError("POLYCOAL_COLUMN_GROUPS: expected one number")
-    return TransformOptions(kernel=args.kernel, block=args.block,
-                            split=split, column_groups=groups[0] if groups else None,
-                            polyhedral=not args.no_polyhedral, promote=not args.no_promotion,
-                            reduction=args.reduction,
-                            collapse_redundant=args.collapse_redundant_threads,
-                            assume_no_alias=args.assume_no_alias,
-                            runtime_checks=not args.no_runtime_checks,
-                            staging=not args.no_staging, sizes=_sizes(args),
-                            layout=args.layout, reorganise=args.reorganise,
-                            compile_check=args.compile_check,
-                            empirical=args.empirical,
-                            arguments=tuple(sorted(_arguments(args).items())),
-                            preprocessor=_preprocessor_options(args))
-
-
-class _OptionsParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise InputError(f"POLYCOAL_OPTIONS: {message}")
-
-
-def transform_options_from(argv: list[str], preprocessor, environ=None):
-    """TransformOptions from `transform`'s options in `argv` (the build plugin's
-    POLYCOAL_OPTIONS) and the build's preprocessor options. As `transform`, a build does
-    not trace kernels (compiles and runs them on the CPU, seconds each) unless
-    --empirical asks for it."""
-    from dataclasses import replace
-    parser = _OptionsParser(prog="POLYCOAL_OPTIONS", add_help=False)
-    _add_transform_options(parser)
-    parser.set_defaults(include_dirs=[], defines=[], undefines=[], forced_includes=[],
-                        imacros=[])
-    return replace(_transform_options(parser.parse_args(argv), environ),
-                   preprocessor=preprocessor)
+from polycoal.options import (add_arg_option, add_preprocessor_options, add_transform_options,
+                              int_arguments, positive, preprocessor_options,
+                              transform_options)
 
 
 class _CMakeDir(argparse.Action):
@@ -204,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     analyze = sub.add_parser("analyze", help="report the coalescing of every kernel's "
                              "global-memory references, races and outside-model constructs")
     analyze.add_argument("input", help="a .cu file, or - for standard input")
-    _add_preprocessor_options(analyze)
+    add_preprocessor_options(analyze)
     analyze.add_argument("--kernel", help="analyse only this kernel")
     analyze.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     analyze.add_argument("-o", "--output", help="write the report here instead of stdout")
@@ -223,16 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     transform.add_argument("--root", metavar="DIR", help="with -p: the directory the "
                            "sources' paths under -o are relative to (default: their "
                            "deepest common directory)")
-    transform.add_argument("-j", "--jobs", type=_positive, metavar="N",
+    transform.add_argument("-j", "--jobs", type=positive, metavar="N",
                            help="with -p: translation units transformed at once, each in "
                            "a process of its own (default: the CPUs available)")
-    _add_preprocessor_options(transform)
-    _add_transform_options(transform)
+    add_preprocessor_options(transform)
+    add_transform_options(transform)
     transform.add_argument("--placement", action="store_true",
                            help="then place the arrays each kernel of the transformed "
                            "program only reads across memory kinds, as polycoal place does "
                            "(its report on standard error)")
-    _add_arg_option(transform)
+    add_arg_option(transform)
     transform.add_argument("--report", choices=("text", "json", "sarif"), default="text",
                            help="format of the report printed on standard error (with -p: "
                            "on standard output, and sarif too)")
@@ -245,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="transform, then run original and "
                               "transformed kernels on the same random inputs and compare")
     validate.add_argument("input", help="a .cu file")
-    _add_preprocessor_options(validate)
+    add_preprocessor_options(validate)
     where = validate.add_mutually_exclusive_group(required=True)
     where.add_argument("--cpu", action="store_true",
                        help="run both kernels on the CPU (small sizes: use -D)")
@@ -254,12 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--repeat", type=int, default=10,
                           help="timed launches per kernel with --device (median reported)")
     validate.add_argument("--report", choices=("text", "json"), default="text")
-    _add_transform_options(validate)
+    add_transform_options(validate)
     _add_run_options(validate, "random seed (default: a fresh one, printed)", None)
     trace = sub.add_parser("trace", help="instrument every global load and store, run the "
                            "kernels, and report the core paper's Algorithm 1 per reference")
     trace.add_argument("input", help="a .cu file")
-    _add_preprocessor_options(trace)
+    add_preprocessor_options(trace)
     where = trace.add_mutually_exclusive_group()
     where.add_argument("--cpu", action="store_true", help="run on the CPU (the default; "
                        "small sizes: use -D)")
@@ -271,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--kernel", help="trace only this kernel")
     trace.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     trace.add_argument("-o", "--output", help="write the report here instead of stdout")
-    trace.add_argument("--max-records", type=_positive, default=2_000_000,
+    trace.add_argument("--max-records", type=positive, default=2_000_000,
                        help="trace records kept at most per kernel (whole blocks are sampled "
                        "to fit; default 2000000)")
     _add_run_options(trace, "random seed of the inputs (default 1)", 1)
@@ -281,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     place.add_argument("input", help="a .cu file, or - for standard input")
     place.add_argument("-o", "--output", default="-",
                        help="where to write the program (default: standard output)")
-    _add_preprocessor_options(place)
+    add_preprocessor_options(place)
     place.add_argument("--memory-spec", metavar="FILE",
                        help="the memories (default: grammars/memory_sm90.toml, sm_90)")
     place.add_argument("--place", action="append", default=[], type=_placement,
@@ -299,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                        "(needs pycuda; sizes from the launch, -D and --arg): report the "
                        "measured effect, and leave as written a kernel whose outputs differ "
                        "or that runs slower")
-    place.add_argument("--repeat", type=_positive, default=10,
+    place.add_argument("--repeat", type=positive, default=10,
                        help="timed launches per kernel with --device (median reported)")
     _add_run_options(place, "random seed of the traced inputs (default 1)", 1)
     sub.add_parser("launch", usage="polycoal launch <compiler> [compiler arguments...]",
@@ -311,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
                              "to it, through the build cache")
     prepare.add_argument("input", help="a .cu file")
     prepare.add_argument("-o", "--output", required=True, help="the file to compile instead")
-    _add_preprocessor_options(prepare)
+    add_preprocessor_options(prepare)
     prepare.add_argument("--std", default=DEFAULT_STD, help="language standard, as -std")
     prepare.add_argument("--depfile", help="write the files read here (make syntax)")
     prepare.add_argument("--compile-option", dest="compile_options", action="append",
@@ -333,83 +165,19 @@ def _placement(text: str) -> tuple[tuple[str | None, str], str]:
 
 def _add_run_options(p: argparse.ArgumentParser, seed_help: str, seed: int | None) -> None:
     """Options of commands that run kernels: int argument values and the input seed."""
-    _add_arg_option(p)
+    add_arg_option(p)
     p.add_argument("--seed", type=int, default=seed, help=seed_help)
-
-
-def _add_arg_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of an int kernel argument, or of a variable of the "
-                   "launching function (a run-time size: `--arg n=1000` where main "
-                   "computes the grid from n), for the kernels run")
-
-
-def _arguments(args) -> dict[str, int]:
-    arguments = {}
-    for item in getattr(args, "arg", []):
-        name, _, value = item.partition("=")
-        try:
-            arguments[name.strip()] = int(value, 0)
-        except ValueError:
-            raise InputError(f"--arg {item}: expected NAME=INTEGER") from None
-    return arguments
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
-    return value
-
-
-def _block(text: str) -> tuple[int, int, int]:
-    try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not x,y[,z]") from None
-    values += [1] * (3 - len(values))
-    x, y, z = values[:3]
-    if len(values) > 3 or min(values) < 1 or x * y * z > 1024 or z > 64:
-        raise argparse.ArgumentTypeError(
-            f"block {text}: at most 1024 threads, z <= 64, all positive")
-    return x, y, z
-
-
-def _preprocessor_options(args):
-    from polycoal.frontend.preprocess import PreprocessorOptions
-    return PreprocessorOptions(tuple(args.include_dirs), tuple(args.defines),
-                               tuple(args.undefines), getattr(args, "std", DEFAULT_STD),
-                               tuple(getattr(args, "forced_includes", ())),
-                               tuple(getattr(args, "imacros", ())))
 
 
 def _read(args):
     from polycoal.frontend import read_program
     from polycoal.output import decode
-    options = _preprocessor_options(args)
+    options = preprocessor_options(args)
     if args.input == "-":
         stream = getattr(sys.stdin, "buffer", None)      # bytes, as from a file
         text = decode(stream.read()) if stream is not None else sys.stdin.read()
         return read_program("<stdin>.cu", options, text=text)
     return read_program(args.input, options)
-
-
-def _require_usable(program) -> None:
-    """Input `transform` and `validate` cannot work on (exit status 2): a syntax error in
-    a kernel or device function (the C++ compiler's verdict, see frontend/syntax.py), or
-    a header that is not found (the kernels would be read without its macros; a CUDA
-    library's header, which polycoal has no use for, is only a note)."""
-    unusable = [d for d in program.diagnostics
-                if (d.code, d.severity) in (("syntax-error", "error"),
-                                            ("missing-header", "warning"))]
-    if unusable:
-        first = unusable[0]
-        message = first.message if first.code == "syntax-error" else \
-            first.message.split(";")[0] + " (give its directory with -I)"
-        raise InputError(message, first.location, [str(d) for d in unusable[1:]])
 
 
 def _write(text: str, path: str | None) -> None:
@@ -489,7 +257,7 @@ def _project_arguments(args) -> None:
 def cmd_transform_project(args) -> int:
     from polycoal.project import transform_project
     _project_arguments(args)
-    return transform_project(args.project, args.output, _transform_options(args),
+    return transform_project(args.project, args.output, transform_options(args),
                              args.root, args.jobs, args.report)
 
 
@@ -509,8 +277,8 @@ def cmd_transform(args) -> int:
         raise InputError("transform: --report sarif is for a whole project (-p); one file's "
                          "report is text or json")
     program = _read(args)
-    _require_usable(program)
-    options = _transform_options(args)
+    require_usable(program)
+    options = transform_options(args)
     result = transform_program(program, options)
     for d in result.decisions:
         for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
@@ -565,7 +333,7 @@ def _place_transformed(program, text: str, spec, args):
     makes it."""
     from polycoal.frontend import read_program
     from polycoal.placement import place_program
-    preprocessor = _preprocessor_options(args)
+    preprocessor = preprocessor_options(args)
     transformed = read_program(program.path, preprocessor, text=text,
                                constants=program.constants)
     return place_program(transformed, spec, {}, preprocessor)
@@ -576,13 +344,13 @@ def cmd_place(args) -> int:
     from polycoal.placement import place_program
     from polycoal.report.placement import placement_json, placement_text
     program = _read(args)
-    _require_usable(program)
+    require_usable(program)
     spec = load_spec(args.memory_spec)
     observed, notes = {}, {}
     if args.trace:
         from polycoal.placement import trace_reads
-        observed, notes = trace_reads(program, _arguments(args), args.seed)
-    result = place_program(program, spec, dict(args.place), _preprocessor_options(args),
+        observed, notes = trace_reads(program, int_arguments(args), args.seed)
+    result = place_program(program, spec, dict(args.place), preprocessor_options(args),
                            observed, notes)
     measured = []
     if args.device:
@@ -606,7 +374,7 @@ def _place_measured(program, spec, result, args, observed, notes):
     from polycoal.validate.device import load_pycuda
     from polycoal.validate.placement_device import measure_placement
     load_pycuda()
-    measured = measure_placement(program, result, _arguments(args), args.repeat)
+    measured = measure_placement(program, result, int_arguments(args), args.repeat)
     undo = {m.kernel for m in measured
             if (not m.ok and not m.message.startswith("not run")) or
             (m.slower and not next(k for k in result.kernels if k.kernel == m.kernel).sized)}
@@ -615,7 +383,7 @@ def _place_measured(program, spec, result, args, observed, notes):
     overrides = dict(args.place)
     overrides.update({(k.kernel, a.reads.array): "global" for k in result.kernels
                       if k.kernel in undo for a in k.arrays})
-    again = place_program(program, spec, overrides, _preprocessor_options(args),
+    again = place_program(program, spec, overrides, preprocessor_options(args),
                           observed, notes)
     for k in again.kernels:
         if k.kernel in undo:
@@ -629,10 +397,10 @@ def cmd_validate(args) -> int:
     import random
     from polycoal.transform import transform_program
     from polycoal.validate.cpu import validate_cpu
-    arguments = _arguments(args)
+    arguments = int_arguments(args)
     program = _read(args)
-    _require_usable(program)
-    options = _transform_options(args)
+    require_usable(program)
+    options = transform_options(args)
     result = transform_program(program, options)
     if args.device:
         return _validate_device(program, result, options, arguments, args)
@@ -696,7 +464,7 @@ def cmd_trace(args) -> int:
     from polycoal.analysis import analyze_program
     from polycoal.dynamic.collect import trace_program
     from polycoal.report import trace
-    arguments = _arguments(args)
+    arguments = int_arguments(args)
     if args.device:
         from polycoal.validate.device import load_pycuda
         load_pycuda()
@@ -720,7 +488,7 @@ def cmd_trace(args) -> int:
 
 def cmd_prepare(args) -> int:
     from polycoal.build.launcher import prepare_file
-    options = _preprocessor_options(args)
+    options = preprocessor_options(args)
     if args.compile_options:
         from dataclasses import replace
         forced, imacros = forced_includes_of(args.compile_options)

@@ -44,7 +44,7 @@ class TransformOptions:
     arguments: tuple[tuple[str, int], ...] = ()   # int kernel arguments for those traces
     # shapes of the column forms for tuning experiments (None: polycoal's choice): the
     # split's (rows, groups[, columns]) and the block form's rows of threads; the command
-    # line reads them from POLYCOAL_SPLIT and POLYCOAL_COLUMN_GROUPS (cli._transform_options)
+    # line reads them from POLYCOAL_SPLIT and POLYCOAL_COLUMN_GROUPS (options.transform_options)
     split: tuple[int, ...] | None = None
     column_groups: int | None = None
     preprocessor: PreprocessorOptions = PreprocessorOptions()

@@ -48,3 +48,18 @@ class InputError(Exception):
         where = f"{self.location}: " if self.location else "polycoal: "
         text = f"{where}error: {self.message}"
         return "\n".join([text, *self.details])
+
+
+def require_usable(program) -> None:
+    """Input `transform` and `validate` cannot work on (exit status 2): a syntax error in
+    a kernel or device function (the C++ compiler's verdict, see frontend/syntax.py), or
+    a header that is not found (the kernels would be read without its macros; a CUDA
+    library's header, which polycoal has no use for, is only a note)."""
+    unusable = [d for d in program.diagnostics
+                if (d.code, d.severity) in (("syntax-error", "error"),
+                                            ("missing-header", "warning"))]
+    if unusable:
+        first = unusable[0]
+        message = first.message if first.code == "syntax-error" else \
+            first.message.split(";")[0] + " (give its directory with -I)"
+        raise InputError(message, first.location, [str(d) for d in unusable[1:]])

@@ -17,8 +17,8 @@ from polycoal.analysis.dependences import detect_races
 from polycoal.analysis.irregular import read_only_parameters
 from polycoal.analysis.placement_cost import array_reads, split_offset, store_waits, tile_shape
 from polycoal.codegen.irregular import mark_writes, runtime_position
-from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
-from polycoal.codegen.launch import launch_parts, launch_values
+from polycoal.model.isl_c import condition_to_c, pw_aff_to_c
+from polycoal.frontend.launch_text import launch_parts, launch_values
 from polycoal.codegen.placement import (NotRewritable, Staging, constant_declarations,
                                         fill_states, prototype_edits, renamed, rewrite_kernel,
                                         rewrite_launch, runtime, symbol)

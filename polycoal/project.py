@@ -50,7 +50,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from polycoal.build.command import parse_command
-from polycoal.diagnostics import Diagnostic, InputError, Location
+from polycoal.diagnostics import Diagnostic, InputError, Location, require_usable
 from polycoal.frontend.kernel_heads import KernelRecord, global_functions
 from polycoal.frontend.preprocess import DEFAULT_STD, PreprocessorOptions
 
@@ -311,7 +311,6 @@ def transform_unit(unit: Unit, options, keep: tuple[str, ...] = ()) -> UnitResul
 
 
 def _transform(unit, options, keep, original, source, program) -> UnitResult:
-    from polycoal.cli import _require_usable
     from polycoal.decisions import CHANGED
     from polycoal.frontend import read_program
     from polycoal.frontend.lexer import line_ending
@@ -326,7 +325,7 @@ def _transform(unit, options, keep, original, source, program) -> UnitResult:
                                    and not _defines_static(program, k)))
     launched = tuple(Launched(l.kernel, os.path.normpath(l.location.file), l.location.line)
                      for l in program.launches if l.kernel not in defined)
-    _require_usable(program)
+    require_usable(program)
     options = replace(options, preprocessor=unit.preprocessor)
     marker = keep_marker(keep, line_ending(original)) if keep else ""
     if keep:

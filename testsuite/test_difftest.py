@@ -28,8 +28,8 @@ import pytest
 from polycoal.difftest.cxx import CONSTRUCTS
 from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
 from polycoal.difftest.main import main as difftest_main
-from polycoal.difftest.runner import (Nvcc, Runner, compare, kept_unchanged, parse_checks,
-                                      tolerance)
+from polycoal.difftest.runner import Runner
+from polycoal.difftest.judging import Nvcc, compare, kept_unchanged, parse_checks, tolerance
 from polycoal.runtime.cpu_program import (CpuProgramRunner, find_launches, rewrite_for_cpu,
                                           synchronising_kernels)
 
@@ -305,7 +305,7 @@ def test_tolerance_is_exact_unless_a_float_reduction():
 
 def test_transform_in_process_classifies_tracebacks(tmp_path, monkeypatch):
     """A Python exception inside transform is a failure of class traceback:..."""
-    from polycoal.difftest.runner import run_transform
+    from polycoal.difftest.judging import run_transform
     import polycoal.transform as transform
 
     def boom(*a, **k):
@@ -674,7 +674,7 @@ def test_summary_bins_failures_by_construct(tmp_path, capsys, cpu_cache):
     assert "class \\ construct" in capsys.readouterr().out
     # the classes are binned per construct (a program of two counts in both)
     from polycoal.difftest.main import summarize
-    from polycoal.difftest.runner import Failure, ProgramResult
+    from polycoal.difftest.judging import Failure, ProgramResult
     r = ProgramResult(1, "affine", "", "", [Failure("mismatch", ["default"], "x")],
                       constructs=["auto", "header"])
     assert summarize([r], ["default"])["per_construct"] == {"mismatch": {"auto": 1, "header": 1}}
@@ -702,7 +702,7 @@ def test_a_reproducer_with_a_header_is_saved_and_replayed(tmp_path, cpu):
     --replay reads both; the command line's confirmation writes its output beside the
     input, so that the include stays as written and the outputs agree."""
     from polycoal.difftest.main import confirm_with_cli, load_program, save_reproducer
-    from polycoal.difftest.runner import Failure
+    from polycoal.difftest.judging import Failure
     p = next(p for p in (generate(s, "affine", ["header"]) for s in range(50)) if p.files)
     result = Runner(cpu, None, ["default"]).run_program(p)
     saved = save_reproducer(str(tmp_path), result, Failure("mismatch", ["default"], "x"), p)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, compile_sm90, runs_alike
-from polycoal.difftest.runner import parse_checks
+from polycoal.difftest.judging import parse_checks
 from polycoal.frontend import read_program
 from polycoal.model.memory_spec import load_spec
 from polycoal.placement import place_program

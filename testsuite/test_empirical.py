@@ -201,7 +201,7 @@ def test_json_report_lists_the_candidates(capsys):
 def test_transform_traces_only_when_asked(tmp_path, capsys):
     """Tracing compiles and runs the user's code: `transform` (and a build) does it only
     with --empirical; --no-empirical is accepted and changes nothing."""
-    from polycoal.cli import transform_options_from
+    from polycoal.options import transform_options_from
     assert not TransformOptions().empirical and not TransformOptions().empirical_fallback
     out = tmp_path / "out.cu"
     for extra in ([], ["--no-empirical"]):

@@ -104,7 +104,7 @@ def test_qualified_launches_keep_their_qualifier(tmp_path, capsys):
 
 
 def test_side_effects_are_recognised():
-    from polycoal.codegen.launch import has_side_effects
+    from polycoal.frontend.launch_text import has_side_effects
     for expression in ("p++", "--p", "i += 1", "x = 3", "f()", "next_offset()",
                        "a[k++]", "obj.get()", "fns[0](x)", "new int[3]", "N - next()"):
         assert has_side_effects(expression), expression

@@ -209,7 +209,7 @@ def test_constants_are_read_as_numbers(tmp_path, capsys):
     unknown, both subscripts were products of unknowns, and the grid unknown). The
     output compiles and runs like the original (CPU runtime, whole program)."""
     from polycoal.cli import main
-    from polycoal.difftest.runner import parse_checks
+    from polycoal.difftest.judging import parse_checks
     from polycoal.runtime.cpu_program import CpuProgramRunner
     program, result = _transform(CONSTEXPR)
     assert program.constants == {"ROWS": 300, "COLS": 200, "PAD": 8, "LD": 208}
@@ -287,7 +287,7 @@ def test_a_launch_written_with_spaced_brackets_is_a_launch(tmp_path):
     """nvcc reads `k << < g, b >> > (a)` as a launch (real code has it): found,
     evaluated and rewritten like `k<<<g, b>>>(a)`; the program runs as before (whole
     program on the CPU runtime) and the output compiles."""
-    from polycoal.difftest.runner import parse_checks
+    from polycoal.difftest.judging import parse_checks
     from polycoal.frontend.lexer import tokenize
     from polycoal.runtime.cpu_program import CpuProgramRunner
     path = tmp_path / "spaced.cu"

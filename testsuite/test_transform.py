@@ -453,18 +453,19 @@ def test_a_split_sized_at_run_time_caps_its_grid_on_the_host(tmp_path, monkeypat
 
 def test_column_shapes_come_from_the_options_object(monkeypatch):
     """The environment's tuning shapes are read once, into TransformOptions, by the
-    command line (cli._transform_options); code generation reads only the options."""
-    from polycoal.cli import _parser, _transform_options
+    command line (options.transform_options); code generation reads only the options."""
+    from polycoal.cli import _parser
+    from polycoal.options import transform_options
     from polycoal.diagnostics import InputError
     args = _parser().parse_args(["transform", "x.cu"])
     env = {"POLYCOAL_SPLIT": "256,4,2", "POLYCOAL_COLUMN_GROUPS": "16"}
-    options = _transform_options(args, env)
+    options = transform_options(args, env)
     assert options.split == (256, 4, 2) and options.column_groups == 16
-    assert _transform_options(args, {}).split is None
+    assert transform_options(args, {}).split is None
     with pytest.raises(InputError):
-        _transform_options(args, {"POLYCOAL_SPLIT": "256"})
+        transform_options(args, {"POLYCOAL_SPLIT": "256"})
     with pytest.raises(InputError):
-        _transform_options(args, {"POLYCOAL_COLUMN_GROUPS": "a"})
+        transform_options(args, {"POLYCOAL_COLUMN_GROUPS": "a"})
     monkeypatch.setenv("POLYCOAL_SPLIT", "128,8,1")     # read by the options, not codegen
     d = decision(POLYBENCH / "bicg" / "bicg.cu", "bicg_kernel1", ("NX=4096", "NY=4096"))
     assert d.action == "split" and "128 columns x 128 rows" in d.reason, d.reason

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 from bench_copy_reference import timed  # noqa: E402
 from corpus_report import arguments  # noqa: E402
-from polycoal.cli import parse_sizes  # noqa: E402
+from polycoal.options import parse_sizes  # noqa: E402
 from polycoal.decisions import TransformOptions  # noqa: E402
 from polycoal.frontend import read_program  # noqa: E402
 from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402

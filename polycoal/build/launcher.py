@@ -41,7 +41,7 @@ def _flag(environ, name: str) -> bool:
 
 def _build_options(environ, preprocessor: PreprocessorOptions) -> BuildOptions:
     """The one options value of this command (see build/settings.py)."""
-    from polycoal.cli import transform_options_from
+    from polycoal.options import transform_options_from
     transform = transform_options_from(environ.get("POLYCOAL_OPTIONS", "").split(),
                                        preprocessor, environ)
     return build_options(environ, transform)

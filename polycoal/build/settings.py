@@ -7,7 +7,7 @@ It holds:
 - the transformation's options (POLYCOAL_OPTIONS, the compile command's -I/-D/-U, -std
   and forced includes (-include, -imacros) as preprocessor options, and the column
   forms' shapes POLYCOAL_SPLIT and POLYCOAL_COLUMN_GROUPS, read with them by
-  cli._transform_options);
+  options.transform_options);
 - the environment settings that change the output (`OUTPUT_ENVIRONMENT`): those shapes
   again as written, the preprocessor (POLYCOAL_CPP) and the host compiler of the CPU
   traces (CXX);

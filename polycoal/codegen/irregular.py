@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, replace
 
 from polycoal.analysis.irregular import same_text
-from polycoal.codegen.launch import launch_parts, statement_indent
+from polycoal.codegen.launch import statement_indent
+from polycoal.frontend.launch_text import launch_parts
 from polycoal.frontend.lexer import Token, matching, split_top_level, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program, Span
 from polycoal.optimize.reorganise import MAX_SEGMENT_COPIES, MIN_REUSE

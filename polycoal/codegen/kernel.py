@@ -22,20 +22,17 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from polycoal.codegen.isl_c import expr_to_c, min_max, rename_c, wide_parameters
+from polycoal.model.isl_c import expr_to_c, min_max, rename_c, wide_parameters
 from polycoal.codegen.isl_text import expr_to_isl
 from polycoal.codegen.statements import (render_accumulation, render_promoted,
                                          render_statement)
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
-from polycoal.model.kernel_model import KernelModel
+from polycoal.model.kernel_model import LAUNCH_PARAMS, KernelModel
 
 from polycoal.optimize.restructure import AXES, Mapping
 from polycoal.templates import render_template
-
-LAUNCH_PARAMS = ("nthreads_", "blockDim_", "gridDim_")
-
 
 @dataclass
 class AxisRange:

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import re
 
-from polycoal.codegen.isl_c import condition_to_c
-from polycoal.frontend.lexer import matching, split_top_level, tokenize
+from polycoal.model.isl_c import condition_to_c
+from polycoal.frontend.launch_text import (has_side_effects, launch_parts, plain_text,
+                                          qualified_names)
+from polycoal.frontend.lexer import tokenize
 from polycoal.frontend.program import Kernel, Launch
 from polycoal.templates import render_template
 
@@ -39,58 +41,9 @@ GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
 _SIMPLE = re.compile(r"^\s*(?:[A-Za-z_]\w*|\d+[uUlL]*)\s*$")
 _LITERAL = re.compile(r"^\s*(?:[-+]?\s*[\d.][\w.+-]*|'(?:\\.|[^'])*'|\"(?:\\.|[^\"])*\"|"
                       r"NULL|nullptr|true|false)\s*$")
-_WRITES = {"=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=", "^=",
-           "new", "delete", "throw", "co_await", "co_yield"}
-# names followed by `(` that are not calls of user code
-_NOT_CALLS = {"sizeof", "alignof", "decltype", "typeid", "noexcept", "dim3", "int",
-              "unsigned", "signed", "long", "short", "char", "float", "double", "bool",
-              "size_t"}
 _TYPE_WORDS = {"dim3", "int", "unsigned", "signed", "long", "short", "char", "float",
                "double", "bool", "size_t", "const", "sizeof", "alignof", "static_cast",
                "reinterpret_cast", "const_cast", "void"}
-
-
-def launch_parts(original: str, launch: Launch) -> tuple[str, list[str], list[str]]:
-    """(kernel name text with its qualifier, configuration, arguments) of a launch, as
-    written."""
-    text = original[launch.span.start:launch.span.end]
-    tokens = tokenize(text)
-    open_ = next(k for k, t in enumerate(tokens) if t.text == "<<<")
-    close = next(k for k, t in enumerate(tokens) if t.text == ">>>")
-    paren = close + 1
-    end = matching(tokens, paren)
-
-    def src(run):
-        return text[run[0].start:run[-1].end] if run else ""
-    config = [src(p) for p in split_top_level(tokens[open_ + 1:close])]
-    args = [src(p) for p in split_top_level(tokens[paren + 1:end]) if p]
-    return text[:tokens[open_].start].rstrip(), config, args
-
-
-def qualified_names(name_text: str, kernel: str) -> tuple[str, str]:
-    """(qualifier, template arguments) around the kernel's name in a launch's name text:
-    `ns::k` -> ("ns::", ""), `::k<float>` -> ("::", "<float>"), `k` -> ("", "")."""
-    tokens = tokenize(name_text)
-    k = next(j for j in range(len(tokens) - 1, -1, -1) if tokens[j].text == kernel)
-    qualifier = "".join(t.text for t in tokens[:k])
-    return qualifier, name_text[tokens[k].end:].strip()
-
-
-def has_side_effects(expression: str) -> bool:
-    """Whether evaluating a C++ expression may change state: an assignment, increment
-    or decrement, `new`/`delete`/`throw`, or a call of anything but a type or sizeof
-    (conservative: a call may do anything)."""
-    tokens = tokenize(expression)
-    for k, t in enumerate(tokens):
-        if t.text in _WRITES:
-            return True
-        if t.text == "(" and k:
-            before = tokens[k - 1]
-            if before.kind == "id" and before.text not in _NOT_CALLS:
-                return True
-            if before.text in (")", "]", ">"):
-                return True
-    return False
 
 
 def _reads_variables(expression: str) -> bool:
@@ -98,36 +51,8 @@ def _reads_variables(expression: str) -> bool:
     return any(t.kind == "id" and t.text not in _TYPE_WORDS for t in tokenize(expression))
 
 
-def _plain(text: str) -> str:
-    """`text` without its comments (for a note inside a comment)."""
-    tokens = tokenize(text)
-    out = []
-    for a, b in zip(tokens, tokens[1:] + [None]):
-        out.append(a.text)
-        if b is not None and b.start > a.end:
-            out.append(" ")
-    return "".join(out)
-
-
 def _substitute(expr: str, values: dict[str, str]) -> str:
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: values.get(m.group(0), m.group(0)), expr)
-
-
-def launch_values(original: str, launch: Launch, kernel, cast: str) -> dict[str, str]:
-    """C text, at this launch, of each value a kernel model's parameters may name, cast
-    to `cast`: the kernel's scalar parameters (their arguments; none whose argument has
-    a side effect) and the launch geometry (nthreads_a, gridDim_a, blockDim_a)."""
-    _, config, args = launch_parts(original, launch)
-    values = {}
-    for k, p in enumerate(kernel.parameters):
-        if not p.is_pointer and k < len(args) and not has_side_effects(args[k]):
-            values[p.name] = f"(({cast})({args[k]}))"
-    grid, block = config[0], config[1]
-    for a in "xyz":
-        values[f"nthreads_{a}"] = f"(({cast})dim3({grid}).{a} * dim3({block}).{a})"
-        values[f"gridDim_{a}"] = f"(({cast})dim3({grid}).{a})"
-        values[f"blockDim_{a}"] = f"(({cast})dim3({block}).{a})"
-    return values
 
 
 def statement_indent(original: str, launch: Launch) -> str:
@@ -170,7 +95,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
     bound = _bound_arguments(args, needed)
     launch_args = [f"pc_arg{k}" if k in bound else a for k, a in enumerate(args)]
     temporaries = [{"name": f"pc_arg{k}", "value": args[k]} for k in bound]
-    # host values in long long, as the device's bounds (codegen/isl_c.py): a size_t
+    # host values in long long, as the device's bounds (model/isl_c.py): a size_t
     # or unsigned size would wrap at `n - 1` and mix types in the comparisons
     values = {p.name: f"((long long)({launch_args[position[p.name]].strip()}))"
               for p in kernel.parameters if position[p.name] in needed}
@@ -227,7 +152,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
                     "block": [f"pc_block0.{a}" for a in "xyz"], "args": launch_args}
     return render_template(
         "launch.cu.j2", note=note + (" where the run-time check holds" if checks else ""),
-        name=_plain(name), was=[_plain(c) for c in config],
+        name=plain_text(name), was=[plain_text(c) for c in config],
         config=config, evaluate_config=evaluate_config or bool(checks),
         temporaries=temporaries,
         original_geometry=original_geometry, extents=extents, counts=counts, launches=launches,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from polycoal.codegen.launch import has_side_effects
+from polycoal.frontend.launch_text import has_side_effects
 from polycoal.frontend.lexer import (ASSIGNMENTS, Token, apply_edits, matching,
                                      split_top_level, tokenize)
 from polycoal.frontend.program import Kernel, Launch, Program

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from polycoal.codegen.launch import _plain, launch_parts, qualified_names, statement_indent
+from polycoal.codegen.launch import statement_indent
+from polycoal.frontend.launch_text import launch_parts, plain_text, qualified_names
 from polycoal.templates import render_template
 from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
@@ -553,8 +554,8 @@ def permute_launch(original: str, launch: Launch, perm: Permutation,
                         "block": [f"pc_block0.{n}" for n in "xyz"], "args": args}
     return render_template(
         "launch.cu.j2", note=f"thread axes permuted ({perm.describe()})"
-        + (" where the launch's geometry allows" if checks else ""), name=_plain(name),
-        was=[_plain(c) for c in config], config=config, evaluate_config=True,
+        + (" where the launch's geometry allows" if checks else ""), name=plain_text(name),
+        was=[plain_text(c) for c in config], config=config, evaluate_config=True,
         temporaries=[], original_geometry=True, extents=[], counts=[],
         launches=[permuted], main=0, extra=config[2:], stream=None, args=args,
         indent=indent, inner=indent + "  ", checks=checks, fallback=fallback)

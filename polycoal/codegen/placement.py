@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from polycoal.codegen.launch import has_side_effects, launch_parts, statement_indent
+from polycoal.codegen.launch import statement_indent
+from polycoal.frontend.launch_text import has_side_effects, launch_parts
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel, Launch, Program
 from polycoal.templates import render_template

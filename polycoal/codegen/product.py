@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from polycoal.codegen.isl_c import condition_to_c
+from polycoal.model.isl_c import condition_to_c
 from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)

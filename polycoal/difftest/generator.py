@@ -40,6 +40,8 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from polycoal.difftest.judging import Check
+
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
             "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
             "structs", "irregular")
@@ -47,16 +49,6 @@ FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime"
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
          "double": ("", "fmin", "fmax", "fabs")}
-
-
-@dataclass
-class Check:
-    """How an array's checksums are compared: `kind` "exact" (bit-identical), or
-    "reduction" (floating-point additions or divisions reassociated by a transformation,
-    `terms` the longest reduction of the program, `ctype` float or double)."""
-    kind: str = "exact"
-    terms: int = 0
-    ctype: str = "float"
 
 
 @dataclass

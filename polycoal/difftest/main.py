@@ -23,9 +23,11 @@ import time
 from collections import Counter, defaultdict
 
 from polycoal.difftest.cxx import CONSTRUCTS
-from polycoal.difftest.generator import FAMILIES, Check, GeneratedProgram, generate
-from polycoal.difftest.runner import (OPTION_SETS, Nvcc, ProgramResult, Runner, command,
-                                      install_read_cache, uninstall_read_cache)
+from polycoal.difftest.generator import FAMILIES, GeneratedProgram, generate
+from polycoal.difftest.runner import Runner
+from polycoal.difftest.saved import load_program, program_metadata
+from polycoal.difftest.judging import (OPTION_SETS, Nvcc, ProgramResult, command,
+                                       install_read_cache, uninstall_read_cache)
 from polycoal.runtime.cpu_program import CpuProgramRunner
 from polycoal.runtime.gpu_program import GpuProgramRunner
 
@@ -56,7 +58,7 @@ def _job(task: tuple[int, str]) -> ProgramResult:
         r = _runner.run_seed(seed, family)
     except Exception:             # noqa: BLE001 - a tester bug must not stop the run
         import traceback
-        from polycoal.difftest.runner import Failure
+        from polycoal.difftest.judging import Failure
         r = ProgramResult(seed, family, "", "", [Failure(
             "generator-invalid", [], "the tester failed:\n" + traceback.format_exc()[-2000:])])
     r.seconds["total"] = time.monotonic() - start
@@ -153,45 +155,6 @@ def confirm_with_cli(path: str, option: str, failure) -> str:
         agrees = failure.output is not None and text == failure.output
         verdict = "exit 0, " + ("the same output" if agrees else "a different output")
     return f"{'yes' if agrees else 'NO'}: {verdict}"
-
-
-def program_metadata(p: GeneratedProgram) -> dict:
-    meta = {"seed": p.seed, "family": p.family, "variant": p.variant, "shape": p.shape,
-            "must_keep": p.must_keep, "keep_exempt": p.keep_exempt,
-            "checks": {k: [c.kind, c.terms, c.ctype] for k, c in p.checks.items()}}
-    if p.constructs:
-        meta["constructs"] = p.constructs
-    if p.files:
-        meta["files"] = sorted(p.files)             # beside the program
-    if p.project is not None:
-        meta["project"] = {k: v for k, v in p.project.items() if k != "files"}
-        meta["project"]["files"] = sorted(p.project["files"])     # in <name>.project/
-    return meta
-
-
-def load_program(path: str) -> GeneratedProgram:
-    with open(path) as f:
-        source = f.read()
-    meta_path = os.path.splitext(path)[0] + ".json"
-    meta = {}
-    if os.path.exists(meta_path):
-        with open(meta_path) as f:
-            meta = json.load(f)
-    checks = {k: Check(*v) for k, v in meta.get("checks", {}).items()}
-    names = re.findall(r'checksum\("(\w+)"', source)
-    checks = {n: checks.get(n, Check()) for n in names}
-    files = {}
-    for name in meta.get("files", []):
-        with open(os.path.join(os.path.dirname(path), name)) as f:
-            files[name] = f.read()
-    project = None
-    if "project" in meta:
-        from polycoal.difftest.project import read_project
-        project = read_project(os.path.splitext(path)[0] + ".project", meta["project"])
-    return GeneratedProgram(meta.get("seed", 0), meta.get("family", "replay"), source, checks,
-                            meta.get("must_keep", []), meta.get("shape", ""),
-                            meta.get("variant", ""), meta.get("keep_exempt", {}),
-                            meta.get("constructs", []), files, project)
 
 
 def summarize(results: list[ProgramResult], options: list[str]) -> dict:

@@ -263,7 +263,7 @@ def build_cpu(cpu, project: dict, root: str, texts: dict[str, str], directory: s
 def relaxed(project: dict) -> tuple[str, ...]:
     """nvcc's --expt-relaxed-constexpr where a file of the project names
     std::numeric_limits in a kernel (runner.relaxed_constexpr)."""
-    from polycoal.difftest.runner import relaxed_constexpr
+    from polycoal.difftest.judging import relaxed_constexpr
     return relaxed_constexpr("".join(project["files"].values()))
 
 
@@ -295,7 +295,7 @@ def run_project_transform(build: str, out: str, args: list[str], timeout: int):
     runner.TransformOutcome (its text None: the outputs are files under `out`). An
     internal error a unit confined (exit 3) is classed by its traceback, as in the
     single-file mode (POLYCOAL_TRACEBACK=1 prints it)."""
-    from polycoal.difftest.runner import TransformOutcome, _first_lines, dispatch
+    from polycoal.difftest.judging import TransformOutcome, _first_lines, dispatch
     saved = os.environ.get("POLYCOAL_TRACEBACK")
     os.environ["POLYCOAL_TRACEBACK"] = "1"
     try:
@@ -338,8 +338,8 @@ def _traceback_class_of(stderr: str) -> str:
 def judge_project(runner, program, result, tmp: str, transformed=None) -> None:
     """runner.Runner's judgement of a project program (`transformed`: option -> {unit
     path: text}, instead of polycoal, for testing the judge)."""
-    from polycoal.difftest.runner import (RUN_TIMEOUT, Failure, _errors, compare,
-                                          kept_unchanged, parse_checks, run_verdict)
+    from polycoal.difftest.judging import (RUN_TIMEOUT, Failure, _errors, compare,
+                                           kept_unchanged, parse_checks, run_verdict)
     project = program.project
     root = os.path.join(tmp, "project")
     build = write_project(project, root)
@@ -377,7 +377,7 @@ def judge_project(runner, program, result, tmp: str, transformed=None) -> None:
             return
         want_reverse = want
 
-    from polycoal.difftest.runner import OPTION_SETS
+    from polycoal.difftest.judging import OPTION_SETS
     outputs: dict[tuple, list[str]] = {}
     failures: dict[tuple[str, str], Failure] = {}
 

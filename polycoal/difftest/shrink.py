@@ -20,7 +20,8 @@ import time
 from dataclasses import replace
 
 from polycoal.difftest.generator import Check, GeneratedProgram
-from polycoal.difftest.runner import Nvcc, Runner
+from polycoal.difftest.runner import Runner
+from polycoal.difftest.judging import Nvcc
 
 TRANSFORM_CLASSES = ("traceback:", "validation-rejected", "exit-", "transform-timeout",
                      "no-output")
@@ -109,7 +110,7 @@ def shrink_saved(runner: Runner, path: str, cls: str, budget: float = 120.0,
                  log: bool = True) -> str | None:
     """Shrink the reproducer saved at `path` (main.save_reproducer) into <name>.min.cu
     (with its .json); returns that path, or None."""
-    from polycoal.difftest.main import load_program, program_metadata
+    from polycoal.difftest.saved import load_program, program_metadata
     import json
     program = load_program(path)
     option = "default"

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.model.poly import Poly
 
+# the prefixes of the parameters a kernel model gives the launch's geometry
+# (nthreads_x = gridDim.x * blockDim.x ...)
+LAUNCH_PARAMS = ("nthreads_", "blockDim_", "gridDim_")
+
 
 @dataclass(frozen=True)
 class ThreadDim:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import islpy as isl
 
 from polycoal.analysis.dependences import condition_text, racing_values
-from polycoal.codegen.isl_c import pw_aff_to_c
-from polycoal.codegen.kernel import LAUNCH_PARAMS
+from polycoal.model.isl_c import pw_aff_to_c
+from polycoal.model.kernel_model import LAUNCH_PARAMS
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 

@@ -66,7 +66,7 @@ class TileSizes:
 
     @property
     def text(self) -> str:
-        """The `--sizes` spelling (cli.parse_sizes reads it back)."""
+        """The `--sizes` spelling (options.parse_sizes reads it back)."""
         return f"tile={self.tile},threads={self.threads},chunk={self.chunk}" + \
             (f",blocks={self.blocks}" if self.blocks else "")
 

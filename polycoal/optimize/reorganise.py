@@ -28,8 +28,8 @@ from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.analysis.irregular import Irregular, irregular_references, read_only_parameters
 import islpy as isl
 
-from polycoal.codegen.isl_c import condition_to_c, pw_aff_to_c
-from polycoal.codegen.launch import has_side_effects, launch_parts, launch_values
+from polycoal.model.isl_c import condition_to_c, pw_aff_to_c
+from polycoal.frontend.launch_text import has_side_effects, launch_parts, launch_values
 from polycoal.frontend.program import Launch, Program, Span
 from polycoal.optimize.layout_cost import host_loops, weight_at
 

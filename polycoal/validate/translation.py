@@ -36,7 +36,8 @@ import re
 import islpy as isl
 
 from polycoal.analysis.dependences import _pair_relation, compute_dependences
-from polycoal.codegen.kernel import LAUNCH_PARAMS, GeneratedKernel
+from polycoal.codegen.kernel import GeneratedKernel
+from polycoal.model.kernel_model import LAUNCH_PARAMS
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import Access, KernelModel, Statement
 from polycoal.model.poly import Poly
