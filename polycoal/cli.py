@@ -88,6 +88,15 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--report", choices=("text", "json"), default="text")
     add_transform_options(validate)
     _add_run_options(validate, "random seed (default: a fresh one, printed)", None)
+    bench = sub.add_parser("bench", help="the performance model's prediction beside the "
+                           "measurement on the GPU, for every kernel (needs pycuda)")
+    bench.add_argument("input", help="a .cu file")
+    add_preprocessor_options(bench)
+    bench.add_argument("--repeat", type=int, default=10,
+                       help="timed launches per kernel (median reported)")
+    bench.add_argument("--report", choices=("text", "json"), default="text")
+    add_transform_options(bench)
+    add_arg_option(bench)
     trace = sub.add_parser("trace", help="instrument every global load and store, run the "
                            "kernels, and report the core paper's Algorithm 1 per reference")
     trace.add_argument("input", help="a .cu file")
@@ -293,6 +302,9 @@ def cmd_transform(args) -> int:
                   "kernels": [{"name": d.kernel, "action": d.action, "code": d.code, "reason": d.reason,
                                "axes": dict(d.generated.axis_dims) if d.generated else None,
                                "block": list(d.generated.block) if d.generated else None,
+                               # the performance model's prices of the forms proposed
+                               # and of the kernel as written, and the one taken
+                               "predicted": d.predicted.as_json() if d.predicted else None,
                                "empirical": [asdict(f) for f in d.empirical.candidates]
                                if d.empirical else None,
                                # conditions each launch checks on the host before it
@@ -450,6 +462,16 @@ def _validate_device(program, result, options, arguments, args) -> int:
     return 0 if all(v.ok and not v.slower for v in verdicts) else 1
 
 
+def cmd_bench(args) -> int:
+    from polycoal.bench import bench, table
+    program = _read(args)
+    require_usable(program)
+    rows = bench(program, transform_options(args), int_arguments(args), args.repeat)
+    print(json.dumps(rows, indent=1) if args.report == "json" else table(program.path, rows),
+          end="" if args.report == "text" else "\n")
+    return 0 if all(r["measured"] is None or r["measured"]["ok"] for r in rows) else 1
+
+
 def _trace_hardware(args, arguments):
     """Counters of the original kernels under Nsight Compute (reported, never fatal)."""
     from polycoal.dynamic.hardware import measure
@@ -556,7 +578,7 @@ def _dispatch(argv: list[str]) -> int:
     try:
         _check_outputs(args)
         return {"analyze": cmd_analyze, "transform": cmd_transform, "validate": cmd_validate,
-                "trace": cmd_trace, "prepare": cmd_prepare,
+                "trace": cmd_trace, "prepare": cmd_prepare, "bench": cmd_bench,
                 "place": cmd_place}[args.command](args)
     except InputError as error:
         print(error, file=sys.stderr)

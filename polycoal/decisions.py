@@ -50,6 +50,14 @@ class TransformOptions:
     preprocessor: PreprocessorOptions = PreprocessorOptions()
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
+    # the performance model chooses among the passes' forms and the kernel as written
+    # (analysis/roofline.py); off: the first form proposed is taken (the model reports)
+    model: bool = True
+    # sizes the model prices the forms at, beside the launch's known values (int kernel
+    # arguments by name): polycoal bench's run sizes; transform and validate price at
+    # the launch's values alone (unknown sizes: analysis/work.DEFAULT_EXTENT), so that
+    # the values a validation runs at never change the decision it validates
+    price_at: tuple[tuple[str, int], ...] = ()
     # the shapes of tiled products (--sizes): (kernel or "" for every kernel, tile,
     # threads, chunk, blocks), the last that names a kernel wins; none: chosen by the sizes
     sizes: tuple[tuple[str, int, int, int, int], ...] = ()
@@ -79,7 +87,8 @@ CHANGED = GENERATED | {"permuted", "layout", "reorganised"}   # the output diffe
 
 # Reason codes of kept kernels whose code is as good as polycoal can make it: nothing
 # would be better (not: polycoal could not).
-FINE_AS_IS = frozenset({"already-coalesced", "best-axis-order", "small-gain"})
+FINE_AS_IS = frozenset({"already-coalesced", "best-axis-order", "small-gain",
+                        "no-predicted-gain"})
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,9 @@ class KernelDecision:
     # codegen/permute.IndirectUses: the macro expansions and helper copies a permuted
     # kernel that reads thread indices through them needs (None: it reads none so)
     indirect: object = None
+    # analysis/roofline.Choice: the forms the passes proposed and the kernel as written,
+    # priced by the performance model, and the one taken (None: not priced)
+    predicted: object = None
 
     @property
     def checked(self) -> bool:

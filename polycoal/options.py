@@ -51,6 +51,10 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    help="leave alone a kernel that is race-free only for some values of its "
                    "arguments (by default it is transformed, and each launch checks the "
                    "condition on the host and runs the original where it fails)")
+    p.add_argument("--no-model", action="store_true",
+                   help="take the first form the passes propose, whatever the performance "
+                   "model predicts of it (the model only reports): to measure what the "
+                   "model keeps (polycoal bench)")
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
@@ -156,6 +160,7 @@ def transform_options(args, environ=None):
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),
+                            model=not getattr(args, "no_model", False),
                             layout=args.layout, reorganise=args.reorganise,
                             compile_check=args.compile_check,
                             empirical=args.empirical,

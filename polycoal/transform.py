@@ -23,8 +23,8 @@ from polycoal.analysis import KernelAnalysis, analyze_kernel
 from polycoal.analysis.aliasing import distinct_arrays
 from polycoal.codegen.kernel import _describe_dim, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
-from polycoal.decisions import (CHANGED, GENERATED, KernelDecision, TransformOptions,
-                                TransformResult, internal_error)
+from polycoal.decisions import (CHANGED, GENERATED, REASSOCIATING, KernelDecision,
+                                TransformOptions, TransformResult, internal_error)
 from polycoal.diagnostics import Diagnostic, InputError, Location
 from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import lower, read_program
@@ -38,7 +38,9 @@ from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, detect_races, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
+from polycoal.analysis.roofline import Choice, choose, predict, shipped_machine
 from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
+from polycoal.analysis.work import Geometry, form_work
 from polycoal.optimize.permutation import (Permutation, is_identity, launch_takes, needs_guard,
                                            solve_permutation)
 from polycoal.codegen.column import (generate_column_blocks, generate_column_phases,
@@ -46,12 +48,14 @@ from polycoal.codegen.column import (generate_column_blocks, generate_column_pha
                                      generate_tiled_reduction, split_extents)
 from polycoal.optimize.phases import MIN_SPLIT_TRIPS, PhasePlan, plan_phases
 from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, one_thread,
-                                         row_reduction_obstacle)
-from polycoal.optimize.restructure import Mapping, original_axes, solve_mapping
-from polycoal.optimize.staging import StagingPlan, staging_plan
+                                         reduction_geometry, row_reduction_obstacle)
+from polycoal.optimize.restructure import (Mapping, mapping_geometry, original_axes,
+                                           solve_mapping)
+from polycoal.optimize.staging import StagingPlan, staging_geometry, staging_plan
 from polycoal.codegen.staged import generate_staged
 from polycoal.codegen.product import generate_product, vector_width
-from polycoal.optimize.products import ProductPlan, TileSizes, product_plan, tile_set
+from polycoal.optimize.products import (ProductPlan, TileSizes, product_geometry, product_plan,
+                                        tile_set)
 from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.tiles import offsets_problems, skip_problems
@@ -214,12 +218,14 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
     # references that coalesce along two different dims, whatever the order: tiles
     # through shared memory serve both (optimize/staging.py), better than any order
     staging = staging_plan(model, d.analysis) if options.staging else None
+    candidates: list[tuple[KernelDecision, Geometry]] = []
     if isinstance(staging, StagingPlan):
-        return d.change(
+        candidates.append((d.change(
             "staged", f"its references coalesce along {_describe_dim(model, staging.x)}"
             f" and {_describe_dim(model, staging.y)}: {staging.describe}, both sides "
             "coalesced", generated=generate_staged(program.text, kernel, model, staging),
-            mapping=_mapping(d, (staging.x, staging.y), ()))
+            mapping=_mapping(d, (staging.x, staging.y), ())),
+            staging_geometry(model, staging)))
     if reductions and options.staging:
         product = product_plan(model, d.analysis, mapping, forced_sizes(options, kernel.name),
                                reassociate=options.reduction != "none")
@@ -229,14 +235,32 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
             except ValueError:
                 generated = None
             if generated is not None:
-                return d.change(
+                candidates.append((d.change(
                     "product", f"a product over {_describe_dim(model, product.i)} x "
                     f"{_describe_dim(model, product.j)}, summed along "
                     f"{_describe_dim(model, product.k)}: {product.describe}; " + (
                         "each term of the sum added to the accumulator on its own: "
                         "floating-point additions are reassociated" if product.split
                         else "the same sums in the same order"), generated=generated,
-                    mapping=_mapping(d, (product.j, product.i), (product.k,)))
+                    mapping=_mapping(d, (product.j, product.i), (product.k,))),
+                    product_geometry(model, product)))
+    try:
+        rest = _plan_mapped(program, kernel, d, options, old, old_cost, new_cost, single,
+                            no_gain, reductions)
+    except Exception as error:        # noqa: BLE001 - the other candidates still stand
+        if not candidates:
+            raise
+        rest = d.keep("internal-error", internal_error(kernel.name, kernel.location, error,
+                                                       "planning a candidate")[1])
+    return _chosen(d, candidates, rest, options, kernel.name)
+
+
+def _plan_mapped(program: Program, kernel: Kernel, d: KernelDecision,
+                 options: TransformOptions, old, old_cost, new_cost, single: bool,
+                 no_gain: bool, reductions) -> KernelDecision:
+    """The decision along the restructuring ILP's mapping: restructured, a reduction
+    form, phases, or kept."""
+    model, mapping = d.analysis.model, d.mapping
     starved = _starved(model, old, mapping) if old_cost is not None and \
         new_cost <= old_cost and not single else None
     if no_gain and starved is None:
@@ -263,6 +287,53 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
         f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)) + (
         f"; {starved}" if starved else ""),
         generated=generate_kernel(program.text, kernel, model, mapping, block))
+
+
+def _geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
+    """How the form `_plan_mapped` chose runs, for the performance model."""
+    if d.action == "restructured":
+        return mapping_geometry(d.analysis.model, d.mapping, d.generated.block,
+                                options.promote)
+    return reduction_geometry(len(d.generated.stages) if d.generated else 1)
+
+
+def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
+    """Whether the options ask for this form by name (--sizes for a tiled product,
+    --reduction warp/block/tiles/split for a reduction form): taken whatever the model
+    predicts, as a tuning experiment wants."""
+    if d.action == "product":
+        return forced_sizes(options, name) is not None
+    return d.action in REASSOCIATING and options.reduction in ("warp", "block", "tiles", "split")
+
+
+def _chosen(d: KernelDecision, candidates: list[tuple[KernelDecision, Geometry]],
+            rest: KernelDecision, options: TransformOptions, name: str) -> KernelDecision:
+    """The cheapest of the forms the passes proposed and the kernel as written, by the
+    performance model (analysis/roofline.py): a form is taken only where predicted
+    MARGIN times faster than the original. The choice rides on the decision
+    (`predicted`), for the reports."""
+    if rest.action != "unchanged":
+        candidates = candidates + [(rest, _geometry(rest, options))]
+    m = shipped_machine()
+    values = dict(options.price_at)           # polycoal bench: the sizes it runs at
+    work = form_work(d.analysis, m, values=values)
+    original = predict(work, m)
+    priced = [(c.action, predict(form_work(d.analysis, m, g, values), m))
+              for c, g in candidates]
+    taken = choose(original, priced)
+    forced = [k for k, (c, _) in enumerate(candidates) if _forced(c, options, name)]
+    if forced or (candidates and not options.model):   # the model only reports
+        taken = forced[0] if forced else 0
+    choice = Choice(original, tuple(priced), "original" if taken is None else priced[taken][0],
+                    work.assumed)
+    if taken is not None:
+        return replace(candidates[taken][0], predicted=choice)
+    if not candidates:
+        return replace(rest, predicted=choice)
+    why = choice.kept_because()
+    if rest.action == "unchanged" and rest.reason:
+        why += f"; {rest.reason}"
+    return replace(d.keep("no-predicted-gain", why), predicted=choice)
 
 
 # A launch of fewer threads than this leaves most of an H100/H200 idle (132
@@ -656,8 +727,25 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
                       f"would lower the global-memory cost{traced}): threads may race on "
                       f"'{racing}' (global memory; polycoal does not tell which barrier "
                       "orders them)")
-    return d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
-                    f"new <- original){traced}{_guard_note(launches, takes)}")
+    permuted = d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
+                        f"new <- original){traced}{_guard_note(launches, takes)}")
+    return replace(permuted, predicted=_priced_permutation(d, options))
+
+
+def _priced_permutation(d: KernelDecision, options: TransformOptions) -> Choice | None:
+    """The model's prices of a permutation and of the kernel as written, for the reports:
+    a permutation is decided by its warp-level cost on the whole block (on-chip veto,
+    MIN_GAIN), which sees shared memory and divergence the roofline does not."""
+    model = d.analysis.model
+    x = d.permutation.source.get("x", "x")
+    dim = next((t.name for t in model.thread_dims if t.axis == x and t.kind != "block"), None)
+    if dim is None:
+        return None
+    m = shipped_machine()
+    values = dict(options.price_at)
+    work = form_work(d.analysis, m, values=values)
+    form = predict(form_work(d.analysis, m, Geometry(x=dim), values), m)
+    return Choice(predict(work, m), (("permuted", form),), "permuted", work.assumed)
 
 
 def _guard_note(launches, takes: list[bool | None]) -> str:

@@ -170,7 +170,9 @@ def _problems(program, result, kernel: str, text: str) -> list[str]:
 
 @needs_nvcc
 def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
-    program, result = transform(EXTENT_ONE, promote=False)
+    # dims of extent one at small sizes: the forms as proposed (the model keeps two of
+    # them, 1.0-1.2x gains; testsuite/test_performance_model.py)
+    program, result = transform(EXTENT_ONE, promote=False, model=False)
     assert not failures(result), failures(result)
     assert set(actions(result).values()) == {"restructured"}, actions(result)
     assert "33 * 0 + pc_x" in result.text          # the AST writes the fixed i as 0
@@ -184,7 +186,8 @@ def test_dimensions_of_extent_one_validate_and_run(tmp_path, capsys):
     assert wrong != result.text
     assert any("same elements" in p for p in _problems(program, result, "first_row_n", wrong))
     assert not nvcc_errors(tmp_path, result.text, EXTENT_ONE)
-    assert main(["validate", "--cpu", str(EXTENT_ONE), "--arg", "n=20", "--seed", "6"]) == 0
+    assert main(["validate", "--cpu", str(EXTENT_ONE), "--arg", "n=20", "--seed", "6",
+                 "--no-model"]) == 0
     assert capsys.readouterr().out.count("PASS") == 3
 
 
@@ -197,7 +200,7 @@ def test_offsets_across_rows_validate():
     are compared as memory offsets, not by splitting the constant over the rows, which put
     65 in the column (the tester's seed-102594 class, 7 in 10,000 programs). Still one
     element off, or one row off, is caught."""
-    program, result = transform(GUARDED_OFFSET, promote=False, staging=False)
+    program, result = transform(GUARDED_OFFSET, promote=False, staging=False, model=False)
     assert not failures(result), failures(result)
     assert actions(result) == {"stencil": "restructured"}   # (staged by default)
     assert _problems(program, result, "stencil", result.text) == []

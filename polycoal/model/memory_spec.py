@@ -83,6 +83,10 @@ class MemorySpec:
     memories: tuple[Memory, ...]
     store_wait: float = 300.0      # cycles a read ordered after a store waits each trip
     latency_hiding: int = 16       # warps of an SM that overlap such waits
+    # the performance model's [roofline] and [operations] tables (analysis/roofline.py),
+    # as (key, value) pairs: a specification without them takes the shipped ones
+    roofline: tuple[tuple[str, float], ...] = ()
+    operations: tuple[tuple[str, float], ...] = ()
 
     def memory(self, name: str) -> Memory:
         found = next((m for m in self.memories if m.name == name), None)
@@ -205,9 +209,20 @@ def parse_spec(text: str, where: str = "memory specification") -> MemorySpec:
         return MemorySpec(str(data.get("name", "custom")), int(data.get("warp", 32)),
                           int(data.get("multiprocessors", 132)), memories,
                           float(data.get("store_wait", 300.0)),
-                          max(int(data.get("latency_hiding", 16)), 1))
+                          max(int(data.get("latency_hiding", 16)), 1),
+                          _numbers(data.get("roofline", {}), f"{where}, [roofline]"),
+                          _numbers(data.get("operations", {}), f"{where}, [operations]"))
     except (TypeError, ValueError) as e:
         raise InputError(f"{where}: {e}") from None
+
+
+def _numbers(table, where: str) -> tuple[tuple[str, float], ...]:
+    """A table of numbers as sorted (key, value) pairs."""
+    if not isinstance(table, dict) or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                    for v in table.values()):
+        raise InputError(f"{where}: expected a table of numbers")
+    return tuple(sorted((str(k), float(v)) for k, v in table.items()))
 
 
 def load_spec(path: str | None = None) -> MemorySpec:

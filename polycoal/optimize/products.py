@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 import islpy as isl
 from pycparser import c_ast
 
+from polycoal.analysis.work import Geometry
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
@@ -394,3 +395,19 @@ def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
         .set_dim_name(isl.dim_type.set, 1, "pc_j0")
     return origins.move_dims(isl.dim_type.param, origins.dim(isl.dim_type.param),
                              isl.dim_type.set, 0, 2)
+
+
+def product_geometry(model: KernelModel, plan: ProductPlan) -> Geometry:
+    """How a tiled product runs (for the performance model): its operands read from
+    global memory once per tile (`tile`-fold reuse), coalesced; each term's operands from
+    shared memory, `micro` values a thread serving `micro` x `micro` accumulators (a
+    float4 wavefront serves a warp four of them); blocks of threads x threads, as many
+    a multiprocessor as the sizes ask (two where the compiler chooses)."""
+    sizes = plan.sizes
+    block = sizes.threads * sizes.threads
+    scalars = frozenset(model.parameters) | frozenset(model.private)
+    return Geometry(coalesced=True, registers=True, axes=(plan.i, plan.j),
+                    per_thread=float(sizes.micro * sizes.micro), block_threads=block,
+                    resident=(sizes.blocks or 2) * block / 32, reuse=float(sizes.tile),
+                    staged=1.0 / sizes.micro, ilp=float(sizes.micro * sizes.micro),
+                    unrolled=True, hoisted=scalars)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from polycoal.analysis.work import Geometry
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
 
@@ -170,3 +171,16 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
            if v in str(first)):
         return Obstacle("geometry-dependent", "its range depends on the launch geometry")
     return None
+
+
+# threads a reduction form launches at least: it spreads the reduction loop over
+# enough warps to fill the device (one warp a row, columns split in groups)
+FILLING_THREADS = 132 * 2048
+
+
+def reduction_geometry(launches: int = 1) -> Geometry:
+    """How a reduction form runs (for the performance model): every reference
+    coalesced, the accumulators in registers, enough threads to fill the device, and
+    its launches (a split adds the combining one)."""
+    return Geometry(coalesced=True, registers=True, threads=FILLING_THREADS,
+                    launches=launches)

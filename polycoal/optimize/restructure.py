@@ -25,12 +25,14 @@ axes (more parallelism) are preferred, old thread dimensions first, on their own
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pulp
 
 from polycoal.analysis.coalescing import ReferenceReport
 from polycoal.analysis.dependences import Dependence, varies_along
+from polycoal.analysis.work import Geometry
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 from polycoal.model.poly import Poly
@@ -133,3 +135,12 @@ def solve_mapping(model: KernelModel, deps: list[Dependence],
     sequential = tuple(displaced + [f"c{k}" for k in range(model.depth)
                                     if f"c{k}" not in chosen])
     return Mapping(tuple(chosen), sequential, costs, parallel, ilp.problem_text(prob))
+
+
+def mapping_geometry(model: KernelModel, mapping: Mapping, block: tuple[int, int, int],
+                     promote: bool) -> Geometry:
+    """How a restructured kernel runs (for the performance model): lanes along the new
+    x dim, a thread per point of the new axes (the launch computes the grid from their
+    ranges), accumulators in registers where the promotion puts them there."""
+    return Geometry(x=mapping.axes[0], axes=tuple(mapping.axes),
+                    block_threads=math.prod(block), registers=promote)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from polycoal.analysis.work import Geometry
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import Access, KernelModel
 from polycoal.optimize.reduction import Obstacle
@@ -133,3 +134,11 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
 
 def _moves(access: Access, dims: list[str]) -> bool:
     return any(v in dims for m in access.flat.terms for v in m)
+
+
+def staging_geometry(model: KernelModel, plan: StagingPlan) -> Geometry:
+    """How a staged kernel runs (for the performance model): every global reference
+    coalesced, blocks of TILE x TILE_ROWS threads over the x and y dims' ranges (each
+    thread TILE / TILE_ROWS of a tile's rows)."""
+    return Geometry(coalesced=True, axes=(plan.x, plan.y), per_thread=TILE / TILE_ROWS,
+                    block_threads=TILE * TILE_ROWS)

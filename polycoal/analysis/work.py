@@ -1,0 +1,359 @@
+"""The work of a kernel's forms for the performance model (analysis/roofline.py).
+
+`form_work` counts, at the launch's sizes (unknown sizes taken as DEFAULT_EXTENT and
+reported), what one launch of a form does: every statement's instances (analysis/
+counting.py), their arithmetic weighted by the issue slots of each operation, a request
+per reference, the sectors each global reference touches per warp request, the bytes
+beyond the L1 and to memory, and one warp's dependent path. A form is the kernel as
+written (`AS_WRITTEN`: the lanes of a warp are its own thread indices), or a `Geometry`
+a pass plans: the dim whose consecutive values a warp's lanes take, the threads it
+launches, its blocks, whether its accumulators live in registers; passes add what their
+forms do beyond it (shared-memory tiles, further launches) to the Work this returns.
+
+Memory: a reference whose lanes share one element is served by the L1 (a broadcast);
+any other brings its sectors from the L2 each request. Memory traffic is each
+reference's footprint (its distinct elements: the instances over the loops whose
+counters it does not read are re-reads) unless the reference scatters and the
+footprints exceed the L2, when every sector it touches comes from memory again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from pycparser import c_ast
+
+from polycoal.analysis.coalescing import dynamic_offset, warp_sectors
+from polycoal.analysis.counting import count_statement
+from polycoal.analysis.roofline import Machine, Work
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import KernelModel, Statement
+from polycoal.model.poly import Poly
+
+DEFAULT_EXTENT = 4096
+WARP = 32
+LOOP_CONTROL = 2          # issue slots a statement's instance pays for its loop's control
+ADDRESS = 1               # issue slots of one reference's address arithmetic
+UNROLL = 4                # trips whose loads the compiler overlaps in a loop
+HEAVY_CALL = 4.0          # issue slots past which a call is not interleaved with another
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """How a form runs the kernel's statement instances on threads."""
+
+    x: str | None = None             # dim a warp's lanes run along (None: as written)
+    threads: float | None = None     # threads launched (None: from `axes`, or as written)
+    axes: tuple[str, ...] = ()       # dims on the threads: a thread per `per_thread`
+    per_thread: float = 1.0          # points of their ranges
+    block_threads: int | None = None
+    registers: bool = False          # accumulators in registers (no wait on a store)
+    coalesced: bool = False          # every global reference at its fewest sectors
+    resident: float | None = None    # warps a multiprocessor holds (None: full)
+    launches: int = 1
+    # tiles: a global read serves `reuse` instances from shared memory, each instance's
+    # read costing `staged` wavefronts and issue slots there; `ilp` independent
+    # accumulators a thread (its dependent path is shared among them)
+    reuse: float = 1.0
+    staged: float = 0.0
+    ilp: float = 1.0
+    # loops unrolled whole (no control per trip), and scalar parameters that scale a
+    # sum applied once outside it
+    unrolled: bool = False
+    hoisted: frozenset = frozenset()
+
+
+AS_WRITTEN = Geometry()
+
+
+def _value(formula: Poly, exact_value, model: KernelModel, assumed: set) -> float:
+    """A count at the launch's values; parameters it does not know are sizes of
+    DEFAULT_EXTENT, unless that empties the count (an offset such as a host loop's `k`
+    in `k + 1 <= j < n`): then such a parameter is taken as 0."""
+    if exact_value is not None:
+        return float(exact_value)
+    known = dict(model.parameter_values)
+    unknown = sorted(v for v in formula.variables if v not in known)
+
+    def at(zeros: frozenset) -> float:
+        values = {**known, **{v: 0 if v in zeros else DEFAULT_EXTENT for v in unknown}}
+        try:
+            return float(formula.value(values))
+        except (ValueError, ZeroDivisionError):
+            return 0.0
+    best = at(frozenset())
+    if best <= 0:
+        best = max([at(frozenset({v})) for v in unknown] + [best])
+    assumed.update(unknown)
+    return max(0.0, best)
+
+
+def instances(model: KernelModel, s: Statement, assumed: set) -> float:
+    c = count_statement(model, s)
+    return _value(c.formula, c.value, model, assumed)
+
+
+def _kind(s: Statement) -> str:
+    types = {a.element_type for a in s.accesses}
+    if any("double" in t for t in types):
+        return "double"
+    if any(t in ("float", "half", "__half") or "float" in t for t in types):
+        return "float"
+    return "int"
+
+
+def _product(node) -> bool:
+    return isinstance(node, c_ast.BinaryOp) and node.op == "*"
+
+
+def _scalar(node, scalars: frozenset) -> bool:
+    return isinstance(node, c_ast.ID) and node.name in scalars
+
+
+def operations(node, kind: str, m: Machine, tally: dict[str, float],
+               scalars: frozenset = frozenset()) -> float:
+    """Issue slots of the arithmetic of a statement's node, each operation's slots added
+    to `tally` by name. An addition of a product is fused with it (one FMA), as the
+    compiler contracts them; a product by one of `scalars` (a factor the form applies
+    once, outside its sum) costs nothing."""
+    if node is None:
+        return 0.0
+    slots = 0.0
+    name = None
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+        name = node.name.name
+        slots = m.operation(name)
+    elif isinstance(node, (c_ast.BinaryOp, c_ast.Assignment)):
+        op = node.op.rstrip("=") if isinstance(node, c_ast.Assignment) else node.op
+        right = node.rvalue if isinstance(node, c_ast.Assignment) else node.right
+        left = node.lvalue if isinstance(node, c_ast.Assignment) else node.left
+        if op in ("/", "%"):
+            name = {"double": "ddiv", "float": "fdiv"}.get(kind, "idiv") if op == "/" \
+                else "imod"
+            slots = m.operation(name)
+        elif op == "*" and (_scalar(left, scalars) or _scalar(right, scalars)):
+            slots = 0.0
+        elif op in ("+", "-") and kind != "int" and (_product(left) or _product(right)):
+            slots = 0.0                   # contracted with the product into an FMA
+        elif op:
+            slots = m.operation("double") if kind == "double" else 1.0
+    elif isinstance(node, c_ast.TernaryOp) or \
+            isinstance(node, c_ast.UnaryOp) and node.op in ("-", "!", "~"):
+        slots = 1.0
+    if name:
+        tally[name] = tally.get(name, 0.0) + slots
+    children = [node.name] if isinstance(node, c_ast.ArrayRef) else \
+        [child for _, child in node.children()]
+    return slots + sum(operations(c, kind, m, tally, scalars) for c in children)
+
+
+def _threads(model: KernelModel, assumed: set) -> float:
+    threads = 1.0
+    for d in model.thread_dims:
+        if d.kind == "block":
+            continue
+        span = isl_helpers.known_span(model, d.name)
+        if span is None:
+            span = DEFAULT_EXTENT
+            assumed.add(d.name)
+        threads *= max(1, span)
+    return threads
+
+
+def _extent(model: KernelModel, dim: str, assumed: set) -> float:
+    """The number of values of `dim`: where the launch's values fix it, else from its
+    bounds at DEFAULT_EXTENT for the sizes they leave open (reported)."""
+    span = isl_helpers.known_span(model, dim)
+    if span is not None:
+        return float(max(1, span))
+    lowers, uppers = isl_helpers.dim_bounds(model, dim)
+    if not lowers or not uppers:
+        assumed.add(dim)
+        return float(DEFAULT_EXTENT)
+    lo = max(_value(b, None, model, assumed) for b in lowers)
+    hi = min(_value(b, None, model, assumed) for b in uppers)
+    return max(1.0, hi - lo + 1)
+
+
+def _stride_along(model: KernelModel, s: Statement, flat: Poly, x: str) -> int | None:
+    """Elements between the references of two consecutive lanes when lanes run along
+    dim `x` (a thread dim or a loop counter c_k): None where it is not a number."""
+    offset = dynamic_offset(s, flat) if any(d.name == x for d in model.thread_dims) else flat
+    stride = offset.coefficient(x).substitute(dict(model.parameter_values))
+    if not stride.is_constant():
+        return None
+    value = stride.constant()
+    return int(value) if value.denominator == 1 else None
+
+
+def _sectors(model: KernelModel, s: Statement, a, report, geometry: Geometry
+             ) -> tuple[float, float, bool]:
+    """(sectors a warp request touches, the fewest it needs, whether the lanes share one
+    element) under `geometry`."""
+    ideal = float(report.ideal_sectors or max(1, -(-WARP * a.element_size // 32)))
+    if geometry.coalesced:
+        return ideal, ideal, False
+    if geometry.x is None:
+        if report.sectors is None:
+            return float(WARP), ideal, False
+        shared = all(st is not None and st == Poly() for st in report.strides.values())
+        return float(report.sectors), float(report.ideal_sectors or 1), shared
+    if a.flat is None:
+        return float(WARP), ideal, False
+    stride = _stride_along(model, s, a.flat, geometry.x)
+    if stride is None:
+        stride = 1 << 20
+    sectors, fewest = warp_sectors({"x": stride, "y": 0, "z": 0}, (WARP, 1, 1),
+                                   a.element_size, a.unit_bytes)
+    return float(sectors), float(fewest), stride == 0
+
+
+def _reuse_trips(model: KernelModel, s: Statement, a, assumed: set) -> float:
+    """Instances of `s` per distinct element of `a`: the extents of the dims (thread
+    indices and loop counters) its subscript does not read."""
+    trips = 1.0
+    if a.flat is None:
+        return trips
+    read = a.flat.variables
+    dims = [(d.name, d.name) for d in model.thread_dims] + \
+        [(loop.counter, loop.source_name) for loop in s.loops]
+    for name, shown in dims:
+        if name in read:
+            continue
+        extent = isl_helpers.known_span(model, name)
+        if extent is None:
+            extent = DEFAULT_EXTENT
+            assumed.add(shown)
+        trips *= max(1, extent)
+    return trips
+
+
+def _promoted(s: Statement, a) -> bool:
+    """Whether `a` is the accumulator of an update `s` a promoted form keeps in a
+    register: the element the update writes, the same for every trip of its loop."""
+    if not s.update or not s.loops or a.flat is None or a.space != "global":
+        return False
+    written = [w for w in s.accesses if w.kind == "write" and w.array == a.array]
+    return any(w.flat == a.flat for w in written) and \
+        s.loops[-1].counter not in a.flat.variables
+
+
+def _accumulates_in_memory(s: Statement, restrict: frozenset) -> bool:
+    """`X[...] op= e` inside a loop whose counter X's subscript does not read: each trip
+    loads what the trip before stored, unless X is a `__restrict__` pointer (the
+    compiler then keeps the element in a register)."""
+    if not s.update or not s.loops:
+        return False
+    written = [a for a in s.accesses if a.kind == "write" and a.space == "global"
+               and a.array not in restrict]
+    return any(a.flat is not None and s.loops[-1].counter not in a.flat.variables
+               for a in written)
+
+
+def _load_wait(model: KernelModel, s: Statement, m: Machine) -> float:
+    """Clocks a trip of `s`'s innermost loop waits for its loads: the memory latency
+    for a read whose lanes reach a new sector every trip, a share of it for one that
+    steps within a sector (a new sector every 32 / (step * size) trips), none for a
+    read the loop does not move."""
+    if not s.loops:
+        return m.memory_latency
+    counter = s.loops[-1].counter
+    wait = 0.0
+    for a in s.accesses:
+        if a.kind != "read" or a.space not in ("global", "constant"):
+            continue
+        if a.flat is None:
+            wait = m.memory_latency
+            continue
+        step = a.flat.coefficient(counter).substitute(dict(model.parameter_values))
+        if step == Poly():
+            continue
+        bytes_ = abs(float(step.constant())) * a.unit_bytes if step.is_constant() else 1e9
+        wait = max(wait, m.memory_latency * min(1.0, bytes_ / 32))
+    return wait
+
+
+def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
+              values: dict[str, int] | None = None) -> Work:
+    """The Work of one launch of the kernel of `analysis` under `geometry`, at the
+    launch's values and `values` (sizes the program is run at, `--arg`)."""
+    model = analysis.model
+    if values:
+        model = replace(model, parameter_values={**values, **model.parameter_values})
+    assumed: set = set()
+    threads = geometry.threads or (
+        max(float(geometry.block_threads or 1),
+            math.prod(_extent(model, a, assumed) for a in geometry.axes) / geometry.per_thread)
+        if geometry.axes else _threads(model, assumed))
+    warps = max(1.0, threads / WARP)
+    reports = {}
+    for r in analysis.references:
+        reports.setdefault(id(r.statement), []).append(r)
+    issue = l1 = shared = l2 = chain = 0.0
+    tally: dict[str, float] = {}
+    footprint_bytes = scattered = 0.0
+    restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict)
+    for s in model.statements:
+        n = instances(model, s, assumed)
+        if n <= 0:
+            continue
+        warp_n = max(n / WARP, n / threads)
+        kind = _kind(s)
+        own: dict[str, float] = {}
+        ops = operations(s.node, kind, m, own, geometry.hoisted)
+        for k, v in own.items():
+            tally[k] = tally.get(k, 0.0) + v * warp_n
+        requests = 0
+        reads_global = False
+        for r in reports.get(id(s), []):
+            a = r.access
+            if geometry.registers and _promoted(s, a):
+                continue                  # the accumulator, in a register
+            if a.space not in ("global", "constant"):
+                requests += 1 + ADDRESS
+                if a.space == "shared":
+                    shared += warp_n
+                continue
+            reuse = geometry.reuse if a.kind == "read" else 1.0
+            requests += (1 + ADDRESS) / reuse + (geometry.staged if reuse > 1 else 0.0)
+            shared += warp_n * geometry.staged if reuse > 1 else 0.0
+            reads_global = reads_global or (a.kind == "read" and reuse == 1)
+            sectors, fewest, broadcast = _sectors(model, s, a, r, geometry)
+            l1 += warp_n / reuse * (sectors if sectors > fewest else max(1.0, sectors / 4))
+            if not broadcast:
+                l2 += warp_n / reuse * sectors * 32
+            distinct = warp_n / _reuse_trips(model, s, a, assumed) * fewest * 32
+            footprint_bytes += distinct
+            if sectors > fewest:
+                scattered += max(0.0, warp_n / reuse * sectors * 32 - distinct)
+        control = LOOP_CONTROL if s.loops and not geometry.unrolled else 0
+        issue += warp_n * (ops + requests + control)
+        trips = n / threads
+        wait = _load_wait(model, s, m)
+        if _accumulates_in_memory(s, restrict) and not geometry.registers:
+            # each trip loads what the trip before stored, and waits for its other loads
+            per_trip = m.store_wait + wait
+        else:
+            per_trip = ops * m.alu_latency / UNROLL + (wait / UNROLL if reads_global else 0.0)
+        chain += trips * per_trip / geometry.ilp
+    dram = footprint_bytes + (scattered if footprint_bytes > m.l2_bytes else 0.0)
+    block_threads = geometry.block_threads or _block_threads(model)
+    block_warps = max(1.0, block_threads / WARP)
+    resident = geometry.resident or min(float(m.max_warps), m.max_blocks * block_warps)
+    heaviest = max(tally, key=tally.get) if tally else ""
+    # the accumulators of a tile are interleaved, up to four, unless a term calls a
+    # function of many instructions (its branches keep the calls apart)
+    calls = max((m.operation(k) for k in tally), default=1.0)
+    ilp = 1.0 if calls > HEAVY_CALL else min(geometry.ilp, 4.0)
+    return Work(issue=issue, l1_wavefronts=l1, ilp=ilp, shared_wavefronts=shared, l2_bytes=l2,
+                dram_bytes=dram, chain=chain, warps=warps, block_warps=block_warps,
+                resident=resident, launches=geometry.launches, heaviest=heaviest,
+                heaviest_share=(tally[heaviest] / issue if heaviest and issue else 0.0),
+                assumed=tuple(sorted(assumed)))
+
+
+def _block_threads(model: KernelModel) -> int:
+    if model.block_shape is not None:
+        return max(1, math.prod(model.block_shape))
+    return 256

@@ -1,0 +1,72 @@
+"""`polycoal bench`: the performance model's prediction beside the measurement, for
+every kernel of a program (needs a GPU and pycuda).
+
+The program is transformed twice: as `transform` does (the model chooses among the
+forms the passes propose and the kernel as written), and with the model only reporting
+(`--no-model`: the first form proposed is taken). Every form of the second run is
+validated and timed against the original on the device (validate/device.py: fresh
+random inputs, every array compared, the median of `repeats` event-timed launches
+after a warm-up), so a form the model keeps is measured too: the model was right where
+it took a form measured faster, or kept one measured no faster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from polycoal.analysis.roofline import MARGIN
+from polycoal.decisions import TransformOptions
+from polycoal.frontend.program import Program
+from polycoal.transform import transform_program
+from polycoal.validate.device import SLOWER_BELOW, validate_device
+
+
+def bench(program: Program, options: TransformOptions, arguments: dict[str, int],
+          repeats: int = 10) -> list[dict]:
+    """One row per kernel: what the model chose, the form the passes proposed, the
+    model's times (microseconds) and the measured ones (milliseconds)."""
+    options = replace(options, price_at=tuple(sorted(arguments.items())))
+    chosen = transform_program(program, options)
+    unmodelled = replace(options, model=False)
+    proposed = transform_program(program, unmodelled)
+    verdicts = {v.kernel: v for v in validate_device(program, proposed, unmodelled,
+                                                     arguments, repeats)}
+    forms = {d.kernel: d for d in proposed.decisions}
+    rows = []
+    for d in chosen.decisions:
+        p = forms.get(d.kernel, d)
+        row = {"kernel": d.kernel, "chosen": d.action, "code": d.code,
+               "proposed": p.action, "predicted": None, "predicted_speedup": None,
+               "measured": None, "agrees": None}
+        choice = d.predicted or p.predicted
+        if choice is not None:
+            row["predicted"] = choice.as_json()
+            priced = dict(choice.candidates).get(p.action)
+            if priced is not None:
+                row["predicted_speedup"] = choice.original.time_us / priced.time_us
+        v = verdicts.get(d.kernel)
+        if v is not None and v.speedup:
+            row["measured"] = {"ok": v.ok, "original_ms": v.original_ms,
+                               "form_ms": v.transformed_ms, "speedup": v.speedup}
+            # taken and not measured slower, or kept and not measured a real gain
+            row["agrees"] = v.speedup >= SLOWER_BELOW if d.action != "unchanged" else \
+                v.speedup < MARGIN
+        rows.append(row)
+    return rows
+
+
+def table(path: str, rows: list[dict]) -> str:
+    """The rows as text: one line a kernel."""
+    out = [f"polycoal bench {path}",
+           f"  {'kernel':26s} {'chosen':12s} {'form measured':14s} {'predicted':>10s} "
+           f"{'measured':>9s}  {'original ms':>11s} {'form ms':>9s}  agrees"]
+    for r in rows:
+        m = r["measured"]
+        p = r["predicted_speedup"]
+        predicted = f"{p:.2f}x" if p else "-"
+        measured, original, form = (f"{m['speedup']:.2f}x", f"{m['original_ms']:.4f}",
+                                    f"{m['form_ms']:.4f}") if m else ("-", "-", "-")
+        agrees = "-" if r["agrees"] is None else "yes" if r["agrees"] else "NO"
+        out.append(f"  {r['kernel'][:26]:26s} {r['chosen']:12s} {r['proposed']:14s} "
+                   f"{predicted:>10s} {measured:>9s}  {original:>11s} {form:>9s}  {agrees}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,137 @@
+"""The performance model (analysis/roofline.py, analysis/work.py) and the driver's choice
+among the forms the passes propose and the kernel as written (issue 33)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import replace
+
+import pytest
+
+from conftest import FIXTURES, POLYBENCH, runs_alike
+from polycoal.analysis.roofline import (MARGIN, Choice, Prediction, Work, choose, machine_of,
+                                        predict, shipped_machine)
+from polycoal.cli import main
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.model.memory_spec import load_spec, parse_spec
+from polycoal.transform import TransformOptions, transform_program
+
+POWF = FIXTURES / "pairwise_powf.cu"
+
+
+def _decision(path, kernel, options=TransformOptions(), defines=()):
+    preprocessor = PreprocessorOptions((str(path.parent),), defines)
+    program = read_program(str(path), preprocessor)
+    result = transform_program(program, replace(options, preprocessor=preprocessor))
+    return program, result, next(d for d in result.decisions if d.kernel == kernel)
+
+
+def test_a_compute_bound_kernel_is_bound_by_its_heaviest_operation():
+    m = shipped_machine()
+    work = Work(issue=1e9, l2_bytes=1e6, dram_bytes=1e6, warps=1e5, heaviest="powf",
+                heaviest_share=0.9)
+    p = predict(work, m)
+    assert p.bound == "powf-bound"
+    # little issue, much memory: memory binds
+    q = predict(replace(work, issue=1e3, dram_bytes=1e10), m)
+    assert q.bound == "memory-bound"
+
+
+def test_few_warps_without_independent_work_issue_slower():
+    m = shipped_machine()
+    busy = Work(issue=1e9, warps=1e5, resident=64)
+    sparse = replace(busy, resident=8)
+    assert predict(sparse, m).time_us > 1.5 * predict(busy, m).time_us
+    # independent accumulators make up for the warps
+    assert predict(replace(sparse, ilp=4.0), m).time_us == pytest.approx(
+        predict(busy, m).time_us)
+
+
+def test_each_launch_costs_its_overhead():
+    m = shipped_machine()
+    one = predict(Work(issue=10.0, warps=32), m)
+    three = predict(Work(issue=10.0, warps=32, launches=3), m)
+    assert three.time_us - one.time_us == pytest.approx(2 * m.launch_us)
+
+
+def test_choice_takes_a_form_only_past_the_margin():
+    original = Prediction(100.0, "memory-bound", ())
+    close = ("product", Prediction(100.0 / MARGIN * 1.01, "compute-bound", ()))
+    clear = ("restructured", Prediction(50.0, "memory-bound", ()))
+    assert choose(original, [close]) is None
+    assert choose(original, [clear, close]) == 0
+    # a later form replaces an earlier one only past the margin again
+    assert choose(original, [clear, ("reduced", Prediction(48.0, "x", ()))]) == 0
+    assert choose(original, [clear, ("reduced", Prediction(40.0, "x", ()))]) == 1
+    why = Choice(original, (close,), "original").kept_because()
+    assert why.startswith("kept: the tiled product is predicted only") and \
+        "memory-bound" in why
+
+
+def test_the_machine_comes_from_the_memory_specification():
+    shipped = shipped_machine()
+    assert shipped.operation("powf") > 40 * shipped.operation("fmaf")
+    spec = load_spec()
+    text = open(_shipped_path()).read()
+    custom = parse_spec(text.replace("clock_ghz = 1.66", "clock_ghz = 1.0"))
+    assert machine_of(custom).clock_ghz == 1.0
+    assert machine_of(replace(spec, roofline=(), operations=())) == shipped
+
+
+def _shipped_path():
+    from importlib import resources
+    return str(resources.files("polycoal.grammars") / "memory_sm90.toml")
+
+
+def test_a_powf_bound_product_is_kept_and_the_report_says_why(tmp_path, capsys):
+    """Pairwise distances with a powf per term: tiled, the kernel ran 0.76x as fast on
+    the H200 (docs/results/model-check-h200-2026-11-28-a.json); the model keeps it."""
+    _, result, d = _decision(POWF, "minkowski_rows")
+    assert d.action == "unchanged" and d.code == "no-predicted-gain", d.reason
+    assert d.reason.startswith("kept: the tiled product is predicted") and \
+        "slower" in d.reason and "powf-bound" in d.reason, d.reason
+    assert result.text == POWF.read_text()
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(POWF), "-o", str(out), "--report", "json"]) == 0
+    report = json.loads(capsys.readouterr().err)
+    predicted = report["kernels"][0]["predicted"]
+    assert predicted["unit"] == "us" and predicted["chosen"] == "original"
+    forms = [c["form"] for c in predicted["candidates"]]
+    assert forms[0] == "original" and "product" in forms
+    assert predicted["original"] == predicted["candidates"][0]["time"] > 0
+    assert out.read_text() == POWF.read_text()
+
+
+def test_without_the_model_the_first_form_is_taken_and_runs_alike(tmp_path):
+    small = tmp_path / "pairwise_small.cu"          # sizes the CPU runs in a moment
+    small.write_text("#define M 96\n#define N 40\n#define K 128\n" + POWF.read_text())
+    program, result, d = _decision(small, "minkowski_rows", TransformOptions(model=False))
+    assert d.action == "product" and d.predicted.chosen == "product"
+    assert choose(d.predicted.original, list(d.predicted.candidates)) is None
+    runs_alike(program.text, result.text, tmp_path)
+
+
+@pytest.mark.parametrize("program,kernel,form", [
+    ("gemm/gemm.cu", "gemm_kernel", "product"),
+    ("covariance/covariance.cu", "covar_kernel", "product"),
+    ("bicg/bicg.cu", "bicg_kernel2", "reduced"),
+    ("gesummv/gesummv.cu", "gesummv_kernel", "reduced")])
+def test_memory_bound_kernels_keep_their_forms(program, kernel, form):
+    """The forms measured 5-3000x faster on the H200 are predicted faster by more than
+    the margin, and taken."""
+    _, _, d = _decision(POLYBENCH / program, kernel)
+    assert d.action == form, d.reason
+    assert d.predicted.chosen == form
+    taken = dict(d.predicted.candidates)[form]
+    assert taken.time_us * MARGIN <= d.predicted.original.time_us
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_kept_kernel_compiles_as_the_input_does(tmp_path):
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(POWF), "-o", str(out)]) == 0
+    subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o", str(tmp_path / "o.o")],
+                   check=True, capture_output=True)
