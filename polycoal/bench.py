@@ -55,6 +55,42 @@ def bench(program: Program, options: TransformOptions, arguments: dict[str, int]
     return rows
 
 
+# a form measured less than this much faster than the kernel as written is no gain
+# beside the timing noise (validate/device.py: about 2% between repeats; 5% counted)
+MEASURED_GAIN = 1.05
+
+
+def measured_transform(program: Program, options: TransformOptions,
+                       arguments: dict[str, int], repeats: int = 10):
+    """`transform --measure`: the transform, each changed kernel validated and timed
+    beside the original on the device at the program's sizes (`arguments`), and the
+    transform again with every kernel that failed or was not measured MEASURED_GAIN
+    faster kept as written (code measured-slower). Returns the result and the
+    verdicts of the first run."""
+    from polycoal.diagnostics import InputError
+    from polycoal.validate.device import load_pycuda
+    try:
+        load_pycuda()
+    except InputError:
+        raise InputError("transform --measure runs kernels on the GPU: it needs pycuda "
+                         "(pip install 'polycoal[device]') and a GPU") from None
+    result = transform_program(program, options)
+    verdicts = validate_device(program, result, options, arguments, repeats)
+    keep = []
+    for v in verdicts:
+        if v.speedup is None and v.ok:
+            continue                                  # unchanged, or not timed
+        if not v.ok:
+            keep.append((v.kernel, f"measured on the device: {v.message}; kept as written"))
+        elif v.speedup < MEASURED_GAIN:
+            keep.append((v.kernel, f"measured on the device {v.speedup:.2f}x as fast as "
+                         f"written ({v.original_ms:.4g} ms -> {v.transformed_ms:.4g} ms): "
+                         "kept as written"))
+    if keep:
+        result = transform_program(program, replace(options, keep=tuple(keep)))
+    return result, verdicts
+
+
 def table(path: str, rows: list[dict]) -> str:
     """The rows as text: one line a kernel."""
     out = [f"polycoal bench {path}",

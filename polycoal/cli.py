@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     for what in ("model", "deps", "ilp", "schedule"):
         transform.add_argument(f"--dump-{what}", action="store_true",
                                help=f"print the {what} of each kernel on standard error")
+    transform.add_argument("--measure", action="store_true",
+                           help="run each changed kernel beside the original on the GPU at "
+                           "the program's sizes (--arg), as validate --device does, and keep "
+                           "the original where the change is not measured faster (needs "
+                           "pycuda)")
+    transform.add_argument("--repeat", type=int, default=10,
+                           help="with --measure: timed launches per kernel (median)")
     transform.add_argument("--dump-sizes", action="store_true",
                            help="print the shape of each tiled kernel on standard error, "
                            "as --sizes reads it")
@@ -288,7 +295,17 @@ def cmd_transform(args) -> int:
     program = _read(args)
     require_usable(program)
     options = transform_options(args)
-    result = transform_program(program, options)
+    if args.measure:
+        from polycoal.bench import measured_transform
+        result, verdicts = measured_transform(program, options, int_arguments(args),
+                                              args.repeat)
+        for v in verdicts:
+            if v.speedup is not None or not v.ok:
+                print(f"polycoal: kernel '{v.kernel}' measured: "
+                      + (f"{v.original_ms:.4g} ms -> {v.transformed_ms:.4g} ms "
+                         f"(x{v.speedup:.2f})" if v.speedup else v.message), file=sys.stderr)
+    else:
+        result = transform_program(program, options)
     for d in result.decisions:
         for flag, fn in (("dump_model", dumps.dump_model), ("dump_deps", dumps.dump_dependences),
                          ("dump_ilp", dumps.dump_ilp), ("dump_schedule", dumps.dump_schedule),

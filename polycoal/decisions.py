@@ -58,6 +58,9 @@ class TransformOptions:
     # the launch's values alone (unknown sizes: analysis/work.DEFAULT_EXTENT), so that
     # the values a validation runs at never change the decision it validates
     price_at: tuple[tuple[str, int], ...] = ()
+    # kernels kept as written whatever the passes propose, with why: those
+    # `transform --measure` found no faster on the device (kernel, reason)
+    keep: tuple[tuple[str, str], ...] = ()
     # the shapes of tiled products (--sizes): (kernel or "" for every kernel, tile,
     # threads, chunk, blocks), the last that names a kernel wins; none: chosen by the sizes
     sizes: tuple[tuple[str, int, int, int, int], ...] = ()

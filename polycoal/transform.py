@@ -124,6 +124,9 @@ def _takes_checked(d: KernelDecision, launch) -> bool | None:
 
 def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
     name = kernel.name
+    measured = dict(options.keep).get(name)
+    if measured is not None:
+        return KernelDecision(name, "unchanged", measured, code="measured-slower")
     if kernel.ast is None:
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
                               code="unparsed")
@@ -294,7 +297,12 @@ def _geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
     if d.action == "restructured":
         return mapping_geometry(d.analysis.model, d.mapping, d.generated.block,
                                 options.promote)
-    return reduction_geometry(len(d.generated.stages) if d.generated else 1)
+    launches = len(d.generated.stages) if d.generated else 1
+    loops = [l.loop.counter for l in d.analysis.loops if l.reduction]
+    if d.action == "reduced" and d.mapping is not None and loops:
+        rows = tuple(a for a in d.mapping.axes if a != loops[0])
+        return reduction_geometry(launches, rows, loops[0])
+    return reduction_geometry(launches)
 
 
 def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:

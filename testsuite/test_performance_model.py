@@ -135,3 +135,43 @@ def test_the_kept_kernel_compiles_as_the_input_does(tmp_path):
     assert main(["transform", str(POWF), "-o", str(out)]) == 0
     subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out), "-o", str(tmp_path / "o.o")],
                    check=True, capture_output=True)
+
+
+def test_kernels_measured_no_faster_are_kept_as_written():
+    """transform --measure keeps what the device found no faster: TransformOptions.keep."""
+    program, result, d = _decision(FIXTURES / "transform_cases.cu", "row_fill")
+    assert d.action == "restructured"
+    why = "measured on the device 0.97x as fast as written: kept as written"
+    options = TransformOptions(keep=(("row_fill", why),))
+    kept = transform_program(program, options)
+    row = next(x for x in kept.decisions if x.kernel == "row_fill")
+    assert row.action == "unchanged" and row.code == "measured-slower" and row.reason == why
+    others = {x.kernel: x.action for x in kept.decisions if x.kernel != "row_fill"}
+    assert others == {x.kernel: x.action for x in result.decisions if x.kernel != "row_fill"}
+    assert "row_fill(" in kept.text and "__pc" not in kept.text.split("row_fill(")[0][-200:]
+
+
+def test_measure_without_a_gpu_says_what_it_needs(tmp_path, capsys):
+    try:
+        import pycuda.driver  # noqa: F401
+        pytest.skip("pycuda is installed here")
+    except ImportError:
+        pass
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(FIXTURES / "transform_cases.cu"), "--measure",
+                 "-o", str(out)]) == 2
+    assert "--measure runs kernels on the GPU" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_bench_table_reads_the_rows():
+    from polycoal.bench import table
+    rows = [{"kernel": "k", "chosen": "unchanged", "proposed": "product",
+             "predicted_speedup": 0.7, "measured": {"ok": True, "original_ms": 1.0,
+                                                    "form_ms": 1.3, "speedup": 0.77},
+             "agrees": True},
+            {"kernel": "g", "chosen": "product", "proposed": "product",
+             "predicted_speedup": None, "measured": None, "agrees": None}]
+    text = table("x.cu", rows)
+    assert "0.70x" in text and "0.77x" in text and "yes" in text.splitlines()[2]
+    assert text.splitlines()[3].rstrip().endswith("-")

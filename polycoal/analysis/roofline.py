@@ -149,9 +149,9 @@ def predict(work: Work, m: Machine | None = None) -> Prediction:
 # that gains less is not worth its risk.
 MARGIN = 1.1
 
-FORM_NAMES = {"staged": "the staged tiles", "product": "the tiled product",
-              "restructured": "the restructured kernel", "reduced": "one warp per row",
-              "columns": "the column blocks", "split": "the split reduction",
+FORM_NAMES = {"staged": "the staged kernel", "product": "the tiled product",
+              "restructured": "the restructured kernel", "reduced": "the warp-per-row form",
+              "columns": "the column-block form", "split": "the split reduction",
               "tiled": "the tiled reduction", "permuted": "the permuted kernel",
               "original": "the kernel as written"}
 

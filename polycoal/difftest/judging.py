@@ -35,6 +35,9 @@ class Check:
 # option name -> `polycoal transform` arguments ("default" is --reduction auto)
 OPTION_SETS: dict[str, list[str]] = {
     "default": [],
+    # every pass's form as proposed, whatever the performance model predicts: the
+    # generated programs are small, and the model keeps most of their kernels
+    "no-model": ["--no-model"],
     "reduction=warp": ["--reduction", "warp"],
     "reduction=split": ["--reduction", "split"],
     "reduction=block": ["--reduction", "block"],
