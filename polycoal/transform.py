@@ -299,9 +299,11 @@ def _geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
                                 options.promote)
     launches = len(d.generated.stages) if d.generated else 1
     loops = [l.loop.counter for l in d.analysis.loops if l.reduction]
-    if d.action == "reduced" and d.mapping is not None and loops:
+    # one warp a row, or a block of 32 x 32 threads a 32 columns: 32 threads a row or
+    # column of the dims the reduction leaves
+    if d.action in ("reduced", "columns") and d.mapping is not None and loops:
         rows = tuple(a for a in d.mapping.axes if a != loops[0])
-        return reduction_geometry(launches, rows, loops[0])
+        return reduction_geometry(launches, rows, loops[0] if d.action == "reduced" else None)
     return reduction_geometry(launches)
 
 

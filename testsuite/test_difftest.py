@@ -475,10 +475,12 @@ def test_a_run_in_this_process_leaves_the_front_end_as_it_was(tmp_path, cpu_cach
 
 
 def _transform_generated(p, tmp_path) -> str:
-    """`polycoal transform` of a generated program (never refused, never crashing)."""
+    """`polycoal transform --no-model` of a generated program (never refused, never
+    crashing): the forms as the passes propose them (the programs are small, and the
+    performance model keeps most of their kernels)."""
     src, out = tmp_path / f"{p.seed}.cu", tmp_path / f"{p.seed}.out.cu"
     src.write_text(p.source)
-    assert cli_main(["transform", str(src), "-o", str(out)]) in (0, 1)
+    assert cli_main(["transform", str(src), "-o", str(out), "--no-model"]) in (0, 1)
     return out.read_text()
 
 

@@ -330,7 +330,7 @@ def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypat
     written = out.read_text()
     assert _definition(out, "row_fill") == _definition(CASES, "row_fill")
     assert "row_fill<<<(ROWS + 127) / 128, 128>>>(a, v, ROWS, COLS);" in written
-    assert _definition(out, "wrong_axis") != _definition(CASES, "wrong_axis")
+    assert _definition(out, "masked") != _definition(CASES, "masked")
 
 
 # --------------------------------------------------------------------------- bad input
@@ -481,7 +481,7 @@ def test_a_lone_carriage_return_ends_a_line_as_for_the_preprocessor(tmp_path, ca
     with_lf = _transform_bytes(tmp_path, body[:cut] + b" one\ntwo" + body[cut:], "lf")
     assert "not in the input file's text" not in capsys.readouterr().err
     assert with_cr == with_lf.replace(b" one\ntwo", b" one\rtwo", 1)
-    assert with_cr.count(b"polycoal: restructured") >= 3
+    assert with_cr.count(b"polycoal: restructured") >= 1 and with_cr != body
 
 
 def test_crlf_files_keep_crlf_in_the_changed_code(tmp_path):

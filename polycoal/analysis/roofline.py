@@ -51,6 +51,7 @@ class Machine:
     shared_bytes: int = 233472
     l2_bytes: int = 50 << 20
     memory_latency: float = 500.0
+    l2_latency: float = 300.0
     store_wait: float = 250.0
     alu_latency: float = 4.0
     issue_latency: float = 6.0

@@ -261,21 +261,21 @@ def _accumulates_in_memory(s: Statement, restrict: frozenset) -> bool:
                for a in written)
 
 
-def _load_wait(model: KernelModel, s: Statement, m: Machine, x: str | None) -> float:
-    """Clocks a trip of `s`'s innermost loop waits for its loads: the memory latency
+def _load_wait(model: KernelModel, s: Statement, latency: float, x: str | None) -> float:
+    """Clocks a trip of `s`'s innermost loop waits for its loads: the `latency`
     for a read whose lanes reach a new sector every trip, a share of it for one that
     steps within a sector (a new sector every 32 / (step * size) trips), none for a
     read the loop does not move. Where the lanes split the loop (`x` its counter), a
     trip steps a warp's width."""
     if not s.loops:
-        return m.memory_latency
+        return latency
     counter = s.loops[-1].counter
     wait = 0.0
     for a in s.accesses:
         if a.kind != "read" or a.space not in ("global", "constant"):
             continue
         if a.flat is None:
-            wait = m.memory_latency
+            wait = latency
             continue
         step = a.flat.coefficient(counter).substitute(dict(model.parameter_values))
         if step == Poly():
@@ -283,7 +283,7 @@ def _load_wait(model: KernelModel, s: Statement, m: Machine, x: str | None) -> f
         bytes_ = abs(float(step.constant())) * a.unit_bytes if step.is_constant() else 1e9
         if x == counter:
             bytes_ *= WARP
-        wait = max(wait, m.memory_latency * min(1.0, bytes_ / 32))
+        wait = max(wait, latency * min(1.0, bytes_ / 32))
     return wait
 
 
@@ -307,6 +307,7 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
     tally: dict[str, float] = {}
     footprint_bytes = scattered = 0.0
     restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict)
+    paths = []              # (statement, trips a thread, its issue slots, reads memory)
     for s in model.statements:
         n = instances(model, s, assumed)
         if n <= 0:
@@ -342,14 +343,33 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                 scattered += max(0.0, warp_n / reuse * sectors * 32 - distinct)
         control = LOOP_CONTROL if s.loops and not geometry.unrolled else 0
         issue += warp_n * (ops + requests + control)
-        trips = n / threads
-        wait = _load_wait(model, s, m, geometry.x)
+        paths.append((s, n / threads, ops, reads_global))
+    # a load's latency: the L2's where the kernel's data fits in it (it stays there
+    # between launches, and a launch reads what the one before wrote), else memory's
+    latency = m.l2_latency if footprint_bytes <= m.l2_bytes else m.memory_latency
+    # a loop that stores through a pointer that is not __restrict__ keeps its loads of
+    # other such pointers (which may alias it) after the stores before them: where the
+    # stored value waits for a load, the compiler overlaps none of its trips' loads
+    stored: dict = {}                 # innermost loop -> arrays stored in it
+    for s in model.statements:
+        if s.loops:
+            stored.setdefault(s.loops[-1], set()).update(
+                a.array for a in s.accesses if a.kind == "write" and a.space == "global"
+                and a.array not in restrict)
+    ordered = {loop for loop, arrays in stored.items() if arrays and any(
+        a.kind == "read" and a.space == "global" and a.array not in restrict
+        and a.array not in arrays
+        for s in model.statements if s.loops and s.loops[-1] == loop
+        for a in s.accesses)}
+    for s, trips, ops, reads_global in paths:
+        wait = _load_wait(model, s, latency, geometry.x)
         if _accumulates_in_memory(s, restrict) and not geometry.registers:
             # each trip loads what the trip before stored, and waits for its other loads
             per_trip = m.store_wait + wait
         else:
-            unroll = geometry.unroll or (CONSTANT_UNROLL if _constant_trips(model, s)
-                                         else UNROLL)
+            unroll = geometry.unroll or (
+                1 if s.loops and s.loops[-1] in ordered else
+                CONSTANT_UNROLL if _constant_trips(model, s) else UNROLL)
             per_trip = ops * m.alu_latency / unroll + (wait / unroll if reads_global else 0.0)
         chain += trips * per_trip / geometry.ilp
     dram = footprint_bytes + (scattered if footprint_bytes > m.l2_bytes else 0.0)
