@@ -31,10 +31,15 @@ def bench(program: Program, options: TransformOptions, arguments: dict[str, int]
     proposed = transform_program(program, unmodelled)
     verdicts = {v.kernel: v for v in validate_device(program, proposed, unmodelled,
                                                      arguments, repeats)}
-    forms = {d.kernel: d for d in proposed.decisions}
+    # the same kernels in the same order, though a template's copy is named apart where
+    # it changes (minkowski<512, 1024, 2048> runs as minkowski__pc_512_1024_2048)
+    if len(proposed.decisions) == len(chosen.decisions):
+        pairs = list(zip(chosen.decisions, proposed.decisions))
+    else:
+        forms = {d.kernel: d for d in proposed.decisions}
+        pairs = [(d, forms.get(d.kernel, d)) for d in chosen.decisions]
     rows = []
-    for d in chosen.decisions:
-        p = forms.get(d.kernel, d)
+    for d, p in pairs:
         row = {"kernel": d.kernel, "chosen": d.action, "code": d.code,
                "proposed": p.action, "predicted": None, "predicted_speedup": None,
                "measured": None, "agrees": None}
@@ -44,7 +49,7 @@ def bench(program: Program, options: TransformOptions, arguments: dict[str, int]
             priced = dict(choice.candidates).get(p.action)
             if priced is not None:
                 row["predicted_speedup"] = choice.original.time_us / priced.time_us
-        v = verdicts.get(d.kernel)
+        v = verdicts.get(p.kernel)
         if v is not None and v.speedup:
             row["measured"] = {"ok": v.ok, "original_ms": v.original_ms,
                                "form_ms": v.transformed_ms, "speedup": v.speedup}

@@ -3,6 +3,7 @@
 one JSON and a summary (needs nvcc, pycuda and a GPU).
 
     python tools/check_model.py --out DIR [--repeat 10] [PROGRAM.cu[:MACROS[:ARGS]] ...]
+    python tools/check_model.py --table DIR/model-check.json
 
 Without programs: every PolyBench/GPU program of polybench_inputs/ at its standard
 sizes and GEMM at 2048, and every fixture of testsuite/fixtures with a main (its
@@ -99,12 +100,39 @@ def summary(results: list[dict]) -> dict:
             "taken_and_slower": slower, "disagreements": disagree}
 
 
+def markdown(report: dict) -> str:
+    """The measured kernels of a report as a Markdown table (BENCHMARKS.md)."""
+    lines = ["| program | kernel | chosen | form measured | predicted original / form us "
+             "| measured original / form us | predicted | measured |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in report["programs"]:
+        for row in r.get("rows", []):
+            m, p = row["measured"], row["predicted"]
+            if not m or not p:
+                continue
+            times = {c["form"]: c["time"] for c in p["candidates"]}
+            form = times.get(row["proposed"])
+            lines.append(
+                f"| {r['program'].split('/')[-1]} | {row['kernel']} | {row['chosen']} | "
+                f"{row['proposed']} | {times['original']:.4g} / "
+                f"{'-' if form is None else f'{form:.4g}'} | "
+                f"{m['original_ms'] * 1e3:.4g} / {m['form_ms'] * 1e3:.4g} | "
+                f"{(row['predicted_speedup'] or 0):.2f}x | {m['speedup']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("programs", nargs="*")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--table", help="print the Markdown table of an earlier report")
     args = ap.parse_args()
+    if args.table:
+        print(markdown(json.load(open(args.table))), end="")
+        return 0
+    if not args.out:
+        ap.error("--out is required")
     from polycoal.validate.device import load_pycuda
     driver, _ = load_pycuda()
     results = []
