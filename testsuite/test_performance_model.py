@@ -175,3 +175,23 @@ def test_the_bench_table_reads_the_rows():
     text = table("x.cu", rows)
     assert "0.70x" in text and "0.77x" in text and "yes" in text.splitlines()[2]
     assert text.splitlines()[3].rstrip().endswith("-")
+
+
+def test_the_check_summarises_predicted_against_measured():
+    import sys
+    sys.path.insert(0, str(FIXTURES.parent.parent / "tools"))
+    from check_model import markdown, summary
+    row = {"kernel": "k", "chosen": "product", "proposed": "product",
+           "predicted": {"candidates": [{"form": "original", "time": 100.0},
+                                        {"form": "product", "time": 10.0}]},
+           "predicted_speedup": 10.0, "agrees": True,
+           "measured": {"ok": True, "original_ms": 0.1, "form_ms": 0.02, "speedup": 5.0}}
+    kept = dict(row, kernel="m", chosen="unchanged", predicted_speedup=0.5, agrees=True,
+                measured={"ok": True, "original_ms": 1.0, "form_ms": 1.6, "speedup": 0.625})
+    report = {"programs": [{"program": "a.cu", "rows": [row, kept]}]}
+    s = summary(report["programs"])
+    assert s["kernels_measured"] == 2 and s["priced"] == 2 and s["within_2x"] == 2
+    assert s["worst"]["kernel"] == "k" and s["worst"]["factor"] == pytest.approx(2.0)
+    assert s["taken_and_slower"] == [] and s["disagreements"] == []
+    assert "| a.cu | k | product | product | 100 / 10 | 100 / 20 | 10.00x | 5.00x |" in \
+        markdown(report)

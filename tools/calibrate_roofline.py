@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_copy_reference import timed  # noqa: E402  (median of event-timed runs)
 
 THREADS = 256
 CHAINS = 8
@@ -95,21 +99,6 @@ extern "C" __global__ void chase(const long long *next, long long *out, int step
     out[0] = k;
 }
 """
-
-
-def timed(cp, step, repeat: int) -> float:
-    """Median milliseconds of `step` over `repeat` event-timed runs after a warm-up."""
-    step()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times)
 
 
 def operation_costs(cp, sms: int, repeat: int) -> dict:
