@@ -51,11 +51,12 @@ from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, on
                                          reduction_geometry, row_reduction_obstacle)
 from polycoal.optimize.restructure import (Mapping, mapping_geometry, original_axes,
                                            solve_mapping)
-from polycoal.optimize.staging import StagingPlan, staging_geometry, staging_plan
-from polycoal.codegen.staged import generate_staged
-from polycoal.codegen.product import generate_product, vector_width
-from polycoal.optimize.products import (ProductPlan, TileSizes, product_geometry, product_plan,
-                                        tile_set)
+from polycoal.codegen.product import vector_width
+from polycoal.optimize.products import product_plan, tile_set
+from polycoal.optimize.staging import staging_plan
+from polycoal.passes import PASSES
+from polycoal.passes.base import Candidate, mapping_of
+from polycoal.passes.products import forced_sizes
 from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.tiles import offsets_problems, skip_problems
@@ -218,35 +219,11 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
     no_gain = tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) \
         or single
     reductions = [l for l in d.analysis.loops if l.reduction]
-    # references that coalesce along two different dims, whatever the order: tiles
-    # through shared memory serve both (optimize/staging.py), better than any order
-    staging = staging_plan(model, d.analysis) if options.staging else None
-    candidates: list[tuple[KernelDecision, Geometry]] = []
-    if isinstance(staging, StagingPlan):
-        candidates.append((d.change(
-            "staged", f"its references coalesce along {_describe_dim(model, staging.x)}"
-            f" and {_describe_dim(model, staging.y)}: {staging.describe}, both sides "
-            "coalesced", generated=generate_staged(program.text, kernel, model, staging),
-            mapping=_mapping(d, (staging.x, staging.y), ())),
-            staging_geometry(model, staging)))
-    if reductions and options.staging:
-        product = product_plan(model, d.analysis, mapping, forced_sizes(options, kernel.name),
-                               reassociate=options.reduction != "none")
-        if isinstance(product, ProductPlan):
-            try:
-                generated = generate_product(program.text, kernel, model, product)
-            except ValueError:
-                generated = None
-            if generated is not None:
-                candidates.append((d.change(
-                    "product", f"a product over {_describe_dim(model, product.i)} x "
-                    f"{_describe_dim(model, product.j)}, summed along "
-                    f"{_describe_dim(model, product.k)}: {product.describe}; " + (
-                        "each term of the sum added to the accumulator on its own: "
-                        "floating-point additions are reassociated" if product.split
-                        else "the same sums in the same order"), generated=generated,
-                    mapping=_mapping(d, (product.j, product.i), (product.k,))),
-                    product_geometry(model, product)))
+    # the passes' whole forms (passes/): staged tiles for references that coalesce along
+    # two different dims, whatever the order; register and shared-memory tiles for sums
+    # of products
+    candidates = [c for c in (p.propose(program, kernel, d, options)
+                              for p in PASSES) if c is not None]
     try:
         rest = _plan_mapped(program, kernel, d, options, old, old_cost, new_cost, single,
                             no_gain, reductions)
@@ -316,28 +293,28 @@ def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
     return d.action in REASSOCIATING and options.reduction in ("warp", "block", "tiles", "split")
 
 
-def _chosen(d: KernelDecision, candidates: list[tuple[KernelDecision, Geometry]],
+def _chosen(d: KernelDecision, candidates: list[Candidate],
             rest: KernelDecision, options: TransformOptions, name: str) -> KernelDecision:
     """The cheapest of the forms the passes proposed and the kernel as written, by the
     performance model (analysis/roofline.py): a form is taken only where predicted
     MARGIN times faster than the original. The choice rides on the decision
     (`predicted`), for the reports."""
     if rest.action != "unchanged":
-        candidates = candidates + [(rest, _geometry(rest, options))]
+        candidates = candidates + [Candidate(rest, _geometry(rest, options))]
     m = shipped_machine()
     values = dict(options.price_at)           # polycoal bench: the sizes it runs at
     work = form_work(d.analysis, m, values=values)
     original = predict(work, m)
-    priced = [(c.action, predict(form_work(d.analysis, m, g, values), m))
-              for c, g in candidates]
+    priced = [(c.decision.action, predict(form_work(d.analysis, m, c.geometry, values), m))
+              for c in candidates]
     taken = choose(original, priced)
-    forced = [k for k, (c, _) in enumerate(candidates) if _forced(c, options, name)]
+    forced = [k for k, c in enumerate(candidates) if _forced(c.decision, options, name)]
     if forced or (candidates and not options.model):   # the model only reports
         taken = forced[0] if forced else 0
     choice = Choice(original, tuple(priced), "original" if taken is None else priced[taken][0],
                     work.assumed)
     if taken is not None:
-        return replace(candidates[taken][0], predicted=choice)
+        return replace(candidates[taken].decision, predicted=choice)
     if not candidates:
         return replace(rest, predicted=choice)
     why = choice.kept_because()
@@ -555,7 +532,7 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
             "the core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
             "floating-point additions are reassociated",
             generated=generate_tiled_reduction(program.text, kernel, model, loop.loop.counter),
-            mapping=_mapping(d, (loop.loop.counter, model.thread_dims[0].name), ()))
+            mapping=mapping_of(d, (loop.loop.counter, model.thread_dims[0].name), ()))
     if options.reduction in ("auto", "block") and row is not None and (
             row.code == "reduction-shape" or
             (row.code == "coalesced-along-threads" and shape is not None)):
@@ -576,19 +553,6 @@ def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         return d.keep("row-reduction", f"a row reduction, which --reduction "
                       f"{options.reduction} does not restructure")
     return d.keep(row.code, row.text)
-
-
-def forced_sizes(options: TransformOptions, kernel: str) -> TileSizes | None:
-    """The tile shape --sizes gives this kernel (the last value naming it, else the last
-    naming no kernel), or None."""
-    named = [s for s in options.sizes if s[0] == kernel] or \
-        [s for s in options.sizes if not s[0]]
-    return TileSizes(*named[-1][1:]) if named else None
-
-
-def _mapping(d: KernelDecision, axes: tuple[str, ...], sequential: tuple[str, ...]) -> Mapping:
-    """The restructuring ILP's mapping with the axes a reduction form puts on threads."""
-    return Mapping(axes, sequential, d.mapping.costs, d.mapping.parallel, d.mapping.ilp)
 
 
 def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
@@ -612,7 +576,7 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
                 f"{loop.reduction}): a block of {generated.block[0]}x{generated.block[1]} "
                 "threads per 32 columns, its rows split the loop and add up in shared "
                 "memory; floating-point additions are reassociated", generated=generated,
-                mapping=_mapping(d, (model.thread_dims[0].name,), (loop.loop.counter,)))
+                mapping=mapping_of(d, (model.thread_dims[0].name,), (loop.loop.counter,)))
     generated = generate_column_split(program.text, kernel, model, loop.loop.counter, extents,
                                       options.split)
     columns, rows = generated.per_block[:2]
@@ -622,7 +586,7 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         f"({columns // 32} per thread), register sums, a shared-memory combine and "
         "atomicAdd; floating-point additions are reassociated" + fallback,
         generated=generated,
-        mapping=_mapping(d, (model.thread_dims[0].name, loop.loop.counter), ()))
+        mapping=mapping_of(d, (model.thread_dims[0].name, loop.loop.counter), ()))
 
 
 def _phase_plan(d: KernelDecision, options: TransformOptions) -> PhasePlan | Obstacle | None:
@@ -647,14 +611,14 @@ def _plan_column_phases(program: Program, kernel: Kernel, d: KernelDecision,
         "columns", f"a column kernel in phases: a block of {generated.block[0]}x"
         f"{generated.block[1]} threads per 32 columns; {plan.describe()}; floating-point "
         "additions are reassociated", generated=generated,
-        mapping=_mapping(d, (model.thread_dims[0].name,), ("c0",)))
+        mapping=mapping_of(d, (model.thread_dims[0].name,), ("c0",)))
 
 
 def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
                         options: TransformOptions, loop) -> KernelDecision:
     """One warp per row: the reduction loop split over the lanes (see codegen.kernel)."""
     model = d.analysis.model
-    mapping = _mapping(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
+    mapping = mapping_of(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
     block = options.block if options.block and options.block[0] % 32 == 0 and \
         options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
     how = ("a single thread ran it: one warp splits the loop (32 loads in flight instead "

@@ -177,6 +177,10 @@ def _extent(model: KernelModel, dim: str, assumed: set) -> float:
         return float(DEFAULT_EXTENT)
     lo = max(_value(b, None, model, assumed) for b in lowers)
     hi = min(_value(b, None, model, assumed) for b in uppers)
+    if hi < lo:            # an offset taken as a size (p in p <= j < n): taken as 0
+        known = dict(model.parameter_values)
+        lo = max(float(b.value({**known, **{v: 0 for v in b.variables if v not in known}}))
+                 for b in lowers)
     return max(1.0, hi - lo + 1)
 
 
