@@ -195,3 +195,10 @@ def test_the_check_summarises_predicted_against_measured():
     assert s["taken_and_slower"] == [] and s["disagreements"] == []
     assert "| a.cu | k | product | product | 100 / 10 | 100 / 20 | 10.00x | 5.00x |" in \
         markdown(report)
+
+
+def test_no_model_on_the_command_line_takes_the_proposed_form(tmp_path, capsys):
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(POWF), "-o", str(out), "--no-model"]) == 0
+    assert "polycoal: a product in register" in out.read_text()
+    assert "minkowski_rows' product" in capsys.readouterr().err
