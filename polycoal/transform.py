@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
 from polycoal.analysis.aliasing import distinct_arrays
-from polycoal.codegen.kernel import _describe_dim, default_block, generate_kernel
+from polycoal.codegen.kernel import describe_dim, default_block, generate_kernel
 from polycoal.codegen.launch import rewrite_launch
 from polycoal.decisions import (CHANGED, GENERATED, REASSOCIATING, KernelDecision,
                                 TransformOptions, TransformResult, internal_error)
@@ -38,7 +38,7 @@ from polycoal.frontend.dialect import cuda_dialect
 from polycoal.analysis.dependences import condition_text, detect_races, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
-from polycoal.analysis.roofline import Choice, choose, predict, shipped_machine
+from polycoal.analysis.roofline import Choice, Prediction, choose, predict, shipped_machine
 from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
 from polycoal.analysis.work import Geometry, form_work
 from polycoal.optimize.permutation import (Permutation, is_identity, launch_takes, needs_guard,
@@ -284,6 +284,19 @@ def _geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
     return reduction_geometry(launches)
 
 
+def _priced(d: KernelDecision, options: TransformOptions,
+            forms: list[tuple[str, Geometry]]) -> tuple[Prediction, list, tuple[str, ...]]:
+    """The kernel as written and each form (name, geometry) priced by the performance
+    model at the launch's sizes (and polycoal bench's, `price_at`), with the sizes it
+    took without knowing them."""
+    m = shipped_machine()
+    values = dict(options.price_at)
+    work = form_work(d.analysis, m, values=values)
+    return (predict(work, m),
+            [(form, predict(form_work(d.analysis, m, g, values), m)) for form, g in forms],
+            work.assumed)
+
+
 def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
     """Whether the options ask for this form by name (--sizes for a tiled product,
     --reduction warp/block/tiles/split for a reduction form): taken whatever the model
@@ -301,18 +314,14 @@ def _chosen(d: KernelDecision, candidates: list[Candidate],
     (`predicted`), for the reports."""
     if rest.action != "unchanged":
         candidates = candidates + [Candidate(rest, _geometry(rest, options))]
-    m = shipped_machine()
-    values = dict(options.price_at)           # polycoal bench: the sizes it runs at
-    work = form_work(d.analysis, m, values=values)
-    original = predict(work, m)
-    priced = [(c.decision.action, predict(form_work(d.analysis, m, c.geometry, values), m))
-              for c in candidates]
+    original, priced, assumed = _priced(d, options, [(c.decision.action, c.geometry)
+                                                      for c in candidates])
     taken = choose(original, priced)
     forced = [k for k, c in enumerate(candidates) if _forced(c.decision, options, name)]
     if forced or (candidates and not options.model):   # the model only reports
         taken = forced[0] if forced else 0
     choice = Choice(original, tuple(priced), "original" if taken is None else priced[taken][0],
-                    work.assumed)
+                    assumed)
     if taken is not None:
         return replace(candidates[taken].decision, predicted=choice)
     if not candidates:
@@ -345,7 +354,7 @@ def _starved(model, old: tuple[str, ...], mapping) -> str | None:
     threads = math.prod(spans)
     if threads >= STARVED_THREADS or threads * math.prod(more) < STARVED_GAIN * threads:
         return None
-    loops = ", ".join(_describe_dim(model, a) for a in extra)
+    loops = ", ".join(describe_dim(model, a) for a in extra)
     return (f"the original runs {threads} threads, too few to fill the GPU: the parallel "
             f"{loops} on threads as well ({threads * math.prod(more)} threads)")
 
@@ -715,11 +724,8 @@ def _priced_permutation(d: KernelDecision, options: TransformOptions) -> Choice 
     dim = next((t.name for t in model.thread_dims if t.axis == x and t.kind != "block"), None)
     if dim is None:
         return None
-    m = shipped_machine()
-    values = dict(options.price_at)
-    work = form_work(d.analysis, m, values=values)
-    form = predict(form_work(d.analysis, m, Geometry(x=dim), values), m)
-    return Choice(predict(work, m), (("permuted", form),), "permuted", work.assumed)
+    original, priced, assumed = _priced(d, options, [("permuted", Geometry(x=dim))])
+    return Choice(original, tuple(priced), "permuted", assumed)
 
 
 def _guard_note(launches, takes: list[bool | None]) -> str:
@@ -805,7 +811,7 @@ def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blo
 
 
 def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
-    return [(a, _describe_dim(model, dim)) for a, dim in zip("xyz", mapping.axes)]
+    return [(a, describe_dim(model, dim)) for a, dim in zip("xyz", mapping.axes)]
 
 
 def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:

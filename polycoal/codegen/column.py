@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from polycoal.codegen.kernel import (GeneratedKernel, Stage, _describe_dim, _signature,
+from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
                                      generate_kernel, thread_range)
 from polycoal.codegen.statements import render_accumulation
 from polycoal.frontend.program import Kernel
@@ -144,7 +144,7 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
     cols, rows = (over_threads, over_loop) if thread_axis == "x" else (over_loop, over_threads)
     text = render_template(
         template, signature=_signature(original, kernel, block),
-        column=_describe_dim(model, thread), loop=_describe_dim(model, counter),
+        column=describe_dim(model, thread), loop=describe_dim(model, counter),
         accumulators=_accumulators(model, kernel, {thread: "pc_x", counter: "pc_i"}),
         cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi, **values)
     first, extra, before, after = _before_after(original, kernel, model, thread, counter)

@@ -134,7 +134,7 @@ def _fresh(base: str, taken: set[str]) -> str:
     return name
 
 
-def _describe_dim(model: KernelModel, dim: str) -> str:
+def describe_dim(model: KernelModel, dim: str) -> str:
     for d in model.thread_dims:
         if d.name == dim:
             return f"{dim} (old thread index along {d.axis})"
@@ -508,12 +508,12 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     text = render_template(
         "kernel.cu.j2", signature=signature, hidden=hidden,
         old_geometry=old, old_block=model.block_shape,
-        new_axes=[(a, _describe_dim(model, d)) for d, a in axis_of.items()],
-        sequential=[_describe_dim(model, d) for d in mapping.sequential],
+        new_axes=[(a, describe_dim(model, d)) for d, a in axis_of.items()],
+        sequential=[describe_dim(model, d) for d in mapping.sequential],
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
         body=body, warp=bool(warp_reduction) and not column_groups,
         columns=column_groups, shared=shared, phased=phases is not None,
-        reduction=_describe_dim(model, warp_reduction) if warp_reduction else "")
+        reduction=describe_dim(model, warp_reduction) if warp_reduction else "")
     per_block = tuple(block)
     if column_groups:
         per_block = (32, 1, 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from polycoal.model.isl_c import condition_to_c
-from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
+from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
 from polycoal.codegen.statements import references, render_accumulation, renderer
@@ -145,8 +145,8 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         "product_tiles.cu.j2",
         signature=with_geometry(_signature(original, kernel, block, plan.sizes.blocks),
                                 hidden),
-        i_dim=_describe_dim(model, plan.i), j_dim=_describe_dim(model, plan.j),
-        k_dim=_describe_dim(model, plan.k), tile=tile, block=threads, micro=plan.micro,
+        i_dim=describe_dim(model, plan.i), j_dim=describe_dim(model, plan.j),
+        k_dim=describe_dim(model, plan.k), tile=tile, block=threads, micro=plan.micro,
         bk=bk, vector=vector, per_thread=tile * bk // (threads * threads),
         operands=operands, acc_type=element,
         tile_inside=passed_geometry(tile_inside, hidden),

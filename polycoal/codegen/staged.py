@@ -4,7 +4,7 @@ shared memory so that every global reference coalesces."""
 
 from __future__ import annotations
 
-from polycoal.codegen.kernel import (GeneratedKernel, _describe_dim, _signature,
+from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
 from polycoal.codegen.statements import references, renderer
@@ -61,7 +61,7 @@ def generate_staged(original: str, kernel: Kernel, model: KernelModel,
     body = render_template(
         "staged_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, block),
                                                       hidden),
-        x_dim=_describe_dim(model, plan.x), y_dim=_describe_dim(model, plan.y),
+        x_dim=describe_dim(model, plan.x), y_dim=describe_dim(model, plan.y),
         t=TILE, rows=TILE_ROWS, tiles=tiles, statement=statement,
         x_lo=rx.lo, x_hi=rx.hi, y_lo=ry.lo, y_hi=ry.hi)
     return GeneratedKernel(kernel.name, body, [rx, ry], block, hidden,

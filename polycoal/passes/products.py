@@ -4,7 +4,7 @@ plans the tiles and their sizes, codegen/product.py emits them)."""
 
 from __future__ import annotations
 
-from polycoal.codegen.kernel import _describe_dim
+from polycoal.codegen.kernel import describe_dim
 from polycoal.codegen.product import generate_product
 from polycoal.decisions import KernelDecision, TransformOptions
 from polycoal.frontend.program import Kernel, Program
@@ -34,8 +34,8 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     except ValueError:
         return None
     return Candidate(d.change(
-        "product", f"a product over {_describe_dim(model, plan.i)} x "
-        f"{_describe_dim(model, plan.j)}, summed along {_describe_dim(model, plan.k)}: "
+        "product", f"a product over {describe_dim(model, plan.i)} x "
+        f"{describe_dim(model, plan.j)}, summed along {describe_dim(model, plan.k)}: "
         f"{plan.describe}; " + (
             "each term of the sum added to the accumulator on its own: floating-point "
             "additions are reassociated" if plan.split else

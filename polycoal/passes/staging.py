@@ -4,7 +4,7 @@ coalesced (optimize/staging.py plans it, codegen/staged.py emits it)."""
 
 from __future__ import annotations
 
-from polycoal.codegen.kernel import _describe_dim
+from polycoal.codegen.kernel import describe_dim
 from polycoal.codegen.staged import generate_staged
 from polycoal.decisions import KernelDecision, TransformOptions
 from polycoal.frontend.program import Kernel, Program
@@ -21,8 +21,8 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     if not isinstance(plan, StagingPlan):
         return None
     return Candidate(d.change(
-        "staged", f"its references coalesce along {_describe_dim(model, plan.x)} and "
-        f"{_describe_dim(model, plan.y)}: {plan.describe}, both sides coalesced",
+        "staged", f"its references coalesce along {describe_dim(model, plan.x)} and "
+        f"{describe_dim(model, plan.y)}: {plan.describe}, both sides coalesced",
         generated=generate_staged(program.text, kernel, model, plan),
         mapping=mapping_of(d, (plan.x, plan.y), ())), staging_geometry(model, plan))
 
