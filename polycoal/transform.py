@@ -712,20 +712,30 @@ def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: 
                       "orders them)")
     permuted = d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
                         f"new <- original){traced}{_guard_note(launches, takes)}")
-    return replace(permuted, predicted=_priced_permutation(d, options))
+    choice = _priced_permutation(d, options)
+    if choice is not None and choice.chosen == "original" and options.model and not traced:
+        return replace(d.keep("no-predicted-gain", f"{why}; thread axes not permuted "
+                              f"({d.permutation.describe()} would lower the global-memory "
+                              f"cost): {choice.kept_because()}"), predicted=choice)
+    return replace(permuted, predicted=choice)
 
 
 def _priced_permutation(d: KernelDecision, options: TransformOptions) -> Choice | None:
-    """The model's prices of a permutation and of the kernel as written, for the reports:
-    a permutation is decided by its warp-level cost on the whole block (on-chip veto,
-    MIN_GAIN), which sees shared memory and divergence the roofline does not."""
+    """The model's prices of a permutation and of the kernel as written. A permutation
+    must pass two judges: its warp-level cost on the whole block (on-chip veto,
+    MIN_GAIN: shared memory and divergence, which the roofline does not see) and the
+    roofline's MARGIN at the launch's sizes (a kernel whose data sits in the L2, or whose
+    time is the launch's, gains nothing from coalescing). An order chosen by tracing the
+    addresses (strides the static model does not know) is taken on the trace's word."""
     model = d.analysis.model
     x = d.permutation.source.get("x", "x")
     dim = next((t.name for t in model.thread_dims if t.axis == x and t.kind != "block"), None)
     if dim is None:
         return None
     original, priced, assumed = _priced(d, options, [("permuted", Geometry(x=dim))])
-    return Choice(original, tuple(priced), "permuted", assumed)
+    taken = choose(original, priced)
+    return Choice(original, tuple(priced), "original" if taken is None else "permuted",
+                  assumed)
 
 
 def _guard_note(launches, takes: list[bool | None]) -> str:

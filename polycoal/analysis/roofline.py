@@ -44,7 +44,7 @@ class Machine:
     l2_bytes_per_clock: float = 60.0
     l1_wavefronts_per_clock: float = 1.0
     shared_wavefronts_per_clock: float = 1.0
-    launch_us: float = 8.0
+    launch_us: float = 10.0
     max_warps: int = 64
     max_blocks: int = 32
     registers: int = 65536

@@ -39,6 +39,11 @@ ADDRESS = 1               # issue slots of one reference's address arithmetic
 # count is a compile-time constant (fitted on the H200: a column sum over 4096 constant
 # rows waits 67 clocks a trip for loads of 500-600)
 UNROLL, CONSTANT_UNROLL = 4, 8
+# loads from memory a loop of unknown trip count overlaps on a warp's path, its body
+# unrolled UNROLL times behind a test of the trips left (fitted on the H200: a column
+# sum of 2048 trips from memory, one warp an SM, 193 clocks a trip at 500 clocks'
+# latency; from the L2, gramschmidt's norm of one column, 76 clocks a trip at 300)
+RUNTIME_OVERLAP = 2.6
 HEAVY_CALL = 4.0          # issue slots past which a call is not interleaved with another
 
 
@@ -154,9 +159,10 @@ def operations(node, kind: str, m: Machine, tally: dict[str, float],
 
 def _threads(model: KernelModel, assumed: set) -> float:
     threads = 1.0
+    whole = {d.axis for d in model.thread_dims if d.kind == "global"}
     for d in model.thread_dims:
-        if d.kind == "block":
-            continue
+        if d.kind == "block" and d.axis in whole:
+            continue              # counted by the axis's global index
         span = isl_helpers.known_span(model, d.name)
         if span is None:
             span = DEFAULT_EXTENT
@@ -348,9 +354,10 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
         control = LOOP_CONTROL if s.loops and not geometry.unrolled else 0
         issue += warp_n * (ops + requests + control)
         paths.append((s, n / threads, ops, reads_global))
-    # a load's latency: the L2's where the kernel's data fits in it (it stays there
-    # between launches, and a launch reads what the one before wrote), else memory's
-    latency = m.l2_latency if footprint_bytes <= m.l2_bytes else m.memory_latency
+    # a load's latency: the L2's where the kernel's data fits in a quarter of it (it
+    # stays there between launches, beside the data of the kernels around it, and a
+    # launch reads what the one before wrote), else memory's
+    latency = m.l2_latency if footprint_bytes <= m.l2_bytes / 4 else m.memory_latency
     # a loop that stores through a pointer that is not __restrict__ keeps its loads of
     # other such pointers (which may alias it) after the stores before them: where the
     # stored value waits for a load, the compiler overlaps none of its trips' loads
@@ -374,7 +381,11 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
             unroll = geometry.unroll or (
                 1 if s.loops and s.loops[-1] in ordered else
                 CONSTANT_UNROLL if _constant_trips(model, s) else UNROLL)
-            per_trip = ops * m.alu_latency / unroll + (wait / unroll if reads_global else 0.0)
+            # a loop of unknown trip count is unrolled UNROLL times; its loads from
+            # memory overlap less deep (RUNTIME_OVERLAP), those from the L2 all
+            overlap = RUNTIME_OVERLAP if not geometry.unroll and unroll == UNROLL and \
+                latency == m.memory_latency else unroll
+            per_trip = ops * m.alu_latency / unroll + (wait / overlap if reads_global else 0.0)
         chain += trips * per_trip / geometry.ilp
     dram = footprint_bytes + (scattered if footprint_bytes > m.l2_bytes else 0.0)
     block_threads = geometry.block_threads or _block_threads(model)
