@@ -1,61 +1,57 @@
-"""`transform_program`: decide, generate, validate and splice, kernel by kernel.
+"""The driver: `transform_program` runs the passes (polycoal/passes/) over a program,
+chooses, validates and splices.
 
-For each kernel, in this order of preference:
-1. polyhedral restructuring (affine, race-free kernels without synchronisation): the
-   restructuring ILP chooses the dims for the new thread axes; the kernel is generated
-   from the isl AST, its launches rewritten, and the result proven equivalent by
-   translation validation, or the kernel is kept;
-2. a reduction form (one warp per row, a column split, a block per 32 columns, tiles);
-3. a permutation of the thread axes (kernels outside the affine model);
-4. otherwise it is left byte-identical, with a diagnostic and a reason code that say why.
+For each kernel whose definition and launches are in the file, after the legality
+checks (races, aliasing, where the launches are):
+1. kernels in the affine model: the restructuring ILP's mapping is solved once; each
+   pass proposes its form (passes/staging.py, products.py, mapping.py with the
+   reduction forms of passes/reduction.py), the performance model prices every form and
+   the kernel as written at the launch's sizes (analysis/roofline.py), and the first
+   form predicted MARGIN times faster is taken, else the kernel is kept
+   (`no-predicted-gain`);
+2. kernels outside it: a permutation of the thread axes (passes/permutation.py), priced
+   the same way;
+3. then the program's passes: data layouts of arrays of structs (passes/layout.py) and
+   irregular references read from reorganised copies (passes/reorganisation.py);
+4. otherwise a kernel is left byte-identical, with a diagnostic and a reason code.
 Decisions are immutable values (polycoal/decisions.py); every change goes through the
-validators of its kind (VALIDATORS) before it is emitted. Only the text of transformed
-kernels and of their launch statements changes.
+validators of its kind (VALIDATORS) before it is emitted, and the output through nvcc
+where it is installed. Only the text of transformed kernels, their launch statements
+and a layout's or reorganisation's host code changes.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import replace
 
 from polycoal.analysis import KernelAnalysis, analyze_kernel
 from polycoal.analysis.aliasing import distinct_arrays
-from polycoal.codegen.kernel import describe_dim, default_block, generate_kernel
-from polycoal.codegen.launch import rewrite_launch
+from polycoal.codegen.kernel import generate_kernel
 from polycoal.decisions import (CHANGED, GENERATED, REASSOCIATING, KernelDecision,
                                 TransformOptions, TransformResult, internal_error)
 from polycoal.diagnostics import Diagnostic, InputError, Location
-from polycoal.dynamic.empirical import candidate_sources, search
 from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
 from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
-from polycoal.codegen.permute import (Refusal, indirect_uses, permute_kernel,
-                                      permute_launch, reads_indirectly,
-                                      warp_functions_called)
-from polycoal.frontend.dialect import cuda_dialect
-from polycoal.analysis.dependences import condition_text, detect_races, racing_values
+from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
-from polycoal.analysis.roofline import Choice, Prediction, choose, predict, shipped_machine
-from polycoal.analysis.warp_cost import MIN_GAIN, block_costs
-from polycoal.analysis.work import Geometry, form_work
-from polycoal.optimize.permutation import (Permutation, is_identity, launch_takes, needs_guard,
-                                           solve_permutation)
-from polycoal.codegen.column import (generate_column_blocks, generate_column_phases,
-                                     generate_column_split,
-                                     generate_tiled_reduction, split_extents)
-from polycoal.optimize.phases import MIN_SPLIT_TRIPS, PhasePlan, plan_phases
-from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, one_thread,
-                                         reduction_geometry, row_reduction_obstacle)
-from polycoal.optimize.restructure import (Mapping, mapping_geometry, original_axes,
-                                           solve_mapping)
+from polycoal.analysis.roofline import Choice, choose
+from polycoal.optimize.phases import plan_phases
+from polycoal.optimize.reduction import Obstacle, column_reduction_obstacle
+from polycoal.optimize.restructure import solve_mapping
 from polycoal.codegen.product import vector_width
 from polycoal.optimize.products import product_plan, tile_set
 from polycoal.optimize.staging import staging_plan
+from polycoal.codegen.edits import replacements, splice
 from polycoal.passes import PASSES
-from polycoal.passes.base import Candidate, mapping_of
+from polycoal.passes.mapping import form_geometry, plan_mapped
+from polycoal.passes.layout import (layout_host_edits, layout_notes, plan_program_layouts,
+                                    with_layouts)
+from polycoal.passes.permutation import plan_permutation
+from polycoal.passes.base import Candidate, decided_note, price_forms
 from polycoal.passes.products import forced_sizes
 from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
@@ -63,13 +59,10 @@ from polycoal.validate.tiles import offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
-from polycoal.optimize.layout_plan import LayoutDecision, plan_layouts, unroll_factors
-from polycoal.codegen.layout import (NotRewritable, definition_end, group_parameters,
-                                     rewrite_call, rewrite_kernel, runtime)
-from polycoal.codegen.layout import rewrite_launch as rewrite_layout_launch
+from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
-from polycoal import reorganisation
+from polycoal.passes import reorganisation
 from polycoal.codegen.irregular import groups as irregular_groups
 
 
@@ -95,25 +88,8 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
                 "the checked copy could never run"), assumption=None, disjoint=())
         return replace(d, reason=f"{d.reason}; under a run-time check at each launch: "
                        f"{checks} (the original kernel runs where it fails"
-                       f"{_decided_note(launches, takes)})")
+                       f"{decided_note(launches, takes)})")
     return replace(d, assumption=None, disjoint=())
-
-
-def _decided_note(launches, takes: list[bool | None], verdicts=(
-        (True, "always passes it (no check written)", "always pass it (no check written)"),
-        (False, "always fails it (left as written)", "always fail it (left as written)"))
-        ) -> str:
-    """`; the launch at line 40 always passes it...`: the launches whose known values
-    decide a run-time check, by verdict (`verdicts`: the verdict and what one launch, or
-    several, with it do)."""
-    note = ""
-    for verdict, one, several in verdicts:
-        lines = [str(l.location.line) for l, t in zip(launches, takes) if t is verdict]
-        if lines:
-            many = len(lines) > 1
-            note += (f"; the launch{'es' if many else ''} at line{'s' if many else ''} "
-                     f"{', '.join(lines)} {several if many else one}")
-    return note
 
 
 def _takes_checked(d: KernelDecision, launch) -> bool | None:
@@ -206,95 +182,24 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"
                if first else "polyhedral restructuring disabled (--no-polyhedral)")
-        return _plan_permutation(program, kernel, d, why, options)
+        return plan_permutation(program, kernel, d, why, options)
     mapping = solve_mapping(model, d.analysis.dependences, d.analysis.global_references)
     d = replace(d, mapping=mapping)
-    old = original_axes(model)
     if not mapping.axes:
         return d.keep("no-parallel-dimension", "no dimension is free of dependences")
-    old_cost = mapping.costs.get(old[0]) if old else None
-    new_cost = mapping.costs[mapping.axes[0]]
-    # a new x with a single value (a loop of one iteration) runs one lane per warp: no gain
-    single = isl_helpers.known_extent(model, mapping.axes[0]) == 1
-    no_gain = tuple(mapping.axes) == old or (old_cost is not None and new_cost >= old_cost) \
-        or single
-    reductions = [l for l in d.analysis.loops if l.reduction]
     # the passes' whole forms (passes/): staged tiles for references that coalesce along
     # two different dims, whatever the order; register and shared-memory tiles for sums
     # of products
     candidates = [c for c in (p.propose(program, kernel, d, options)
                               for p in PASSES) if c is not None]
     try:
-        rest = _plan_mapped(program, kernel, d, options, old, old_cost, new_cost, single,
-                            no_gain, reductions)
+        rest = plan_mapped(program, kernel, d, options)
     except Exception as error:        # noqa: BLE001 - the other candidates still stand
         if not candidates:
             raise
         rest = d.keep("internal-error", internal_error(kernel.name, kernel.location, error,
                                                        "planning a candidate")[1])
     return _chosen(d, candidates, rest, options, kernel.name)
-
-
-def _plan_mapped(program: Program, kernel: Kernel, d: KernelDecision,
-                 options: TransformOptions, old, old_cost, new_cost, single: bool,
-                 no_gain: bool, reductions) -> KernelDecision:
-    """The decision along the restructuring ILP's mapping: restructured, a reduction
-    form, phases, or kept."""
-    model, mapping = d.analysis.model, d.mapping
-    starved = _starved(model, old, mapping) if old_cost is not None and \
-        new_cost <= old_cost and not single else None
-    if no_gain and starved is None:
-        kept = _kept_order(d)
-        if not reductions:
-            # a reduction beside statements its loop carries other dependences for may
-            # still be distributed from them (optimize/phases.py)
-            plan = _phase_plan(d, options) if any(s.update for s in model.statements) \
-                else None
-            if isinstance(plan, PhasePlan):
-                return _plan_column_phases(program, kernel, d, options, plan)
-            return kept
-        reduced = _plan_reduction(program, kernel, d, options, reductions[0])
-        if reduced.action != "unchanged":
-            return reduced
-        return kept.keep(kept.code, f"{kept.reason}; loop '{reductions[0].loop.source_name}' "
-                         f"carries a reduction ({reduced.reason})")
-    unbounded = [a for a in mapping.axes if not all(isl_helpers.dim_bounds(model, a))]
-    if unbounded:
-        return d.keep("unbounded-range", f"the range of {unbounded[0]} has no affine bound, "
-                      "so no grid can be computed for it")
-    block = options.block or default_block(len(mapping.axes))
-    return d.change("restructured", "new geometry: " + ", ".join(
-        f"{a} = {what}" for a, what in _axis_descriptions(model, mapping)) + (
-        f"; {starved}" if starved else ""),
-        generated=generate_kernel(program.text, kernel, model, mapping, block))
-
-
-def _geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
-    """How the form `_plan_mapped` chose runs, for the performance model."""
-    if d.action == "restructured":
-        return mapping_geometry(d.analysis.model, d.mapping, d.generated.block,
-                                options.promote)
-    launches = len(d.generated.stages) if d.generated else 1
-    loops = [l.loop.counter for l in d.analysis.loops if l.reduction]
-    # one warp a row, or a block of 32 x 32 threads a 32 columns: 32 threads a row or
-    # column of the dims the reduction leaves
-    if d.action in ("reduced", "columns") and d.mapping is not None and loops:
-        rows = tuple(a for a in d.mapping.axes if a != loops[0])
-        return reduction_geometry(launches, rows, loops[0] if d.action == "reduced" else None)
-    return reduction_geometry(launches)
-
-
-def _priced(d: KernelDecision, options: TransformOptions,
-            forms: list[tuple[str, Geometry]]) -> tuple[Prediction, list, tuple[str, ...]]:
-    """The kernel as written and each form (name, geometry) priced by the performance
-    model at the launch's sizes (and polycoal bench's, `price_at`), with the sizes it
-    took without knowing them."""
-    m = shipped_machine()
-    values = dict(options.price_at)
-    work = form_work(d.analysis, m, values=values)
-    return (predict(work, m),
-            [(form, predict(form_work(d.analysis, m, g, values), m)) for form, g in forms],
-            work.assumed)
 
 
 def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
@@ -313,8 +218,8 @@ def _chosen(d: KernelDecision, candidates: list[Candidate],
     MARGIN times faster than the original. The choice rides on the decision
     (`predicted`), for the reports."""
     if rest.action != "unchanged":
-        candidates = candidates + [Candidate(rest, _geometry(rest, options))]
-    original, priced, assumed = _priced(d, options, [(c.decision.action, c.geometry)
+        candidates = candidates + [Candidate(rest, form_geometry(rest, options))]
+    original, priced, assumed = price_forms(d, options, [(c.decision.action, c.geometry)
                                                       for c in candidates])
     taken = choose(original, priced)
     forced = [k for k, c in enumerate(candidates) if _forced(c.decision, options, name)]
@@ -330,33 +235,6 @@ def _chosen(d: KernelDecision, candidates: list[Candidate],
     if rest.action == "unchanged" and rest.reason:
         why += f"; {rest.reason}"
     return replace(d.keep("no-predicted-gain", why), predicted=choice)
-
-
-# A launch of fewer threads than this leaves most of an H100/H200 idle (132
-# multiprocessors: under 4 warps each); a mapping that puts a parallel loop on threads
-# as well, at no higher coalescing cost, is taken when it gives STARVED_GAIN times more.
-STARVED_THREADS = 16384
-STARVED_GAIN = 8
-
-
-def _starved(model, old: tuple[str, ...], mapping) -> str | None:
-    """Why the mapping pays although it coalesces no better (the original runs too few
-    threads and the mapping adds parallel loops as thread axes), else None. Known counts
-    only: the launch's values must fix the ranges."""
-    threads_dims = [t.name for t in model.thread_dims]
-    extra = [a for a in mapping.axes if a not in threads_dims]
-    if not old or not extra:
-        return None
-    spans = [isl_helpers.known_span(model, a) for a in threads_dims]
-    more = [isl_helpers.known_span(model, a) for a in extra]
-    if None in spans or None in more:
-        return None
-    threads = math.prod(spans)
-    if threads >= STARVED_THREADS or threads * math.prod(more) < STARVED_GAIN * threads:
-        return None
-    loops = ", ".join(describe_dim(model, a) for a in extra)
-    return (f"the original runs {threads} threads, too few to fill the GPU: the parallel "
-            f"{loops} on threads as well ({threads * math.prod(more)} threads)")
 
 
 def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
@@ -493,18 +371,6 @@ def _passed_twice(program: Program, kernel: Kernel, pairs) -> str | None:
     return None
 
 
-def _kept_order(d: KernelDecision) -> KernelDecision:
-    """The order of the dims is kept, with a reason true of the references as analyze
-    reports them ("already coalesced" only when no global reference is uncoalesced)."""
-    bad = [r for r in d.analysis.global_references if r.coalesced is False]
-    if not bad:
-        return d.keep("already-coalesced", "already coalesced: no permutation lowers the cost")
-    return d.keep("no-better-order", (
-        f"no permutation lowers the cost ({len(bad)} uncoalesced reference"
-        f"{'s' if len(bad) > 1 else ''} stay{'' if len(bad) > 1 else 's'} so: "
-        f"{bad[0].access.text} at line {bad[0].access.location.line})"))
-
-
 def redundant_axes(analysis: KernelAnalysis) -> set[str]:
     """Axes along which every race runs, when the kernel never reads them: the threads
     along such an axis are copies doing the same work (PolyBench/GPU's ATAX and MVT, a
@@ -517,378 +383,6 @@ def redundant_axes(analysis: KernelAnalysis) -> set[str]:
     if any(not r.thread_dims for r in analysis.races):
         return set()
     return axes
-
-
-def _plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                    options: TransformOptions, loop) -> KernelDecision:
-    """Restructure a reduction as options.reduction says (auto: one warp per row for an
-    uncoalesced row reduction, a split for a coalesced but starved column reduction);
-    the changed decision, or the kernel kept with why not."""
-    model, analysis = d.analysis.model, d.analysis
-    if options.reduction == "none":
-        return d.keep("reduction-disabled", "reduction restructuring disabled (--reduction "
-                      "none)")
-    row = row_reduction_obstacle(model, analysis)
-    if options.reduction in ("auto", "warp") and row is None:
-        return _plan_row_reduction(program, kernel, d, options, loop)
-    shape = column_reduction_obstacle(model, analysis)
-    if options.reduction == "tiles":
-        refusal = row or shape
-        if refusal is not None:
-            return d.keep(refusal.code, refusal.text)
-        return d.change(
-            "tiled", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
-            "the core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
-            "floating-point additions are reassociated",
-            generated=generate_tiled_reduction(program.text, kernel, model, loop.loop.counter),
-            mapping=mapping_of(d, (loop.loop.counter, model.thread_dims[0].name), ()))
-    if options.reduction in ("auto", "block") and row is not None and (
-            row.code == "reduction-shape" or
-            (row.code == "coalesced-along-threads" and shape is not None)):
-        plan = _phase_plan(d, options)
-        if not isinstance(plan, Obstacle):
-            return _plan_column_phases(program, kernel, d, options, plan)
-        if row.code == "reduction-shape" and plan.code != "reduction-shape":
-            return d.keep(plan.code, plan.text)
-    if options.reduction in ("auto", "block", "split") and row is not None and \
-            row.code == "coalesced-along-threads":
-        if shape is not None:
-            return d.keep(shape.code, shape.text)
-        extents = split_extents(model, loop.loop.counter)
-        if extents[1] is not None and extents[1] < 1024:   # does not pay for its launches
-            return d.keep("short-loop", f"its loop runs {extents[1]} times: too short to split")
-        return _plan_column_reduction(program, kernel, d, options, extents, loop)
-    if row is None:
-        return d.keep("row-reduction", f"a row reduction, which --reduction "
-                      f"{options.reduction} does not restructure")
-    return d.keep(row.code, row.text)
-
-
-def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                           options: TransformOptions, extents: tuple[int | None, int | None],
-                           loop) -> KernelDecision:
-    """A coalesced but starved column reduction: split over row chunks (2-D blocks,
-    atomicAdd), or block-cooperative when asked (`--reduction block`: one launch, a block
-    per 32 columns, no atomics, so the sums come out the same on every run; it keeps fewer
-    loads in flight and measured 10% slower at n = 16384 on the H200)."""
-    model = d.analysis.model
-    fallback = ""
-    if options.reduction == "block":
-        try:
-            generated = generate_column_blocks(program.text, kernel, model, loop.loop.counter,
-                                               options.column_groups)
-        except ValueError as e:
-            fallback = f" (not one block per 32 columns: {e})"
-        else:
-            return d.change(
-                "columns", f"column reduction over '{loop.loop.source_name}' (into "
-                f"{loop.reduction}): a block of {generated.block[0]}x{generated.block[1]} "
-                "threads per 32 columns, its rows split the loop and add up in shared "
-                "memory; floating-point additions are reassociated", generated=generated,
-                mapping=mapping_of(d, (model.thread_dims[0].name,), (loop.loop.counter,)))
-    generated = generate_column_split(program.text, kernel, model, loop.loop.counter, extents,
-                                      options.split)
-    columns, rows = generated.per_block[:2]
-    return d.change(
-        "split", f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
-        f"split over more threads: {columns} columns x {rows} rows per block "
-        f"({columns // 32} per thread), register sums, a shared-memory combine and "
-        "atomicAdd; floating-point additions are reassociated" + fallback,
-        generated=generated,
-        mapping=mapping_of(d, (model.thread_dims[0].name, loop.loop.counter), ()))
-
-
-def _phase_plan(d: KernelDecision, options: TransformOptions) -> PhasePlan | Obstacle | None:
-    """The kernel's phases (optimize/phases.py) where options allow the form; asked for
-    by name (--reduction block), it is made for short loops too."""
-    if options.reduction not in ("auto", "block"):
-        return None
-    return plan_phases(d.analysis.model, d.analysis,
-                       0 if options.reduction == "block" else MIN_SPLIT_TRIPS)
-
-
-def _plan_column_phases(program: Program, kernel: Kernel, d: KernelDecision,
-                        options: TransformOptions, plan: PhasePlan) -> KernelDecision:
-    """A column kernel whose thread runs a sequence of loops, one of them a reduction
-    (optimize/phases.py): a block per 32 columns, its rows splitting each loop in turn."""
-    model = d.analysis.model
-    try:
-        generated = generate_column_phases(program.text, kernel, plan, options.column_groups)
-    except ValueError as e:
-        return d.keep("reduction-shape", f"not one block per 32 columns: {e}")
-    return d.change(
-        "columns", f"a column kernel in phases: a block of {generated.block[0]}x"
-        f"{generated.block[1]} threads per 32 columns; {plan.describe()}; floating-point "
-        "additions are reassociated", generated=generated,
-        mapping=mapping_of(d, (model.thread_dims[0].name,), ("c0",)))
-
-
-def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
-                        options: TransformOptions, loop) -> KernelDecision:
-    """One warp per row: the reduction loop split over the lanes (see codegen.kernel)."""
-    model = d.analysis.model
-    mapping = mapping_of(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
-    block = options.block if options.block and options.block[0] % 32 == 0 and \
-        options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
-    how = ("a single thread ran it: one warp splits the loop (32 loads in flight instead "
-           "of one) and adds up" if one_thread(model, [s for s in model.statements if s.loops])
-           else "one warp per row, the lanes split the loop (coalesced) and add up")
-    return d.change(
-        "reduced", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
-        f"{how} with a shuffle tree; floating-point additions are reassociated",
-        mapping=mapping,
-        generated=generate_kernel(program.text, kernel, model, mapping, block,
-                                  warp_reduction=loop.loop.counter))
-
-
-def _global_races_across_barriers(analysis: KernelAnalysis) -> str | None:
-    """An array of global memory threads of a kernel with barriers race on when the
-    barriers are not counted (the race analysis is skipped for such kernels: a barrier
-    orders a block's phases, and the model does not place it); None when there is none."""
-    model = analysis.model
-    if model is None or not model.synchronises or not model.statements:
-        return None
-    try:
-        return next((r.array for r in detect_races(model, ("global",))), None)
-    except Exception:       # noqa: BLE001 - not judged: taken as a race (never a change)
-        return "(its arrays: not judged)"
-
-
-def _plan_permutation(program: Program, kernel: Kernel, d: KernelDecision, why: str,
-                      options: TransformOptions) -> KernelDecision:
-    """Geometry permutation (any kernel), when it is legal and lowers the cost: the
-    static ILP's choice, or the empirical search's when it is asked for or when some
-    reference's strides are unknown to the static model (which then cannot tell the
-    axes apart by it)."""
-    dialect = cuda_dialect()
-    words = {t.text for t in tokenize(kernel.expanded)}
-    warp = sorted(words & (dialect.warp_functions | {"warpSize"}))
-    launches = program.launches_of(kernel.name)
-    if warp:
-        return d.keep("warp-dependent", f"{why}; no permutation: the kernel uses {warp[0]}, "
-                      "which depends on warps")
-    if (called := warp_functions_called(program, kernel)) is not None:
-        return d.keep("warp-dependent", f"{why}; no permutation: the kernel calls "
-                      f"{called[0]}, which uses {called[1]} (it depends on warps)")
-    if reads_indirectly(program, kernel):
-        # thread indices read through macros or helpers: the copy expands those macros
-        # and calls permuted copies of those helpers (codegen/permute.indirect_uses)
-        indirect = indirect_uses(program, kernel, options.preprocessor)
-        if isinstance(indirect, Refusal):
-            return d.keep(indirect.code, f"{why}; no permutation: {indirect.reason}")
-        d = replace(d, indirect=indirect)
-    # a component known only at run time is None: the launch checks it (guarded)
-    blocks = [l.block_shape or tuple(l.block_parts) for l in launches]
-    grids = [l.grid_shape or tuple(l.grid_parts) for l in launches]
-    d = replace(d, permutation=solve_permutation(d.analysis.global_references, blocks, grids))
-    if d.permutation.obstacle:
-        return d.keep("no-permutation", f"{why}; no permutation: {d.permutation.obstacle}")
-    unknown = any(r.access.flat is None for r in d.analysis.global_references)
-    traced = ""
-    if options.empirical or (unknown and options.empirical_fallback):
-        d, traced = _search_permutation(program, kernel, d, blocks, grids, options)
-    if d.permutation.is_identity or d.permutation.cost >= d.permutation.identity_cost:
-        narrow = d.permutation.narrow
-        if narrow and not traced:
-            return d.keep("no-launch-takes-copy", f"{why}; thread axes not permuted: every "
-                          f"launch's block has {' and '.join(f'{a} = 1' for a in narrow)}, "
-                          f"so a copy with {' or '.join(narrow)} as the new x (which would "
-                          "lower the global-memory cost) could never run")
-        return d.keep("best-axis-order", f"{why}; the thread axes are already in the best "
-                      f"order{traced}")
-    source = d.permutation.source
-    takes = [launch_takes(source, b, g) for b, g in zip(blocks, grids)]
-    veto = options.price_on_chip and _on_chip_veto(
-        d.analysis.model, source, [b for b, t in zip(blocks, takes) if t is not False],
-        "chosen by tracing" in traced)
-    if veto:
-        return d.keep(veto[0], f"{why}; thread axes not permuted ({d.permutation.describe()}"
-                      f" would lower the global-memory cost{traced}): {veto[1]}")
-    racing = _global_races_across_barriers(d.analysis)
-    if racing:
-        return d.keep("race", f"{why}; thread axes not permuted ({d.permutation.describe()} "
-                      f"would lower the global-memory cost{traced}): threads may race on "
-                      f"'{racing}' (global memory; polycoal does not tell which barrier "
-                      "orders them)")
-    permuted = d.change("permuted", f"{why}; thread axes permuted ({d.permutation.describe()}, "
-                        f"new <- original){traced}{_guard_note(launches, takes)}")
-    choice = _priced_permutation(d, options)
-    if choice is not None and choice.chosen == "original" and options.model and not traced:
-        return replace(d.keep("no-predicted-gain", f"{why}; thread axes not permuted "
-                              f"({d.permutation.describe()} would lower the global-memory "
-                              f"cost): {choice.kept_because()}"), predicted=choice)
-    return replace(permuted, predicted=choice)
-
-
-def _priced_permutation(d: KernelDecision, options: TransformOptions) -> Choice | None:
-    """The model's prices of a permutation and of the kernel as written. A permutation
-    must pass two judges: its warp-level cost on the whole block (on-chip veto,
-    MIN_GAIN: shared memory and divergence, which the roofline does not see) and the
-    roofline's MARGIN at the launch's sizes (a kernel whose data sits in the L2, or whose
-    time is the launch's, gains nothing from coalescing). An order chosen by tracing the
-    addresses (strides the static model does not know) is taken on the trace's word."""
-    model = d.analysis.model
-    x = d.permutation.source.get("x", "x")
-    dim = next((t.name for t in model.thread_dims if t.axis == x and t.kind != "block"), None)
-    if dim is None:
-        return None
-    original, priced, assumed = _priced(d, options, [("permuted", Geometry(x=dim))])
-    taken = choose(original, priced)
-    return Choice(original, tuple(priced), "original" if taken is None else "permuted",
-                  assumed)
-
-
-def _guard_note(launches, takes: list[bool | None]) -> str:
-    """What the launches of a permuted kernel check, for its reason: nothing where each
-    one's known geometry fits the permuted axes; otherwise which launches check at run
-    time, which fit without a check and which never take the permuted copy."""
-    if all(t is True for t in takes):
-        return ""
-    if all(t is None for t in takes):
-        return ("; the launch checks at run time that its geometry fits the permuted axes "
-                "and runs the original kernel where it does not")
-    return _decided_note(launches, takes, (
-        (None, "checks at run time that its geometry fits the permuted axes",
-         "check at run time that their geometry fits the permuted axes"),
-        (True, "fits the permuted axes (no check written)",
-         "fit the permuted axes (no check written)"),
-        (False, "never fits the permuted axes (left as written)",
-         "never fit the permuted axes (left as written)")))
-
-
-def _on_chip_veto(model, source: dict[str, str], blocks: list[tuple], traced: bool
-                  ) -> tuple[str, str] | None:
-    """Why a permutation the global-memory ILP chose is not applied (reason code, prose),
-    or None: the whole block's cost (analysis/warp_cost.py: global sectors, shared-memory
-    wavefronts, warps issued under thread-index guards) must fall by MIN_GAIN at every
-    launch's block shape. Where a block shape is known only at run time, a kernel with
-    shared-memory references is left alone (its bank conflicts depend on it). A choice
-    made by tracing saw the global references the static model cannot (indirect
-    subscripts): it is priced again only where there is shared memory it did not see."""
-    shared = [a.text for _, a in model.accesses() if a.space == "shared"]
-    if traced and not shared:
-        return None
-    shapes = sorted({b for b in blocks if all(isinstance(v, int) for v in b)})
-    if len(shapes) < len(set(blocks)):
-        if shared:
-            return ("uncertain-gain", "the gain is uncertain: a launch's block shape is known "
-                    f"only at run time, and the shared-memory accesses ({shared[0]}) may "
-                    "conflict in banks under the new axes")
-        return None
-    identity = {a: a for a in source}
-    for block in shapes:
-        before, after = block_costs(model, [identity, source], block)
-        if after.unpriced:
-            return ("uncertain-gain", f"the gain is uncertain: shared-memory access "
-                    f"{after.unpriced[0]} cannot be priced under the new axes")
-        gain = before.total / after.total if after.total else float("inf")
-        if gain < MIN_GAIN:
-            verdict = "slower" if gain < 1 else "too small a gain"
-            return ("small-gain", f"the whole block's cost predicts {verdict} (x{gain:.2f} "
-                    f"for a {block[0]}x{block[1]}x{block[2]} block: {before.describe()} "
-                    f"now, {after.describe()} permuted)")
-    return None
-
-
-def _search_permutation(program: Program, kernel: Kernel, d: KernelDecision, blocks, grids,
-                        options: TransformOptions) -> tuple[KernelDecision, str]:
-    """Run the empirical search (dynamic/empirical.py) over the candidates that the
-    launches allow; when every candidate was traced, its choice replaces the static one
-    (its costs: sectors beyond ideal). Returns the decision and how the choice was made,
-    for the reason, or "" when there was nothing to search (one candidate)."""
-    sources = candidate_sources(blocks, grids)
-    if len(sources) < 2:
-        return d, ""
-
-    def render(source: dict[str, str]) -> str:
-        if is_identity(source):
-            return program.text
-        trial = KernelDecision(kernel.name, "permuted", "",
-                               permutation=Permutation(source, 0, 0, ""),
-                               indirect=d.indirect)
-        return _splice(program.text, _replacements(program, [trial]))
-    choice = search(program.path, options.preprocessor, kernel.name, sources, render,
-                    dict(options.arguments))
-    d = replace(d, empirical=choice)
-    failed = [f for f in choice.candidates if f.error]
-    if failed:
-        return d, (f" (static choice: the empirical search could not trace "
-                   f"{failed[0].label()}: {failed[0].error})")
-    best, identity = choice.best, choice.candidates[0]
-    return replace(d, permutation=Permutation(
-        best.source, best.excess, identity.excess, "",
-        guarded=needs_guard(best.source, blocks, grids))), " (chosen by tracing)"
-
-
-def _axis_descriptions(model, mapping: Mapping) -> list[tuple[str, str]]:
-    return [(a, describe_dim(model, dim)) for a, dim in zip("xyz", mapping.axes)]
-
-
-def _splice(text: str, replacements: list[tuple[Span, str]]) -> str:
-    """`text` with the replacements, their lines ended as the file's (CRLF stays CRLF)."""
-    ending = line_ending(text)
-    out = []
-    pos = 0
-    for span, new in sorted(replacements, key=lambda r: (r[0].start, r[0].end)):
-        if span.start < pos:
-            raise ValueError("overlapping replacements")
-        out.append(text[pos:span.start])
-        out.append(with_line_ending(new, ending))
-        pos = span.end
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _replacements(program: Program, decisions: list[KernelDecision]) -> list[tuple[Span, str]]:
-    out = []
-    for d in decisions:
-        if d.action == "layout":
-            out.append((program.kernel(d.kernel).span, d.layout_text))
-            for launch, positions in d.layout.launches:
-                if launch.kernel == d.kernel:
-                    out.append((launch.span, rewrite_layout_launch(program, launch,
-                                                                   positions)))
-        if d.action == "permuted":
-            kernel = program.kernel(d.kernel)
-            if d.indirect is None and reads_indirectly(program, kernel):
-                raise ValueError(f"kernel {kernel.name} reads thread indices through "
-                                 "macros or helpers, and their expansions are not known")
-            permuted = permute_kernel(program.text, kernel, d.permutation, d.emitted,
-                                      d.indirect)
-            if d.emitted != d.kernel:          # the original stays for the launches'
-                permuted = program.text[kernel.span.start:kernel.span.end] + "\n\n" + permuted
-            out.append((kernel.span, permuted))
-            for launch in program.launches_of(d.kernel):
-                text = permute_launch(program.text, launch, d.permutation, d.emitted)
-                if text is not None:        # None: the launch never takes the copy
-                    out.append((launch.span, text))
-        if d.action not in GENERATED:
-            continue
-        kernel = program.kernel(d.kernel)
-        generated = d.generated.text
-        if d.emitted != d.kernel:      # a copy under a run-time check; the original stays
-            generated = program.text[kernel.span.start:kernel.span.end] + "\n\n" + re.sub(
-                rf"\b{re.escape(d.kernel)}(?=\s*\()", d.emitted, generated)
-        out.append((kernel.span, generated))
-        note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
-                "columns": "one block per 32 columns: ",
-                "tiled": "row reduction in tiles: ",
-                "staged": "32x32 tiles staged in shared memory: ",
-                "product": "a product in register and shared-memory tiles: "}.get(
-            d.action, "restructured geometry: ") + ", ".join(
-            f"{a} = {what.split(' (')[0]}" for a, what in
-            _axis_descriptions(d.analysis.model, d.mapping))
-        for launch in program.launches_of(d.kernel):
-            assumption = d.assumption
-            if assumption is not None:
-                verdict = decided(assumption, known_values(launch))
-                if verdict is False:
-                    continue        # never runs the copy: the launch stays as written
-                assumption = None if verdict else assumption
-            out.append((launch.span, rewrite_launch(
-                program.text, launch, kernel, d.generated.stages, d.generated.hidden, note,
-                assumption, d.emitted if d.emitted != d.kernel else None, d.disjoint)))
-    return out
 
 
 # Validators: every kind of change is checked by its own validator before it is
@@ -1137,7 +631,7 @@ def _change_units(decisions: list[KernelDecision]) -> list[tuple[str, ...]]:
 
 def _edit_lines(text: str, edits: list[tuple[Span, str, str | None]]
                 ) -> list[tuple[int, int, str | None]]:
-    """(first line, last line, kernel) of each edit in the spliced text (_splice: the
+    """(first line, last line, kernel) of each edit in the spliced text (splice: the
     edits in order, their lines ended as the file's)."""
     ending = line_ending(text)
     out, shift = [], 0
@@ -1184,7 +678,7 @@ def _rendered(program: Program, decisions: list[KernelDecision], errors: list[Di
     """The program text with every decision's edits (a kernel and its launches); a
     failure to render one is confined to its kernel (see _fail)."""
     out, edits = _edits(program, decisions, errors)
-    return out, _splice(program.text, [(span, new) for span, new, _ in edits])
+    return out, splice(program.text, [(span, new) for span, new, _ in edits])
 
 
 def _edits(program: Program, decisions: list[KernelDecision], errors: list[Diagnostic]
@@ -1195,7 +689,7 @@ def _edits(program: Program, decisions: list[KernelDecision], errors: list[Diagn
     out, edits = [], []
     for d in decisions:
         try:
-            edits += [(span, new, d.kernel) for span, new in _replacements(program, [d])]
+            edits += [(span, new, d.kernel) for span, new in replacements(program, [d])]
         except Exception as error:
             d = _fail(program, d, error, "rendering it and its launches", errors)
         out.append(d)
@@ -1205,116 +699,8 @@ def _edits(program: Program, decisions: list[KernelDecision], errors: list[Diagn
     except Exception as error:          # confined: every reorganised kernel stays
         out = [_fail(program, d, error, "rendering its reorganised references", errors)
                if d.action == "reorganised" else d for d in out]
-    shared += _layout_host_edits(program, out)
+    shared += layout_host_edits(program, out)
     return out, edits + [(span, new, None) for span, new in shared]
-
-
-def _layout_host_edits(program: Program, decisions: list[KernelDecision]
-                       ) -> list[tuple[Span, str]]:
-    """The host side of each layout in the output (made with the plan): the runtime
-    after the struct's definition, the runtime calls on its arrays through it."""
-    plans: list[LayoutDecision] = []
-    for d in decisions:
-        if d.action == "layout" and all(p is not d.layout for p in plans):
-            plans.append(d.layout)
-    out = []
-    for k, plan in enumerate(plans):       # the runtime's shared part with the first
-        out.append((Span(plan.insert_at, plan.insert_at), "\n" + plan.runtimes[k > 0]))
-        out += plan.host_edits
-    return out
-
-
-def _layout_plans(program: Program, decisions: list[KernelDecision],
-                  options: TransformOptions, errors: list[Diagnostic]) -> list[LayoutDecision]:
-    """The layouts of the program's arrays of structs (optimize/layout.py), each with the
-    text of its kernels in the new layout, or the reason it stays."""
-    if options.kernel is not None or options.layout == "none":
-        return []
-    analyses = [d.analysis for d in decisions if d.analysis and d.analysis.model]
-    try:
-        plans = plan_layouts(program, analyses, options.layout)
-    except Exception as error:          # confined: the layouts stay, the kernels go on
-        errors.append(Diagnostic("error", "internal-error", "internal error in polycoal "
-                                 f"while choosing data layouts ({type(error).__name__}: "
-                                 f"{error}); every layout is left as it is",
-                                 program.kernels[0].location if program.kernels else None))
-        return []
-    by_name = {d.kernel: d for d in decisions}
-    for plan in plans:
-        if not plan.changes:
-            continue
-        plan.texts = {}
-        name = None
-        try:
-            for name, params in plan.kernels.items():
-                d = by_name.get(name)
-                if d is None or d.analysis is None or d.analysis.model is None:
-                    raise NotRewritable(f"kernel '{name}' is not modelled")
-                if JUDGED in name:          # its kernel is read, and written, as it is
-                    raise NotRewritable(f"kernel '{name.split(JUDGED)[0]}' is read only "
-                                        "to judge it")
-                model = d.analysis.model
-                plan.unrolled[name] = unroll_factors(model, plan.layout, set(params))
-                plan.texts[name] = rewrite_kernel(program, program.kernel(name), params,
-                                                  plan.unrolled[name])
-            name = None
-            plan.host_edits = [(call.span, rewrite_call(call, plan.layout))
-                               for call in plan.calls]
-            plan.runtimes = (runtime(plan.layout, True), runtime(plan.layout, False))
-            plan.description = f"{plan.layout.describe()}: {plan.summary()}"
-        except NotRewritable as error:
-            plan.reason = f"kernel '{name}': {error}" if name else str(error)
-            continue
-        except Exception as error:        # confined: this struct's arrays stay as they are
-            what = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
-            where = program.kernel(name) if name else program.kernel(next(iter(plan.kernels)))
-            errors.append(Diagnostic("error", "internal-error", "internal error in polycoal "
-                                     f"while rewriting the arrays of {plan.struct.name} "
-                                     f"({what}); their layout is left as it is",
-                                     where.location if where else None, name))
-            plan.reason = f"internal error ({what})"
-            continue
-        at = definition_end(program, plan.struct.name)
-        first_use = min([program.kernel(n).span.start for n in plan.kernels] +
-                        [c.span.start for c in plan.calls])
-        plan.insert_at = at if at is not None else None
-        if at is None or at > first_use:
-            plan.reason = (f"struct {plan.struct.name} is not defined in this file before "
-                           "its arrays are used")
-    return plans
-
-
-def _layout_notes(program: Program, plans: list[LayoutDecision]) -> list[Diagnostic]:
-    """Why an array of structs that kernels read with a stride keeps its layout."""
-    out = []
-    for plan in plans:
-        if plan.changes or plan.layout.kind == "aos" and not plan.reason:
-            continue
-        kernel = program.kernel(plan.uses[0].kernel)
-        out.append(Diagnostic("note", "layout-kept", f"arrays of {plan.struct.name} keep "
-                              f"their layout: {plan.reason}",
-                              kernel.location if kernel else None, kernel.name if kernel
-                              else None))
-    return out
-
-
-def _with_layouts(decisions: list[KernelDecision], plans: list[LayoutDecision]
-                  ) -> list[KernelDecision]:
-    out = []
-    for d in decisions:
-        plan = next((p for p in plans if p.changes and d.kernel in p.kernels), None)
-        if plan is None:
-            out.append(d)
-            continue
-        params = ", ".join(f"'{p}'" for p in plan.kernels[d.kernel])
-        unrolled = "".join(f"; {why}" for _, why in
-                           sorted(plan.unrolled.get(d.kernel, {}).values()))
-        out.append(replace(d, action="layout", code="layout", layout=plan,
-                           layout_text=plan.texts[d.kernel], reason=(
-                               f"its array of {plan.struct.name} ({params}) is stored as "
-                               f"{plan.description}{unrolled}"),
-                           generated=None, mapping=None, assumption=None, disjoint=()))
-    return out
 
 
 def _promoted(program: Program, d: KernelDecision, errors: list[Diagnostic]) -> KernelDecision:
@@ -1581,9 +967,9 @@ def _transform(program: Program, options: TransformOptions,
                          f"(kernels: {known})")
     errors: list[Diagnostic] = []      # internal errors and rejections, per kernel
     decisions = [_planned(program, k, options, errors) for k in kernels]
-    plans = _layout_plans(program, decisions, options, errors)
+    plans = plan_program_layouts(program, decisions, options, errors)
     planned = decisions
-    decisions = _with_layouts(decisions, plans)
+    decisions = with_layouts(decisions, plans)
     decisions, text = _rendered(program, decisions, errors)
     if any(d.action == "layout" for d in decisions):
         # a layout is whole-program: one kernel it cannot be shown for keeps them all
@@ -1593,7 +979,7 @@ def _transform(program: Program, options: TransformOptions,
             failed = [d for d in checked if d.layout is plan and d.action != "layout"]
             if plan.changes and failed:
                 plan.reason = f"kernel '{failed[0].kernel}': {failed[0].reason}"
-        decisions = _with_layouts(planned, plans)
+        decisions = with_layouts(planned, plans)
         decisions, text = _rendered(program, decisions, errors)
     if any(d.action in CHANGED and d.action != "layout" for d in decisions):
         # translation validation of the plain restructured kernels (promotion's register
@@ -1619,7 +1005,7 @@ def _transform(program: Program, options: TransformOptions,
             decisions, text = _rendered(program, decisions, errors)
     decisions, text = _compile_checked(program, decisions, text, options, errors,
                                        finish or (lambda t: t), baseline)
-    diagnostics = list(errors) + _layout_notes(program, plans)
+    diagnostics = list(errors) + layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)
         if d.action in CHANGED:

@@ -306,7 +306,7 @@ def _definition(path, name: str) -> str:
 
 @pytest.mark.parametrize("stage, target, name_of", [
     ("planning it", "analyze_kernel", lambda kernel, *rest, **kw: kernel.name),
-    ("rendering it and its launches", "rewrite_launch",
+    ("rendering it and its launches", "polycoal.codegen.edits.rewrite_launch",
      lambda text, launch, *rest, **kw: launch.kernel),
     ("validating it", "validate_translation", lambda old, *rest, **kw: old.kernel),
     ("promoting its accumulators", "generate_kernel",         # only the promoting call
@@ -316,10 +316,12 @@ def test_an_internal_error_in_one_kernel_leaves_it_unchanged(tmp_path, monkeypat
                                                             stage, target, name_of):
     """The failure is confined to the kernel (reported at its line, the kernel and its
     launches byte-identical, exit status 1); the other kernels are transformed."""
-    import polycoal.transform
+    import importlib
     from polycoal.cli import main
-    real = getattr(polycoal.transform, target)
-    monkeypatch.setattr(polycoal.transform, target, _only_for("row_fill", real, name_of))
+    module, _, name = target.rpartition(".")
+    module = importlib.import_module(module or "polycoal.transform")
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, _only_for("row_fill", real, name_of))
     out = tmp_path / "out.cu"
     # the model keeps the small fixture's permutations: every proposed form is taken
     assert main(["transform", str(CASES), "-o", str(out), "--no-model"]) == 1

@@ -5,13 +5,16 @@ plans the form (an immutable plan value: optimize/), emits its code (codegen/), 
 how the form runs (`Geometry`, for the performance model's price: analysis/work.py). The
 driver (polycoal/transform.py) runs the passes over each kernel in their order of
 preference, prices every candidate and the kernel as written with one model
-(analysis/roofline.py), takes the cheapest by the margin, and validates the change with
-the validator of its kind (validate/: `VALIDATORS`) before it is emitted.
+(analysis/roofline.py, `base.price_forms`), takes the cheapest by the margin, and
+validates the change with the validator of its kind (`VALIDATORS`) before it is emitted.
 
-The passes: `staging` (tiles through shared memory for references that coalesce along
-two dims), `products` (register and shared-memory tiles for sums of products); the
-restructuring ILP's mapping and the reduction forms are proposed by the driver's own
-planning (`_plan_mapped`), priced the same way.
+Kernel passes: `staging` (tiles through shared memory for references that coalesce
+along two dims), `products` (register and shared-memory tiles for sums of products),
+`mapping` (the restructuring ILP's mapping, and where it gains nothing the `reduction`
+forms or a column kernel's phases), `permutation` (kernels outside the affine model:
+their thread axes permuted). Program passes, over every kernel at once: `layout` (arrays
+of structs in a new layout) and `reorganisation` (irregular references read from
+reorganised copies).
 """
 
 from __future__ import annotations
