@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from polycoal.analysis.roofline import MARGIN
 from polycoal.decisions import TransformOptions
+from polycoal.diagnostics import Diagnostic
 from polycoal.frontend.program import Program
 from polycoal.transform import transform_program
 from polycoal.validate.device import SLOWER_BELOW, validate_device
@@ -65,6 +66,32 @@ def bench(program: Program, options: TransformOptions, arguments: dict[str, int]
 MEASURED_GAIN = 1.05
 
 
+def require_device(command: str) -> None:
+    """InputError (exit 2) where pycuda or a GPU is missing."""
+    from polycoal.diagnostics import InputError
+    from polycoal.validate.device import load_pycuda
+    try:
+        load_pycuda()
+    except InputError:
+        raise InputError(f"{command} runs kernels on the GPU: it needs pycuda "
+                         "(pip install 'polycoal[device]') and a GPU") from None
+
+
+def measurement_notes(program: Program, verdicts) -> list[Diagnostic]:
+    """A note per kernel measured (or failing on the device): its times and speedup."""
+    out = []
+    for v in verdicts:
+        if v.speedup is None and v.ok:
+            continue
+        kernel = program.kernel(v.kernel)
+        out.append(Diagnostic(
+            "note", "measured", f"kernel '{v.kernel}' measured: " + (
+                f"{v.original_ms:.4g} ms -> {v.transformed_ms:.4g} ms (x{v.speedup:.2f})"
+                if v.speedup else v.message),
+            kernel.location if kernel else None, v.kernel))
+    return out
+
+
 def measured_transform(program: Program, options: TransformOptions,
                        arguments: dict[str, int], repeats: int = 10):
     """`transform --measure`: the transform, each changed kernel validated and timed
@@ -72,13 +99,7 @@ def measured_transform(program: Program, options: TransformOptions,
     transform again with every kernel that failed or was not measured MEASURED_GAIN
     faster kept as written (code measured-slower). Returns the result and the
     verdicts of the first run."""
-    from polycoal.diagnostics import InputError
-    from polycoal.validate.device import load_pycuda
-    try:
-        load_pycuda()
-    except InputError:
-        raise InputError("transform --measure runs kernels on the GPU: it needs pycuda "
-                         "(pip install 'polycoal[device]') and a GPU") from None
+    require_device("transform --measure")
     result = transform_program(program, options)
     verdicts = validate_device(program, result, options, arguments, repeats)
     keep = []

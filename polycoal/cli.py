@@ -271,10 +271,17 @@ def _project_arguments(args) -> None:
 
 
 def cmd_transform_project(args) -> int:
+    from dataclasses import replace
     from polycoal.project import transform_project
     _project_arguments(args)
-    return transform_project(args.project, args.output, transform_options(args),
-                             args.root, args.jobs, args.report)
+    options, jobs = transform_options(args), args.jobs
+    if args.measure:
+        from polycoal.bench import require_device
+        require_device("transform -p --measure")
+        # one unit at a time: units timed side by side on one GPU would slow each other
+        options, jobs = replace(options, measure=args.repeat), 1
+    return transform_project(args.project, args.output, options, args.root, jobs,
+                             args.report)
 
 
 def cmd_transform(args) -> int:
@@ -296,14 +303,11 @@ def cmd_transform(args) -> int:
     require_usable(program)
     options = transform_options(args)
     if args.measure:
-        from polycoal.bench import measured_transform
+        from polycoal.bench import measured_transform, measurement_notes
         result, verdicts = measured_transform(program, options, int_arguments(args),
                                               args.repeat)
-        for v in verdicts:
-            if v.speedup is not None or not v.ok:
-                print(f"polycoal: kernel '{v.kernel}' measured: "
-                      + (f"{v.original_ms:.4g} ms -> {v.transformed_ms:.4g} ms "
-                         f"(x{v.speedup:.2f})" if v.speedup else v.message), file=sys.stderr)
+        for note in measurement_notes(program, verdicts):
+            print(f"polycoal: {note.message}", file=sys.stderr)
     else:
         result = transform_program(program, options)
     for d in result.decisions:

@@ -61,6 +61,9 @@ class TransformOptions:
     # kernels kept as written whatever the passes propose, with why: those
     # `transform --measure` found no faster on the device (kernel, reason)
     keep: tuple[tuple[str, str], ...] = ()
+    # transform -p --measure: each unit measured on the device as `transform --measure`
+    # measures one file, this many timed launches a kernel (0: not measured)
+    measure: int = 0
     # the shapes of tiled products (--sizes): (kernel or "" for every kernel, tile,
     # threads, chunk, blocks), the last that names a kernel wins; none: chosen by the sizes
     sizes: tuple[tuple[str, int, int, int, int], ...] = ()

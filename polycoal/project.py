@@ -332,7 +332,14 @@ def _transform(unit, options, keep, original, source, program) -> UnitResult:
         marked = original + marker
         program = read_program(unit.source, unit.preprocessor, text=marked,
                                source=preprocess(unit.source, unit.preprocessor, text=marked))
-    result = transform_program(program, options)
+    if options.measure:
+        from polycoal.bench import measured_transform, measurement_notes
+        result, verdicts = measured_transform(program, replace(options, measure=0),
+                                              dict(options.arguments), options.measure)
+        result = replace(result, diagnostics=result.diagnostics +
+                         measurement_notes(program, verdicts))
+    else:
+        result = transform_program(program, options)
     text = result.text
     if keep:
         text = remove_marker(text, marker)

@@ -647,3 +647,52 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
     status = main(["transform", "-p", str(build), "-o", str(tmp_path / "inc"), "-j", "1"])
     assert status == 2 and header.read_text() == "// a header\n"
     assert "is an input of the project" in capsys.readouterr().err
+
+
+ROWS_KERNEL = KERNEL.replace("scale<<<1, 128>>>(a, 128, 64)", "scale<<<4096, 256>>>(a, 1048576, 64)")
+
+
+def test_measure_in_project_mode_without_a_gpu_says_what_it_needs(tmp_path, capsys):
+    try:
+        import pycuda.driver  # noqa: F401
+        pytest.skip("pycuda is installed here")
+    except ImportError:
+        pass
+    build = _small_project(tmp_path, {"k.cu": ROWS_KERNEL})
+    out = tmp_path / "out"
+    assert main(["transform", "-p", str(build), "-o", str(out), "--measure"]) == 2
+    assert "transform -p --measure runs kernels on the GPU" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("speedup, changed", [(0.9, False), (3.0, True)])
+def test_measure_in_project_mode_keeps_what_the_device_finds_no_faster(
+        tmp_path, capsys, monkeypatch, speedup, changed):
+    """Each unit is transformed as `transform --measure` transforms one file: a kernel
+    the device times no faster is kept as written (measured-slower), one faster stays
+    changed; the times are in the report. (The device is faked: its verdicts given.)"""
+    import polycoal.bench
+    from polycoal.validate.device import DeviceVerdict
+    seen = []
+
+    def verdicts(program, result, options, arguments, repeats):
+        seen.append((repeats, [d.kernel for d in result.decisions if d.action != "unchanged"]))
+        return [DeviceVerdict("scale", True, "ok", 1.0, 1.0 / speedup)]
+    monkeypatch.setattr(polycoal.bench, "require_device", lambda command: None)
+    monkeypatch.setattr(polycoal.bench, "validate_device", verdicts)
+    build = _small_project(tmp_path, {"k.cu": ROWS_KERNEL})
+    out = tmp_path / "out"
+    assert main(["transform", "-p", str(build), "-o", str(out), "--measure", "--repeat", "7",
+                 "--report", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert seen and seen[0] == (7, ["scale"])
+    (unit,) = report["units"]
+    (kernel,) = report["kernels"]
+    assert any(x["code"] == "measured" and "measured: 1 ms" in x["message"]
+               for x in unit["diagnostics"])
+    if changed:
+        assert kernel["action"] != "unchanged" and (out / "k.cu").exists()
+    else:
+        assert kernel["action"] == "unchanged" and kernel["code"] == "measured-slower"
+        assert "0.90x as fast as written" in kernel["reason"]
+        assert not (out / "k.cu").exists()
