@@ -243,6 +243,45 @@ def _reuse_trips(model: KernelModel, s: Statement, a, assumed: set) -> float:
     return trips
 
 
+def _span(model: KernelModel, s: Statement, a, assumed: set) -> tuple[Poly, float] | None:
+    """The subscript of `a` less its constant term, and the number of elements between
+    its least and greatest values over the dims it reads (1 + sum of |coefficient| x
+    (extent - 1)); None where a coefficient is not a number."""
+    if a.flat is None:
+        return None
+    known = dict(model.parameter_values)
+    flat = a.flat.substitute(known)
+    loops = {loop.counter for loop in s.loops}
+    dims = {d.name for d in model.thread_dims} | loops
+    span = 1.0
+    for v in flat.variables:
+        step = flat.coefficient(v)
+        if v not in dims or not step.is_constant():
+            return None
+        span += abs(float(step.constant())) * (_extent(model, v, assumed) - 1)
+    return flat - Poly.const(flat.substitute({v: 0 for v in flat.variables}).constant()), span
+
+
+def _footprint(model: KernelModel, refs: list, assumed: set) -> float:
+    """Bytes of one array a launch reaches: what each reference's instances reach (their
+    distinct elements), at most what its subscripts span. References that differ by a
+    constant (a stencil's a[i - 1], a[i], a[i + 1]) span one range, widened by their
+    offsets: a window sliding along a loop (a[i + k]) reads each element once."""
+    reached = sum(b for _, _, b in refs)
+    groups: dict = {}
+    for s, a, _ in refs:
+        span = _span(model, s, a, assumed)
+        if span is None:
+            return reached
+        base, width = span
+        offset = float((a.flat.substitute(dict(model.parameter_values)) - base).constant())
+        lo, hi, widest, size = groups.get(base, (offset, offset, 0.0, a.unit_bytes))
+        groups[base] = (min(lo, offset), max(hi, offset), max(widest, width), size)
+    spanned = sum((widest + hi - lo) * size for lo, hi, widest, size in groups.values())
+    # whole sectors: a span reaches at least the sectors its elements fill
+    return min(reached, max(32.0, spanned))
+
+
 def _constant_trips(model: KernelModel, s: Statement) -> bool:
     """Whether the innermost loop of `s` runs a number of trips known when compiling."""
     return bool(s.loops) and isl_helpers.known_extent(model, s.loops[-1].counter, {}) \
@@ -316,6 +355,7 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
     issue = l1 = shared = l2 = chain = 0.0
     tally: dict[str, float] = {}
     footprint_bytes = scattered = 0.0
+    spans: dict[str, list] = {}     # array -> (statement, access, bytes its instances reach)
     restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict)
     paths = []              # (statement, trips a thread, its issue slots, reads memory)
     for s in model.statements:
@@ -348,12 +388,13 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
             if not broadcast:
                 l2 += warp_n / reuse * sectors * 32
             distinct = warp_n / _reuse_trips(model, s, a, assumed) * fewest * 32
-            footprint_bytes += distinct
+            spans.setdefault(a.array, []).append((s, a, distinct))
             if sectors > fewest:
                 scattered += max(0.0, warp_n / reuse * sectors * 32 - distinct)
         control = LOOP_CONTROL if s.loops and not geometry.unrolled else 0
         issue += warp_n * (ops + requests + control)
         paths.append((s, n / threads, ops, reads_global))
+    footprint_bytes = sum(_footprint(model, refs, assumed) for refs in spans.values())
     # a load's latency: the L2's where the kernel's data fits in a quarter of it (it
     # stays there between launches, beside the data of the kernels around it, and a
     # launch reads what the one before wrote), else memory's
