@@ -62,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     add_transform_options(transform)
     transform.add_argument("--placement", action="store_true",
                            help="then place the arrays each kernel of the transformed "
-                           "program only reads across memory kinds, as polycoal place does "
-                           "(its report on standard error)")
+                           "program only reads across memory kinds as polycoal place does, "
+                           "by the memory specification's costs alone (its report on "
+                           "standard error), instead of the placement pass (where the "
+                           "performance model predicts a gain too)")
     add_arg_option(transform)
     transform.add_argument("--report", choices=("text", "json", "sarif"), default="text",
                            help="format of the report printed on standard error (with -p: "

@@ -321,7 +321,8 @@ def run(crossings: list[Crossing], units, results, texts, options, root: str = "
     from polycoal.frontend import read_program
     from polycoal.output import relocate_includes
     from polycoal.frontend.kernel_heads import KernelRecord
-    from polycoal.transform import _replacements, _splice, transform_program
+    from polycoal.codegen.edits import replacements as _replacements, splice as _splice
+    from polycoal.transform import transform_program
     from polycoal.validate import compiles
     done = Done()
     groups: dict[tuple[int, tuple[int, ...]], list[str]] = {}
@@ -602,7 +603,7 @@ def _apply(original: str, changed: str | None, edits, mapper: _Mapper, _splice) 
 
 def apply(done: Done, units, results, texts):
     """The results with the cross-unit pass's edits, decisions and notes."""
-    from polycoal.transform import _splice
+    from polycoal.codegen.edits import splice as _splice
     out = list(results)
     for t, r in enumerate(results):
         edits = done.edits.get(t)

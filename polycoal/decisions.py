@@ -78,6 +78,9 @@ class TransformOptions:
     # the compiler that must accept the output where it accepts the input (validate/
     # compiles.py): clang (libclang; none where it is not installed), nvcc, none
     compile_check: str = "clang"
+    # the placement pass (passes/placement.py): "auto" places arrays where the planner
+    # and the performance model both predict a gain, "none" leaves every array in place
+    placement: str = "auto"
 
 
 # Actions whose kernels add floating-point values in another order than the original's.
@@ -176,6 +179,8 @@ class TransformResult:
     # kernels of the input read through Clang: the C-subset front end's diagnostics about
     # them no longer apply
     superseded: frozenset = frozenset()
+    # the placement pass's result (placement.ProgramPlacement) where it ran
+    placement: object = None
 
 
 def internal_error(kernel: str, location, error: Exception, stage: str

@@ -63,6 +63,11 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    "CSR row pointer) read from reorganised copies built on the GPU before "
                    "launches that reuse them: auto (where predicted and measured faster), "
                    "none")
+    p.add_argument("--no-placement", action="store_true",
+                   help="leave every array in global memory (by default an array a kernel "
+                   "only reads is placed read-only, in constant memory or in shared-memory "
+                   "tiles where the memory specification's costs and the performance model "
+                   "both predict a gain)")
     p.add_argument("--layout", choices=("auto", "soa", "grouped", "none"), default="auto",
                    help="data layout of device arrays of structs read by field (p[i].x): "
                    "auto (chosen by sectors and requests over all kernels), soa (a struct "
@@ -163,6 +168,8 @@ def transform_options(args, environ=None):
                             model=not getattr(args, "no_model", False),
                             layout=args.layout, reorganise=args.reorganise,
                             compile_check=args.compile_check,
+                            placement="none" if getattr(args, "no_placement", False) or
+                            getattr(args, "placement", False) else "auto",
                             empirical=args.empirical,
                             arguments=tuple(sorted(int_arguments(args).items())),
                             preprocessor=preprocessor_options(args))

@@ -390,10 +390,12 @@ def trace_reads(program: Program, arguments: dict[str, int], seed: int = 1
 def place_program(program: Program, spec: MemorySpec,
                   overrides: dict[tuple[str | None, str], str] | None = None,
                   preprocessor=None, observed: dict[str, dict] | None = None,
-                  trace_notes: dict[str, str] | None = None) -> ProgramPlacement:
+                  trace_notes: dict[str, str] | None = None, veto=None) -> ProgramPlacement:
     """Every kernel's placement and the program with the applied ones written in;
     `observed`: per kernel, traced requests of its irregular reads (trace_reads), and
-    `trace_notes` what was traced."""
+    `trace_notes` what was traced; `veto(program, kernel, placement)`: why a placement
+    the planner chose is not taken (a second judge: the driver's performance model),
+    or None."""
     from polycoal.frontend import read_program
     from polycoal.model.extract import extract_model
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -425,6 +427,12 @@ def place_program(program: Program, spec: MemorySpec,
             result.diagnostics.append(diagnostic)
             continue
         result.kernels.append(placement)
+        if placement.applied and veto is not None and not any(a.forced for a in placement.arrays):
+            why = veto(program, kernel, placement)
+            if why:
+                placement.applied, placement.reason = False, why
+                for a in placement.arrays:
+                    a.chosen = "global"
         if not placement.applied:
             continue
         placed = {a.reads.array: spec.memory(a.chosen).spelling for a in placement.arrays

@@ -62,7 +62,7 @@ from polycoal.model.extract import extract_model
 from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
-from polycoal.passes import reorganisation
+from polycoal.passes import placement, reorganisation
 from polycoal.codegen.irregular import groups as irregular_groups
 
 
@@ -1005,6 +1005,9 @@ def _transform(program: Program, options: TransformOptions,
             decisions, text = _rendered(program, decisions, errors)
     decisions, text = _compile_checked(program, decisions, text, options, errors,
                                        finish or (lambda t: t), baseline)
+    placed = None
+    if options.placement != "none" and options.kernel is None and finish is None:
+        placed, text = placement.place(program, text, options, errors)
     diagnostics = list(errors) + layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)
@@ -1035,4 +1038,4 @@ def _transform(program: Program, options: TransformOptions,
                                           kernel.location, d.kernel))
         if d.empirical:
             diagnostics.append(_empirical_note(d, kernel))
-    return TransformResult(text, decisions, diagnostics, program)
+    return TransformResult(text, decisions, diagnostics, program, placement=placed)

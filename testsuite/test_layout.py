@@ -319,7 +319,7 @@ def test_analyze_reports_each_struct_array(tmp_path):
 
 
 def test_an_internal_error_in_a_layout_is_confined(monkeypatch):
-    import polycoal.transform as transform
+    import polycoal.passes.layout as transform
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("on purpose")

@@ -70,6 +70,9 @@ class Geometry:
     # sum applied once outside it
     unrolled: bool = False
     hoisted: frozenset = frozenset()
+    # arrays read from another memory (placement.py): (array, "readonly" | "constant" |
+    # "shared"), each only read by the kernel
+    placed: tuple[tuple[str, str], ...] = ()
     unroll: int = 0                  # trips whose loads overlap (0: as the compiler does)
 
 
@@ -299,18 +302,26 @@ def _promoted(s: Statement, a) -> bool:
 
 
 def _accumulates_in_memory(s: Statement, restrict: frozenset) -> bool:
-    """`X[...] op= e` inside a loop whose counter X's subscript does not read: each trip
-    loads what the trip before stored, unless X is a `__restrict__` pointer (the
-    compiler then keeps the element in a register)."""
-    if not s.update or not s.loops:
+    """`X[...] op= e` inside a loop whose counter X's subscript does not read, or
+    `X[f(j)] = X[f(j - 1)] op e` (a recurrence along the loop): each trip loads what the
+    trip before stored, unless X is a `__restrict__` pointer (the compiler then keeps
+    the element in a register)."""
+    if not s.loops:
         return False
+    counter = s.loops[-1].counter
     written = [a for a in s.accesses if a.kind == "write" and a.space == "global"
-               and a.array not in restrict]
-    return any(a.flat is not None and s.loops[-1].counter not in a.flat.variables
-               for a in written)
+               and a.array not in restrict and a.flat is not None]
+    if s.update and any(counter not in a.flat.variables for a in written):
+        return True
+    step = s.loops[-1].step
+    before = {(a.array, a.flat.substitute({counter: Poly.var(counter) - step}))
+              for a in written if counter in a.flat.variables}
+    return any(a.kind == "read" and (a.array, a.flat) in before for a in s.accesses
+               if a.flat is not None)
 
 
-def _load_wait(model: KernelModel, s: Statement, latency: float, x: str | None) -> float:
+def _load_wait(model: KernelModel, s: Statement, latency: float, x: str | None,
+               only=None) -> float:
     """Clocks a trip of `s`'s innermost loop waits for its loads: the `latency`
     for a read whose lanes reach a new sector every trip, a share of it for one that
     steps within a sector (a new sector every 32 / (step * size) trips), none for a
@@ -321,7 +332,8 @@ def _load_wait(model: KernelModel, s: Statement, latency: float, x: str | None) 
     counter = s.loops[-1].counter
     wait = 0.0
     for a in s.accesses:
-        if a.kind != "read" or a.space not in ("global", "constant"):
+        if a.kind != "read" or a.space not in ("global", "constant") or \
+                (only is not None and not only(a)):
             continue
         if a.flat is None:
             wait = latency
@@ -356,7 +368,10 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
     tally: dict[str, float] = {}
     footprint_bytes = scattered = 0.0
     spans: dict[str, list] = {}     # array -> (statement, access, bytes its instances reach)
-    restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict)
+    placed = dict(geometry.placed)
+    # a placed array is read through a path the compiler knows no store reaches
+    restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict) | \
+        frozenset(placed)
     paths = []              # (statement, trips a thread, its issue slots, reads memory)
     for s in model.statements:
         n = instances(model, s, assumed)
@@ -378,6 +393,21 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                 requests += 1 + ADDRESS
                 if a.space == "shared":
                     shared += warp_n
+                continue
+            memory = placed.get(a.array) if a.kind == "read" else None
+            if memory in ("constant", "shared"):
+                requests += 1 + ADDRESS
+                sectors, fewest, broadcast = _sectors(model, s, a, r, geometry)
+                if memory == "shared":
+                    # a tile filled once a block: the reads from shared memory, the
+                    # global traffic as before (the fill's)
+                    shared += warp_n
+                    l2 += warp_n * sectors * 32
+                    spans.setdefault(a.array, []).append(
+                        (s, a, warp_n / _reuse_trips(model, s, a, assumed) * fewest * 32))
+                elif not broadcast:
+                    # the constant cache serves one address a pass: the lanes' others wait
+                    l1 += warp_n * WARP
                 continue
             reuse = geometry.reuse if a.kind == "read" else 1.0
             requests += (1 + ADDRESS) / reuse + (geometry.staged if reuse > 1 else 0.0)
@@ -416,8 +446,15 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
     for s, trips, ops, reads_global in paths:
         wait = _load_wait(model, s, latency, geometry.x)
         if _accumulates_in_memory(s, restrict) and not geometry.registers:
-            # each trip loads what the trip before stored, and waits for its other loads
-            per_trip = m.store_wait + wait
+            # each trip loads what the trip before stored (store_wait), and its loads
+            # of other arrays through pointers that may alias the store wait behind
+            # it; loads through __restrict__ (or read-only) pointers are issued before
+            # it and overlap
+            stored = {a.array for a in s.accesses if a.kind == "write"}
+            behind = _load_wait(model, s, latency, geometry.x,
+                                lambda a: a.array not in restrict and a.array not in stored)
+            free = _load_wait(model, s, latency, geometry.x, lambda a: a.array in restrict)
+            per_trip = max(m.store_wait + behind, free)
         else:
             unroll = geometry.unroll or (
                 1 if s.loops and s.loops[-1] in ordered else

@@ -85,6 +85,8 @@ class KernelPlacement:
     assumed: str | None = None       # what each launch checks before taking it (staging)
     declarations: str = ""
     constants: dict = field(default_factory=dict)
+    # the performance model's times (us) as written and placed, where it judged it
+    predicted: tuple | None = None
 
     def total(self, choice: dict[str, str] | None = None) -> float:
         choice = choice or {a.reads.array: a.chosen for a in self.arrays}
