@@ -49,7 +49,7 @@ from polycoal.codegen.edits import replacements, splice
 from polycoal.passes import PASSES
 from polycoal.passes.mapping import form_geometry, plan_mapped
 from polycoal.passes.layout import (layout_host_edits, layout_notes, plan_program_layouts,
-                                    with_layouts)
+                                    price_layouts, with_layouts)
 from polycoal.passes.permutation import plan_permutation
 from polycoal.passes.base import Candidate, decided_note, price_forms
 from polycoal.passes.products import forced_sizes
@@ -979,7 +979,10 @@ def _transform(program: Program, options: TransformOptions,
             failed = [d for d in checked if d.layout is plan and d.action != "layout"]
             if plan.changes and failed:
                 plan.reason = f"kernel '{failed[0].kernel}': {failed[0].reason}"
-        decisions = with_layouts(planned, plans)
+        priced = {d.kernel: d.predicted for d in
+                  price_layouts(program, text, checked, plans, options) if d.predicted}
+        decisions = [replace(d, predicted=priced[d.kernel]) if d.action == "layout" and
+                     d.kernel in priced else d for d in with_layouts(planned, plans)]
         decisions, text = _rendered(program, decisions, errors)
     if any(d.action in CHANGED and d.action != "layout" for d in decisions):
         # translation validation of the plain restructured kernels (promotion's register

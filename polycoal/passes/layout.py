@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from polycoal.analysis.roofline import MARGIN, Choice, predict, shipped_machine
+from polycoal.analysis.work import form_work
 from polycoal.codegen.layout import (NotRewritable, definition_end, rewrite_call,
                                      rewrite_kernel, runtime)
 from polycoal.decisions import KernelDecision, TransformOptions
@@ -123,3 +125,52 @@ def with_layouts(decisions: list[KernelDecision], plans: list[LayoutDecision]
                                f"{plan.description}{unrolled}"),
                            generated=None, mapping=None, assumption=None, disjoint=()))
     return out
+
+
+def price_layouts(program: Program, text: str, decisions: list[KernelDecision],
+                  plans: list[LayoutDecision], options: TransformOptions
+                  ) -> list[KernelDecision]:
+    """Each kernel of a layout priced by the performance model as written and as `text`
+    (the program in its layouts) reads back (its `predicted`, for the reports). The
+    layout is chosen by its own costs (optimize/layout_cost.py: wavefronts of vector
+    loads and the conversions, measured to choose the best layout of every fixture);
+    the model is a second judge: a layout it predicts MARGIN times slower over its
+    kernels, at the launch's sizes, is not taken (`plan.reason` says why)."""
+    from polycoal.analysis import analyze_kernel
+    from polycoal.frontend import read_program
+    laid = [d for d in decisions if d.action == "layout"]
+    if not laid:
+        return decisions
+    try:
+        new_program = read_program(program.path, options.preprocessor, text=text,
+                                   constants=program.constants)
+    except Exception:              # noqa: BLE001 - unpriced: the validators judge it
+        return decisions
+    m = shipped_machine()
+    values = dict(options.price_at)
+    priced: dict[str, Choice] = {}
+    for d in laid:
+        kernel = new_program.kernel(d.kernel)
+        if kernel is None or d.analysis is None or d.analysis.model is None:
+            continue
+        try:
+            after = analyze_kernel(kernel, new_program)
+            if after.model is None:
+                continue
+            work = form_work(d.analysis, m, values=values)
+            priced[d.kernel] = Choice(predict(work, m), (
+                ("layout", predict(form_work(after, m, values=values), m)),), "layout",
+                work.assumed)
+        except Exception:          # noqa: BLE001 - unpriced: the layout's costs decide
+            continue
+    for plan in plans:
+        mine = [priced[k] for k in plan.kernels if k in priced]
+        if not plan.changes or not mine or options.layout != "auto":
+            continue
+        before = sum(c.original.time_us for c in mine)
+        after = sum(c.candidates[0][1].time_us for c in mine)
+        if after > before * MARGIN:
+            plan.reason = (f"the performance model predicts its kernels {after / before:.3g}x "
+                           f"slower in it ({before:.4g} us as written, {after:.4g} us)")
+    return [replace(d, predicted=priced[d.kernel]) if d.kernel in priced else d
+            for d in decisions]
