@@ -99,7 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_options(validate, "random seed (default: a fresh one, printed)", None)
     bench = sub.add_parser("bench", help="the performance model's prediction beside the "
                            "measurement on the GPU, for every kernel (needs pycuda)")
-    bench.add_argument("input", help="a .cu file")
+    bench.add_argument("input", nargs="?", help="a .cu file (or -p BUILD_DIR)")
+    bench.add_argument("-p", "--project", metavar="BUILD_DIR",
+                       help="every CUDA unit of the compile database in BUILD_DIR (or the "
+                       "compile_commands.json named), each with its own flags")
     add_preprocessor_options(bench)
     bench.add_argument("--repeat", type=int, default=10,
                        help="timed launches per kernel (median reported)")
@@ -486,7 +489,24 @@ def _validate_device(program, result, options, arguments, args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from polycoal.bench import bench, table
+    from polycoal.bench import bench, bench_project, table
+    if args.project:
+        if args.input is not None:
+            raise InputError("bench -p reads its sources from the compile database: give "
+                             f"no input file ({args.input})")
+        units = bench_project(args.project, transform_options(args), int_arguments(args),
+                              args.repeat)
+        if args.report == "json":
+            print(json.dumps(units, indent=1))
+        else:
+            for u in units:
+                print(table(u["file"], u["rows"]) if "rows" in u else
+                      f"polycoal bench {u['file']}: {u['error']}", end="" if "rows" in u
+                      else "\n")
+        return 0 if all("rows" in u and all(r["measured"] is None or r["measured"]["ok"]
+                                            for r in u["rows"]) for u in units) else 1
+    if args.input is None:
+        raise InputError("bench: give a .cu file, or -p BUILD_DIR for a whole project")
     program = _read(args)
     require_usable(program)
     rows = bench(program, transform_options(args), int_arguments(args), args.repeat)

@@ -696,3 +696,35 @@ def test_measure_in_project_mode_keeps_what_the_device_finds_no_faster(
         assert kernel["action"] == "unchanged" and kernel["code"] == "measured-slower"
         assert "0.90x as fast as written" in kernel["reason"]
         assert not (out / "k.cu").exists()
+
+
+def test_bench_over_a_project_benches_every_unit_once(tmp_path, capsys, monkeypatch):
+    """`polycoal bench -p BUILD`: each CUDA unit of the database benched as one file is
+    (a source compiled twice with the same flags, once), its prediction beside the
+    measurement (the device faked: its verdicts given); without a GPU, exit 2."""
+    import polycoal.bench
+    from polycoal.validate.device import DeviceVerdict
+    build = _small_project(tmp_path, {"k.cu": ROWS_KERNEL,
+                                      "j.cu": ROWS_KERNEL.replace("scale", "twice")})
+    entries = json.loads((build / "compile_commands.json").read_text())
+    (build / "compile_commands.json").write_text(json.dumps(entries + [entries[0]]))
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError:
+        assert main(["bench", "-p", str(build)]) == 2
+        assert "bench -p runs kernels on the GPU" in capsys.readouterr().err
+    benched = []
+
+    def verdicts(program, result, options, arguments, repeats):
+        benched.append(os.path.basename(program.path))
+        return [DeviceVerdict(d.kernel, True, "ok", 1.0, 0.25) for d in result.decisions]
+    monkeypatch.setattr(polycoal.bench, "require_device", lambda command: None)
+    monkeypatch.setattr(polycoal.bench, "validate_device", verdicts)
+    assert main(["bench", "-p", str(build), "--report", "json"]) == 0
+    units = json.loads(capsys.readouterr().out)
+    assert sorted(benched) == ["j.cu", "k.cu"]
+    assert [os.path.basename(u["file"]) for u in units] == ["k.cu", "j.cu"]
+    (row,) = units[0]["rows"]
+    assert row["kernel"] == "scale" and row["measured"]["speedup"] == 4.0
+    assert row["predicted_speedup"] is not None
+    assert main(["bench", "-p", str(build), "x.cu"]) == 2
