@@ -489,7 +489,8 @@ def _validate_device(program, result, options, arguments, args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from polycoal.bench import bench, bench_project, table
+    from polycoal.bench import bench, table
+    from polycoal.project import bench_project
     if args.project:
         if args.input is not None:
             raise InputError("bench -p reads its sources from the compile database: give "

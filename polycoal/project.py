@@ -876,3 +876,29 @@ def _cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+def bench_project(build: str, options, arguments: dict[str, int],
+                  repeats: int = 10) -> list[dict]:
+    """`polycoal bench -p BUILD`: every CUDA unit of the compile database benched as one
+    file is, with its own preprocessor options (a source compiled twice with the same
+    options, once): [{"file", "entry", "rows"} or {"file", "entry", "error"}]."""
+    from polycoal.bench import bench, require_device
+    from polycoal.frontend import read_program
+    require_device("bench -p")
+    path, entries = read_database(build)
+    units, _ = units_of(entries, path)
+    seen, out = set(), []
+    for unit in units:
+        key = (unit.source, unit.preprocessor)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            program = read_program(unit.source, unit.preprocessor)
+            rows = bench(program, replace(options, preprocessor=unit.preprocessor),
+                         arguments, repeats)
+            out.append({"file": unit.source, "entry": unit.entry, "rows": rows})
+        except InputError as error:            # this unit only: the others go on
+            out.append({"file": unit.source, "entry": unit.entry, "error": str(error)})
+    return out
