@@ -56,8 +56,8 @@ def place(program: Program, text: str, options: TransformOptions,
     from polycoal.model.memory_spec import load_spec
     from polycoal.placement import place_program
     try:
-        transformed = read_program(program.path, options.preprocessor, text=text,
-                                   constants=program.constants)
+        transformed = program if text == program.text else read_program(
+            program.path, options.preprocessor, text=text, constants=program.constants)
         placed = place_program(transformed, load_spec(), {}, options.preprocessor,
                                veto=model_veto(options))
     except Exception as error:          # noqa: BLE001 - confined: every array stays
@@ -70,10 +70,10 @@ def place(program: Program, text: str, options: TransformOptions,
     if placed.text == text:
         return placed, text
     checker = options.compile_check
-    if compiles.available(checker):
+    after = compiles.compile_errors(checker, program.path, placed.text,
+                                    options.preprocessor) if compiles.available(checker) else ()
+    if after != ():                   # errors, or no compile at all: against the text's
         before = compiles.compile_errors(checker, program.path, text, options.preprocessor)
-        after = compiles.compile_errors(checker, program.path, placed.text,
-                                        options.preprocessor)
         new = None if after is None else compiles.new_errors(before or (), after)
         if before is not None and (new is None or new):
             why = new[0].describe(checker) if new else "it cannot be compiled at all"
