@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from collections import Counter
+from collections.abc import Mapping
 
 import islpy as isl
 
@@ -46,6 +47,27 @@ class ProgramPlacement:
     kernels: list[KernelPlacement] = field(default_factory=list)
     text: str = ""
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class _Allocations(Mapping):
+    """`_allocation_bytes`, read (a preprocessor run) the first time a size is asked."""
+
+    def __init__(self, program: Program, preprocessor):
+        self._program, self._preprocessor, self._bytes = program, preprocessor, None
+
+    def _read(self) -> dict[str, int]:
+        if self._bytes is None:
+            self._bytes = _allocation_bytes(self._program, self._preprocessor)
+        return self._bytes
+
+    def __getitem__(self, name: str) -> int:
+        return self._read()[name]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 def _allocation_bytes(program: Program, preprocessor) -> dict[str, int]:
@@ -390,12 +412,13 @@ def trace_reads(program: Program, arguments: dict[str, int], seed: int = 1
 def place_program(program: Program, spec: MemorySpec,
                   overrides: dict[tuple[str | None, str], str] | None = None,
                   preprocessor=None, observed: dict[str, dict] | None = None,
-                  trace_notes: dict[str, str] | None = None, veto=None) -> ProgramPlacement:
+                  trace_notes: dict[str, str] | None = None, veto=None,
+                  only: set[str] | None = None) -> ProgramPlacement:
     """Every kernel's placement and the program with the applied ones written in;
     `observed`: per kernel, traced requests of its irregular reads (trace_reads), and
     `trace_notes` what was traced; `veto(program, kernel, placement)`: why a placement
     the planner chose is not taken (a second judge: the driver's performance model),
-    or None."""
+    or None; `only`: the kernels to place (None: every kernel)."""
     from polycoal.frontend import read_program
     from polycoal.model.extract import extract_model
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -403,11 +426,15 @@ def place_program(program: Program, spec: MemorySpec,
     observed, trace_notes = observed or {}, trace_notes or {}
     preprocessor = preprocessor or PreprocessorOptions()
     result = ProgramPlacement(text=program.text)
-    allocated = _allocation_bytes(program, preprocessor)
+    allocated = _Allocations(program, preprocessor)
     host = HostFacts.of(program)
     edits: list[tuple[Span, str]] = []
     cached_variables: set[str] = set()
     for kernel in program.kernels:
+        if only is not None and kernel.name not in only:
+            result.kernels.append(KernelPlacement(kernel.name, reason="not a candidate of "
+                                                  "the placement pass"))
+            continue
         if kernel.ast is None or kernel.span is None or kernel.is_template:
             result.kernels.append(KernelPlacement(kernel.name, reason=kernel.unsupported or
                                                   "a template, or not parsed"))

@@ -1010,7 +1010,8 @@ def _transform(program: Program, options: TransformOptions,
                                        finish or (lambda t: t), baseline)
     placed = None
     if options.placement != "none" and options.kernel is None and finish is None:
-        placed, text = placement.place(program, text, options, errors)
+        placed, text = placement.place(program, text, options, errors,
+                                       placement.candidates(decisions, options))
     diagnostics = list(errors) + layout_notes(program, plans)
     for d in decisions:
         kernel = program.kernel(d.kernel)

@@ -71,7 +71,7 @@ class Geometry:
     unrolled: bool = False
     hoisted: frozenset = frozenset()
     # arrays read from another memory (placement.py): (array, "readonly" | "constant" |
-    # "shared"), each only read by the kernel
+    # "shared"), each only read by the kernel; "ideal" bounds what any memory could give
     placed: tuple[tuple[str, str], ...] = ()
     unroll: int = 0                  # trips whose loads overlap (0: as the compiler does)
 
@@ -395,6 +395,9 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                     shared += warp_n
                 continue
             memory = placed.get(a.array) if a.kind == "read" else None
+            if memory == "ideal":         # a bound: the read served by no memory's pipes
+                requests += 1 + ADDRESS
+                continue
             if memory in ("constant", "shared"):
                 requests += 1 + ADDRESS
                 sectors, fewest, broadcast = _sectors(model, s, a, r, geometry)

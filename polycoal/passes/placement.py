@@ -48,18 +48,51 @@ def model_veto(options: TransformOptions):
     return veto
 
 
+def candidates(decisions, options: TransformOptions) -> set[str]:
+    """The kernels the placement pass plans: those the kernel passes left as written
+    (a form they generated is placed by its own design), where even an ideal placement
+    (every array the kernel only reads served by no memory's pipes) is predicted MARGIN
+    faster: a bound that spares the planner the kernels no memory would speed up."""
+    m = shipped_machine()
+    values = dict(options.price_at)
+    out = set()
+    for d in decisions:
+        a = d.analysis
+        if d.action != "unchanged" or a is None or a.model is None or d.code in (
+                "internal-error", "unparsed"):
+            continue
+        written = {x.array for _, x in a.model.accesses() if x.kind == "write"}
+        read = {x.array for _, x in a.model.accesses()
+                if x.kind == "read" and x.space == "global" and x.array not in written}
+        if not read:
+            continue
+        try:
+            before = predict(form_work(a, m, values=values), m)
+            bound = predict(form_work(a, m, Geometry(placed=tuple(
+                (name, "ideal") for name in sorted(read))), values), m)
+        except Exception:            # noqa: BLE001 - not bounded: the planner judges it
+            out.add(d.kernel)
+            continue
+        if bound.time_us * MARGIN <= before.time_us:
+            out.add(d.kernel)
+    return out
+
+
 def place(program: Program, text: str, options: TransformOptions,
-          errors: list[Diagnostic]):
-    """The placement of the transformed program `text`: (the ProgramPlacement, or None
-    where it did not run, and the text with the placements taken)."""
+          errors: list[Diagnostic], only: set[str] | None = None):
+    """The placement of the transformed program `text` (of the kernels `only`, None:
+    all): (the ProgramPlacement, or None where it did not run, and the text with the
+    placements taken)."""
     from polycoal.frontend import read_program
     from polycoal.model.memory_spec import load_spec
     from polycoal.placement import place_program
+    if only is not None and not only:
+        return None, text
     try:
         transformed = program if text == program.text else read_program(
             program.path, options.preprocessor, text=text, constants=program.constants)
         placed = place_program(transformed, load_spec(), {}, options.preprocessor,
-                               veto=model_veto(options))
+                               veto=model_veto(options), only=only)
     except Exception as error:          # noqa: BLE001 - confined: every array stays
         errors.append(Diagnostic("error", "internal-error", "internal error in polycoal "
                                  f"while placing the program's arrays ({type(error).__name__}"
