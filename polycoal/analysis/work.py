@@ -246,7 +246,8 @@ def _reuse_trips(model: KernelModel, s: Statement, a, assumed: set) -> float:
     return trips
 
 
-def _span(model: KernelModel, s: Statement, a, assumed: set) -> tuple[Poly, float] | None:
+def _span(model: KernelModel, s: Statement, a, assumed: set, extents: dict
+          ) -> tuple[Poly, float] | None:
     """The subscript of `a` less its constant term, and the number of elements between
     its least and greatest values over the dims it reads (1 + sum of |coefficient| x
     (extent - 1)); None where a coefficient is not a number."""
@@ -261,11 +262,13 @@ def _span(model: KernelModel, s: Statement, a, assumed: set) -> tuple[Poly, floa
         step = flat.coefficient(v)
         if v not in dims or not step.is_constant():
             return None
-        span += abs(float(step.constant())) * (_extent(model, v, assumed) - 1)
+        if v not in extents:
+            extents[v] = _extent(model, v, assumed)
+        span += abs(float(step.constant())) * (extents[v] - 1)
     return flat - Poly.const(flat.substitute({v: 0 for v in flat.variables}).constant()), span
 
 
-def _footprint(model: KernelModel, refs: list, assumed: set) -> float:
+def _footprint(model: KernelModel, refs: list, assumed: set, extents: dict) -> float:
     """Bytes of one array a launch reaches: what each reference's instances reach (their
     distinct elements), at most what its subscripts span. References that differ by a
     constant (a stencil's a[i - 1], a[i], a[i + 1]) span one range, widened by their
@@ -273,7 +276,7 @@ def _footprint(model: KernelModel, refs: list, assumed: set) -> float:
     reached = sum(b for _, _, b in refs)
     groups: dict = {}
     for s, a, _ in refs:
-        span = _span(model, s, a, assumed)
+        span = _span(model, s, a, assumed, extents)
         if span is None:
             return reached
         base, width = span
@@ -427,7 +430,9 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
         control = LOOP_CONTROL if s.loops and not geometry.unrolled else 0
         issue += warp_n * (ops + requests + control)
         paths.append((s, n / threads, ops, reads_global))
-    footprint_bytes = sum(_footprint(model, refs, assumed) for refs in spans.values())
+    extents: dict[str, float] = {}     # each dim's number of values, read once
+    footprint_bytes = sum(_footprint(model, refs, assumed, extents)
+                          for refs in spans.values())
     # a load's latency: the L2's where the kernel's data fits in a quarter of it (it
     # stays there between launches, beside the data of the kernels around it, and a
     # launch reads what the one before wrote), else memory's
