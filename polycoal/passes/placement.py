@@ -8,8 +8,8 @@ requests, the store waits a read-only path removes, the fills: optimize/placemen
 and keeps a placement only above its MIN_GAIN; then the performance model prices the
 kernel as written and placed at the launch's sizes (analysis/work.py, `placed`), and the
 placement is taken only where it too predicts MARGIN (the driver's margin for every
-form). The output with the placements is compiled
-where a compiler is there, and kept as it was where it would not compile.
+form). The output with the placements is compiled where a compiler is there, and kept
+as it was where it would not compile.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def model_veto(options: TransformOptions):
     def veto(program: Program, kernel, placement) -> str | None:
         analysis = analyze_kernel(kernel, program)
         if analysis.model is None:
-            return None
+            return "the performance model cannot read the kernel"
         placed = tuple((a.reads.array, a.chosen) for a in placement.arrays
                        if a.chosen != "global")
         before = predict(form_work(analysis, m, values=values), m)
