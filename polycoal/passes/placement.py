@@ -15,7 +15,7 @@ as it was where it would not compile.
 from __future__ import annotations
 
 from polycoal.analysis import analyze_kernel
-from polycoal.analysis.roofline import MARGIN, predict, shipped_machine
+from polycoal.analysis.roofline import MARGIN, predict, shipped_machine, slower_in_words
 from polycoal.analysis.work import Geometry, form_work
 from polycoal.decisions import TransformOptions
 from polycoal.diagnostics import Diagnostic
@@ -39,9 +39,7 @@ def model_veto(options: TransformOptions):
         after = predict(form_work(analysis, m, Geometry(placed=placed), values), m)
         placement.predicted = (before.time_us, after.time_us)
         if after.time_us * MARGIN > before.time_us:
-            ratio = after.time_us / before.time_us
-            how = f"{ratio:.3g}x slower" if ratio >= 1.005 else \
-                f"only {1 / ratio:.3g}x faster" if ratio < 0.995 else "no faster"
+            how = slower_in_words(after.time_us / before.time_us)
             return (f"the performance model predicts it {how} ({before.bound}; "
                     f"{before.time_us:.4g} us as written, {after.time_us:.4g} us placed)")
         return None
