@@ -81,6 +81,11 @@ class TransformOptions:
     # the placement pass (passes/placement.py): "auto" places arrays where the planner
     # and the performance model both predict a gain, "none" leaves every array in place
     placement: str = "auto"
+    # where the model reads the warps a multiprocessor holds of each form: "ptxas" (the
+    # registers and shared memory nvcc's ptxas allocates the kernel as written and each
+    # form, where nvcc is present and the occupancy could change the choice; else
+    # estimated) or "estimate" (never compiled: --no-ptxas)
+    occupancy: str = "ptxas"
 
 
 # Actions whose kernels add floating-point values in another order than the original's.

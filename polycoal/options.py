@@ -55,6 +55,11 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    help="take the first form the passes propose, whatever the performance "
                    "model predicts of it (the model only reports): to measure what the "
                    "model keeps (polycoal bench)")
+    p.add_argument("--no-ptxas", action="store_true",
+                   help="estimate each form's occupancy (by default, where nvcc is present "
+                   "and the warps a multiprocessor holds could change the model's choice, "
+                   "the registers and shared memory ptxas allocates the kernel and each "
+                   "form decide it)")
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
@@ -166,6 +171,8 @@ def transform_options(args, environ=None):
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),
                             model=not getattr(args, "no_model", False),
+                            occupancy="estimate" if getattr(args, "no_ptxas", False)
+                            else "ptxas",
                             layout=args.layout, reorganise=args.reorganise,
                             compile_check=args.compile_check,
                             placement="none" if getattr(args, "no_placement", False) or

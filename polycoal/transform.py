@@ -51,7 +51,7 @@ from polycoal.passes.mapping import form_geometry, plan_mapped
 from polycoal.passes.layout import (layout_host_edits, layout_notes, plan_program_layouts,
                                     price_layouts, with_layouts)
 from polycoal.passes.permutation import plan_permutation
-from polycoal.passes.base import Candidate, decided_note, price_forms
+from polycoal.passes.base import Candidate, decided_note, form_code, price_forms
 from polycoal.passes.products import forced_sizes
 from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
@@ -199,7 +199,7 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
             raise
         rest = d.keep("internal-error", internal_error(kernel.name, kernel.location, error,
                                                        "planning a candidate")[1])
-    return _chosen(d, candidates, rest, options, kernel.name)
+    return _chosen(program, kernel, d, candidates, rest, options)
 
 
 def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
@@ -211,22 +211,22 @@ def _forced(d: KernelDecision, options: TransformOptions, name: str) -> bool:
     return d.action in REASSOCIATING and options.reduction in ("warp", "block", "tiles", "split")
 
 
-def _chosen(d: KernelDecision, candidates: list[Candidate],
-            rest: KernelDecision, options: TransformOptions, name: str) -> KernelDecision:
+def _chosen(program: Program, kernel: Kernel, d: KernelDecision, candidates: list[Candidate],
+            rest: KernelDecision, options: TransformOptions) -> KernelDecision:
     """The cheapest of the forms the passes proposed and the kernel as written, by the
     performance model (analysis/roofline.py): a form is taken only where predicted
     MARGIN times faster than the original. The choice rides on the decision
     (`predicted`), for the reports."""
     if rest.action != "unchanged":
         candidates = candidates + [Candidate(rest, form_geometry(rest, options))]
-    original, priced, assumed = price_forms(d, options, [(c.decision.action, c.geometry)
-                                                      for c in candidates])
-    taken = choose(original, priced)
-    forced = [k for k, c in enumerate(candidates) if _forced(c.decision, options, name)]
+    p = price_forms(d, options, [(c.decision.action, c.geometry) for c in candidates],
+                    form_code(program, kernel, [c.decision for c in candidates]))
+    taken = choose(p.original, p.forms)
+    forced = [k for k, c in enumerate(candidates) if _forced(c.decision, options, kernel.name)]
     if forced or (candidates and not options.model):   # the model only reports
         taken = forced[0] if forced else 0
-    choice = Choice(original, tuple(priced), "original" if taken is None else priced[taken][0],
-                    assumed)
+    choice = Choice(p.original, tuple(p.forms),
+                    "original" if taken is None else p.forms[taken][0], p.assumed, p.occupancy)
     if taken is not None:
         return replace(candidates[taken].decision, predicted=choice)
     if not candidates:

@@ -11,8 +11,10 @@ from dataclasses import replace
 import pytest
 
 from conftest import FIXTURES, POLYBENCH, runs_alike
+from polycoal.analysis.occupancy import (Resources, compiled_resources, parse_ptxas,
+                                         resident_warps)
 from polycoal.analysis.roofline import (MARGIN, Choice, Prediction, Work, choose, machine_of,
-                                        predict, shipped_machine)
+                                        occupancy_decides, predict, shipped_machine)
 from polycoal.cli import main
 from polycoal.frontend import read_program
 from polycoal.frontend.preprocess import PreprocessorOptions
@@ -202,3 +204,88 @@ def test_no_model_on_the_command_line_takes_the_proposed_form(tmp_path, capsys):
     assert main(["transform", str(POWF), "-o", str(out), "--no-model"]) == 0
     assert "polycoal: a product in register" in out.read_text()
     assert "minkowski_rows' product" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- occupancy from ptxas
+
+def test_resident_warps_follow_registers_shared_memory_and_slots():
+    m = shipped_machine()
+    # 32 registers: 1024 a warp, the register file holds 64 warps: the slots bind
+    assert resident_warps(Resources(32, 0), 256, m) == 64
+    # 255 registers round to 8192 a warp: 8 warps, one block of 256 threads
+    assert resident_warps(Resources(255, 0), 256, m) == 8
+    # 72 registers (2304 a warp): 28 warps' worth, three blocks of 8 warps
+    assert resident_warps(Resources(72, 0), 256, m) == 24
+    # 48 KiB of shared memory a block (plus the kilobyte the runtime keeps): 4 blocks
+    assert resident_warps(Resources(16, 48 << 10), 128, m) == 16
+    # blocks of one warp: the 32 block slots bind
+    assert resident_warps(Resources(16, 0), 32, m) == 32
+    # a block that cannot fit at all
+    assert resident_warps(Resources(16, 240 << 10), 128, m) == 0
+
+
+def test_ptxas_report_is_read_per_entry_function():
+    report = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_ZN8pc_form03rowEPfi' for 'sm_90'
+ptxas info    : Function properties for _ZN8pc_form03rowEPfi
+    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, 380 bytes cmem[0]
+ptxas info    : Compiling entry function 'col' for 'sm_90'
+ptxas info    : Function properties for col
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 8 registers, used 0 barriers
+"""
+    assert parse_ptxas(report) == {"_ZN8pc_form03rowEPfi": Resources(40, 8192, 8),
+                                   "col": Resources(8, 0, 0)}
+
+
+def test_occupancy_is_read_only_where_it_could_change_the_choice():
+    m = shipped_machine()
+    # memory-bound forms, one 4x faster: no occupancy changes the choice
+    slow = Work(issue=1e6, dram_bytes=4e9, warps=1e5, block_warps=8.0, chain=1e3)
+    fast = replace(slow, dram_bytes=1e9)
+    assert not occupancy_decides(slow, [fast], m)
+    # a form whose dependent path binds at one block a multiprocessor and whose issue
+    # binds at full occupancy: 1.2x faster, or slower, depending on the warps held
+    original = Work(issue=3e9, warps=1e5, block_warps=8.0, chain=1e3)
+    form = replace(original, issue=2.5e9, chain=2e5)
+    assert occupancy_decides(original, [form], m)
+
+
+def test_compiled_resources_read_each_kernel(nvcc, tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYCOAL_CACHE_DIR", str(tmp_path))
+    compiled_resources.cache_clear()
+    source = ("namespace pc_form0 {\n__global__ void k(float *a) {\n"
+              "  __shared__ float s[2048];\n  s[threadIdx.x] = a[threadIdx.x];\n"
+              "  __syncthreads();\n  a[threadIdx.x] = s[(threadIdx.x * 7) % 2048];\n}\n}\n")
+    found = dict(compiled_resources(source))
+    (symbol, r), = found.items()
+    assert symbol.startswith("_ZN8pc_form01kE") and r.shared == 8192 and r.registers > 0
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    # read back from the disk cache: no compiler needed a second time
+    compiled_resources.cache_clear()
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("compiled again"))
+    assert dict(compiled_resources(source)) == found
+
+
+def test_a_close_choice_reads_each_forms_occupancy_from_ptxas(nvcc, tmp_path, monkeypatch,
+                                                              capsys):
+    """The tiled product of pairwise powf distances needs 47 registers and 16.5 KiB of
+    shared memory a block (ptxas, CUDA 13): the model's choice is priced with the
+    warps that leaves, and the report says so; --no-ptxas estimates them."""
+    monkeypatch.setenv("POLYCOAL_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(POWF), "-o", str(out), "--report", "json"]) == 0
+    kernel = json.loads(capsys.readouterr().err)["kernels"][0]
+    predicted = kernel["predicted"]
+    occupancy = {o["form"]: o for o in predicted["occupancy"]}
+    assert f"ptxas: {occupancy['product']['registers']} registers a thread" in kernel["reason"]
+    assert set(occupancy) == {"original", "product"}
+    product = occupancy["product"]
+    assert product["shared_bytes"] > 0 and product["registers"] > 0
+    assert product["warps"] == resident_warps(
+        Resources(product["registers"], product["shared_bytes"]), 256, shipped_machine())
+    assert predicted["chosen"] == "original"
+    assert main(["transform", str(POWF), "-o", str(out), "--report", "json",
+                 "--no-ptxas"]) == 0
+    assert "occupancy" not in json.loads(capsys.readouterr().err)["kernels"][0]["predicted"]

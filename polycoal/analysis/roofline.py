@@ -48,7 +48,9 @@ class Machine:
     max_warps: int = 64
     max_blocks: int = 32
     registers: int = 65536
+    register_unit: int = 256         # a warp's registers are allocated in these units
     shared_bytes: int = 233472
+    shared_reserved: int = 1024      # shared memory the runtime keeps each block
     l2_bytes: int = 50 << 20
     memory_latency: float = 500.0
     l2_latency: float = 300.0
@@ -165,9 +167,14 @@ class Choice:
     candidates: tuple[tuple[str, Prediction], ...]     # (form, prediction), in order
     chosen: str                                          # "original" or a form
     assumed: tuple[str, ...] = ()                        # sizes taken as DEFAULT_EXTENT
+    # (form, warps a multiprocessor holds, occupancy.Resources) of the forms whose
+    # occupancy ptxas decided (passes/base.price_forms); the others' is estimated
+    occupancy: tuple = ()
 
     def as_json(self) -> dict:
-        return {"unit": "us", "original": round(self.original.time_us, 3),
+        occupancy = {"occupancy": [{"form": f, "warps": w, **r.as_json()}
+                                   for f, w, r in self.occupancy]} if self.occupancy else {}
+        return {**occupancy, "unit": "us", "original": round(self.original.time_us, 3),
                 "chosen": self.chosen,
                 "candidates": [{"form": "original", "time": round(self.original.time_us, 3),
                                 "bound": self.original.bound}] +
@@ -179,9 +186,13 @@ class Choice:
         """Why no candidate was taken, in words: the best of them against the original."""
         form, best = min(self.candidates, key=lambda c: c[1].time_us)
         how = slower_in_words(best.time_us / self.original.time_us)
+        read = next((f"; ptxas: {r.registers} registers a thread, {r.shared} bytes of "
+                     f"shared memory a block, {w} warps a multiprocessor"
+                     for f, w, r in self.occupancy if f == form), "")
         return (f"kept: {FORM_NAMES.get(form, form)} is predicted {how} "
                 f"({self.original.bound}; {self.original.time_us:.4g} us as written, "
-                f"{best.time_us:.4g} us {FORM_NAMES.get(form, form).split(' ', 1)[1]})")
+                f"{best.time_us:.4g} us {FORM_NAMES.get(form, form).split(' ', 1)[1]}"
+                f"{read})")
 
 
 def slower_in_words(ratio: float) -> str:
@@ -189,6 +200,28 @@ def slower_in_words(ratio: float) -> str:
     slower", "only 1.04x faster", "no faster"."""
     return f"{ratio:.3g}x slower" if ratio >= 1.005 else \
         f"only {1 / ratio:.3g}x faster" if ratio < 0.995 else "no faster"
+
+
+def occupancy_decides(original: Work, forms: list[Work], m: Machine | None = None) -> bool:
+    """Whether the warps a multiprocessor holds of each form (its occupancy), anywhere
+    between one block and the most its warp and block slots allow, could change which
+    form `choose` takes: some comparison `choose` makes (a form MARGIN times faster
+    than the original, or than a form before it) holds at one end of the forms'
+    occupancies and fails at the other. A form's time only grows as its occupancy
+    falls, so the ends decide. Only then is the compiler asked (passes/base.py)."""
+    m = m or shipped_machine()
+
+    def span(w: Work) -> tuple[float, float]:
+        full = min(float(m.max_warps), m.max_blocks * w.block_warps)
+        return (predict(replace(w, resident=full), m).time_us,
+                predict(replace(w, resident=w.block_warps), m).time_us)
+
+    spans = [span(w) for w in [original, *forms]]
+    for k, (fast, slow) in enumerate(spans[1:], start=1):
+        for bar_fast, bar_slow in spans[:k]:
+            if (slow * MARGIN <= bar_fast) != (fast * MARGIN <= bar_slow):
+                return True
+    return False
 
 
 def choose(original: Prediction, candidates: list[tuple[str, Prediction]]) -> int | None:

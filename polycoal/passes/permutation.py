@@ -118,10 +118,10 @@ def _priced_permutation(d: KernelDecision, options: TransformOptions) -> Choice 
     dim = next((t.name for t in model.thread_dims if t.axis == x and t.kind != "block"), None)
     if dim is None:
         return None
-    original, priced, assumed = price_forms(d, options, [("permuted", Geometry(x=dim))])
-    taken = choose(original, priced)
-    return Choice(original, tuple(priced), "original" if taken is None else "permuted",
-                  assumed)
+    p = price_forms(d, options, [("permuted", Geometry(x=dim))])
+    taken = choose(p.original, p.forms)
+    return Choice(p.original, tuple(p.forms), "original" if taken is None else "permuted",
+                  p.assumed)
 
 
 def _guard_note(launches, takes: list[bool | None]) -> str:

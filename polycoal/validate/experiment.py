@@ -230,12 +230,18 @@ def setup_launch(program: Program, kernel: Kernel, model: KernelModel,
                   for a in arrays]
         arrays = [replace(a, index_bound=bound) if a.type not in ("float", "double") else a
                   for a in arrays]
-    # the file's integer constants first (kernels and device functions may read them)
+    return LaunchSetup(launch, values, arrays, grid, block, program_declarations(program))
+
+
+def program_declarations(program: Program) -> list[str]:
+    """What the program's kernels may use beside their own text, as a module of them
+    declares it: the file's integer constants first (kernels and device functions may
+    read them), its __device__ variables, then its device functions."""
     declarations = [f"static const long long {name} = {value}LL;"
                     for name, value in sorted(program.constants.items())]
     declarations += [g.expanded for g in program.globals.values() if g.expanded]
     declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
-    return LaunchSetup(launch, values, arrays, grid, block, declarations)
+    return declarations
 
 
 def prepare(program: Program, new_program: Program, d: KernelDecision,
