@@ -115,11 +115,13 @@ def compiled_resources(source: str, arch: str = "sm_90") -> tuple[tuple[str, Res
 
 
 def cache_directory() -> str:
-    """Where read resources are kept: $POLYCOAL_CACHE_DIR, else polycoal/ under
-    $XDG_CACHE_HOME or ~/.cache."""
-    return os.environ.get("POLYCOAL_CACHE_DIR") or os.path.join(
+    """Where read resources are kept: occupancy/ under $POLYCOAL_CACHE_DIR (the build
+    plugin's cache, where a build sets it), else under polycoal/ in $XDG_CACHE_HOME or
+    ~/.cache."""
+    base = os.environ.get("POLYCOAL_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "polycoal", "occupancy")
+        "polycoal")
+    return os.path.join(base, "occupancy")
 
 
 def _cached(key: str) -> tuple | None:

@@ -493,3 +493,73 @@ def _block_threads(model: KernelModel) -> int:
     if model.block_shape is not None:
         return max(1, math.prod(model.block_shape))
     return 256
+
+
+@dataclass(frozen=True)
+class Least:
+    """The least any form of a kernel must do in one launch (the roofline's bound):
+    each element it reads brought from memory once and each it writes stored once, and
+    its floating-point arithmetic (a multiply-add two operations)."""
+
+    bytes: float
+    flops: float
+    calls: tuple[tuple[str, float], ...] = ()     # special functions called (name, count)
+    assumed: tuple[str, ...] = ()
+
+    def bound_us(self, bytes_per_us: float, flops_per_us: float) -> float:
+        return max(self.bytes / bytes_per_us, self.flops / flops_per_us)
+
+
+def least_work(analysis, values: dict[str, int] | None = None) -> Least:
+    """The compulsory traffic and the floating-point operations of one launch of the
+    kernel of `analysis` at the launch's values and `values`: each global array's
+    distinct elements read, and those written, at most what its subscripts span."""
+    model = analysis.model
+    if values:
+        model = replace(model, parameter_values={**values, **model.parameter_values})
+    assumed: set = set()
+    reads: dict[str, list] = {}
+    writes: dict[str, list] = {}
+    flops = 0.0
+    calls: dict[str, float] = {}
+    # a product by a scalar argument (GEMM's alpha) can be applied once, outside a sum
+    scalars = frozenset(p.name for p in analysis.kernel.parameters if not p.is_pointer)
+    for s in model.statements:
+        n = instances(model, s, assumed)
+        if n <= 0:
+            continue
+        own: dict[str, float] = {}
+        flops += n * _flops(s.node, _kind(s), own, scalars)
+        for name, k in own.items():
+            calls[name] = calls.get(name, 0.0) + n * k
+        for a in s.accesses:
+            if a.space not in ("global", "constant"):
+                continue
+            distinct = n / _reuse_trips(model, s, a, assumed) * a.element_size
+            (reads if a.kind == "read" else writes).setdefault(a.array, []).append(
+                (s, a, distinct))
+    # every element one reference reaches is moved: the most any reference of an array
+    # reaches bounds what the array moves from below (their union may be more)
+    extents: dict[str, float] = {}
+    moved = sum(max(_footprint(model, [ref], assumed, extents) for ref in refs)
+                for table in (reads, writes) for refs in table.values())
+    return Least(moved, flops, tuple(sorted(calls.items())), tuple(sorted(assumed)))
+
+
+def _flops(node, kind: str, calls: dict[str, float], scalars: frozenset) -> float:
+    """Floating-point operations of one instance of a statement's node (none where its
+    values are integers; subscripts are addresses, not arithmetic; a product by one of
+    `scalars` none); function calls counted apart by name in `calls`."""
+    if node is None or kind == "int":
+        return 0.0
+    count = 0.0
+    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
+        calls[node.name.name] = calls.get(node.name.name, 0.0) + 1
+    elif isinstance(node, c_ast.Assignment) and node.op != "=":
+        count = 1.0
+    elif isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/"):
+        count = 0.0 if node.op == "*" and (_scalar(node.left, scalars) or
+                                           _scalar(node.right, scalars)) else 1.0
+    children = [node.name] if isinstance(node, c_ast.ArrayRef) else \
+        [child for _, child in node.children()]
+    return count + sum(_flops(c, kind, calls, scalars) for c in children)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from polycoal.diagnostics import InputError
 from polycoal.frontend.program import Program
 from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
-from polycoal.validate.experiment import NotRunnable, prepare, run_changed
+from polycoal.validate.experiment import (NotRunnable, prepare, rename_kernel, run_changed,
+                                          setup_launch)
 
 L2_BYTES = 64 << 20
 SLOWER_BELOW = 0.95      # a speedup under this is reported as a slowdown (noise is ~2%)
@@ -244,6 +245,22 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
                          else tuple(st.grid for st in e.stages),
                          e.stages[-1].block if len(e.stages) == 1
                          else tuple(st.block for st in e.stages))
+
+
+def time_kernel_device(program: Program, kernel, model, arguments: dict[str, int],
+                       repeats: int = 10) -> float:
+    """The median time (ms) of `repeats` launches of `kernel` as written, after a
+    warm-up, at its first launch's geometry and `arguments` (the inputs and timing of
+    validate_kernel_device): the time of a kernel polycoal keeps."""
+    driver, SourceModule = load_pycuda()
+    setup = setup_launch(program, kernel, model, arguments)
+    entry = f"{kernel.name}__original"
+    source = device_source(setup.declarations,
+                           [rename_kernel(kernel.expanded, kernel.name, entry)])
+    with device_context(driver):
+        inputs = DeviceInputs(driver, kernel, setup.values, setup.arrays)
+        module = compile_on_device(driver, SourceModule, source, ["-O3"])
+        return inputs.timed(module.get_function(entry), setup.grid, setup.block, repeats)
 
 
 def validate_device(program: Program, result: TransformResult, options: TransformOptions,

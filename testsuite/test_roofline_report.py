@@ -1,0 +1,87 @@
+"""The roofline bound of a kernel (analysis/work.least_work) and the roofline report's
+rows, table and plot (tools/roofline_report.py; its device run is on the lent H200)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from conftest import PUBLISHED, REPO
+from polycoal.analysis import analyze_kernel
+from polycoal.analysis.work import least_work
+from polycoal.decisions import KernelDecision
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+
+sys.path.insert(0, str(REPO / "tools"))
+import roofline_report  # noqa: E402
+
+
+def _least(program: str, kernel: str, values: dict):
+    path = PUBLISHED / program / f"{program}.cu"
+    p = read_program(str(path), PreprocessorOptions((str(path.parent),)))
+    return least_work(analyze_kernel(p.kernel(kernel), p), values)
+
+
+def test_gemm_moves_each_matrix_once_and_does_two_flops_a_term():
+    n = 512
+    least = _least("gemm", "gemm_kernel", {"ni": n, "nj": n, "nk": n})
+    # A and B read, C read and written: 4 n^2 floats; alpha's product applied once
+    assert least.bytes == pytest.approx(4 * n * n * 4)
+    assert least.flops == pytest.approx(2 * n ** 3 + 2 * n * n, rel=0.01)
+    assert least.assumed == ()
+
+
+def test_a_stencil_reads_each_element_once():
+    """2D convolution: nine neighbours of each point, the input read once (its window
+    slides), the output written once."""
+    n = 1024
+    least = _least("2dconv", "convolution2D_kernel", {"ni": n, "nj": n})
+    assert least.bytes == pytest.approx(2 * n * n * 4, rel=0.01)
+    assert least.flops > 9 * (n - 2) ** 2
+
+
+def test_the_triangle_of_covariance_counts_its_half():
+    m = n = 256
+    least = _least("covariance", "covar_kernel", {"m": m, "n": n})
+    assert least.flops == pytest.approx(m * (m + 1) / 2 * n * 2, rel=0.02)
+
+
+def test_rows_are_judged_against_the_goal():
+    d = KernelDecision("k", "product", "tiled")
+    at = roofline_report._judged({"bound_ms": 0.9, "polycoal_ms": 1.0, "reason": None}, d)
+    assert at["fraction"] == pytest.approx(0.9) and at["reason"] is None
+    below = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 1.0, "reason": None}, d)
+    assert below["fraction"] == pytest.approx(0.2) and below["reason"].startswith("open")
+    unbounded = roofline_report._judged({"bound_ms": None, "polycoal_ms": 1.0,
+                                         "reason": None}, d)
+    assert "outside the affine model" in unbounded["reason"]
+
+
+def test_the_table_and_the_plot_show_every_measured_row():
+    rows = [{"program": "polybench_inputs/gemm/gemm.cu", "kernel": "gemm_kernel",
+             "size": "large: ni=4096", "bound_ms": 2.4, "original_ms": 87.0,
+             "polycoal_ms": 3.9, "fraction": 2.4 / 3.9, "reason": "open: compute-bound"},
+            {"program": "polybench_inputs/lu/lu.cu", "kernel": "lu_kernel1",
+             "size": "standard: n=2048", "bound_ms": None, "original_ms": None,
+             "polycoal_ms": None, "fraction": None, "reason": "not measured"}]
+    table = roofline_report.markdown(rows)
+    assert "| gemm.cu | gemm_kernel | large: ni=4096 | 2.4 | 87 | 3.9 | 62% |" in table
+    assert "| lu.cu | lu_kernel1 | standard: n=2048 | - | - | - | - | not measured |" in table
+    svg = roofline_report.plot(rows)
+    assert svg.startswith("<svg") and svg.count("<rect") == 2 and "lu_kernel1" not in svg
+
+
+def test_each_standard_program_has_its_sizes_and_host_loop_values():
+    for spec in roofline_report.POLYBENCH + roofline_report.LARGE:
+        path, macros, values = roofline_report._spec(spec)
+        assert values, spec
+    _, _, fdtd = roofline_report._spec("fdtd2d/fdtd2d.cu::nx=2048,ny=2048")
+    assert fdtd["t"] == 1 and fdtd["nx"] == 2048
+
+
+def test_a_kernel_whose_bound_is_below_a_launch_is_launch_bound():
+    d = KernelDecision("k", "unchanged", "kept")
+    row = roofline_report._judged({"bound_ms": 4e-6, "polycoal_ms": 0.013, "reason": None}, d)
+    assert row["reason"].startswith("launch-bound: its work bounds it at 0.004 us")
