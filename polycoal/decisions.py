@@ -35,6 +35,9 @@ class TransformOptions:
     polyhedral: bool = True
     assume_no_alias: bool = False
     collapse_redundant: bool = False  # run one copy of threads racing along unread axes
+    # ... by default where one copy's result is proven theirs (transform.copies_proof:
+    # each copy reads of the kernel's output only what it wrote; off: --keep-redundant-threads)
+    collapse_proven: bool = True
     reduction: str = "auto"   # auto (warp rows, split columns) | warp | block | tiles | split
     #                                  | none: how reduction loops are restructured
     promote: bool = True             # register promotion of accumulators in new kernels
@@ -115,6 +118,7 @@ class KernelDecision:
     permutation: "Permutation | None" = None
     alias_evidence: str = ""
     collapsed: frozenset = frozenset()   # axes whose redundant copies were collapsed
+    collapse_proof: str = ""             # why one copy leaves what they leave (by default)
     generated: "GeneratedKernel | None" = None
     analysis: "KernelAnalysis | None" = None
     empirical: "Choice | None" = None  # the traced candidates, when the search ran

@@ -36,7 +36,12 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    help="do not restructure affine kernels")
     p.add_argument("--collapse-redundant-threads", action="store_true",
                    help="for a kernel whose only races are between copies of each thread "
-                   "along an axis it never reads, run one copy")
+                   "along an axis it never reads, run one copy (by default only where "
+                   "each copy reads of the kernel's output only what it wrote itself: then "
+                   "the copies leave what one copy leaves, in lockstep or one after another)")
+    p.add_argument("--keep-redundant-threads", action="store_true",
+                   help="keep such a kernel as written even where one copy is proven to "
+                   "leave what its copies leave")
     p.add_argument("--reduction", choices=("auto", "warp", "block", "tiles", "split", "none"),
                    default="auto", help="how to restructure reductions: auto (one warp per "
                    "row for rows, split for starved columns), warp, split (columns over 2-D "
@@ -167,6 +172,7 @@ def transform_options(args, environ=None):
                             polyhedral=not args.no_polyhedral, promote=not args.no_promotion,
                             reduction=args.reduction,
                             collapse_redundant=args.collapse_redundant_threads,
+                            collapse_proven=not args.keep_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, sizes=_sizes(args),

@@ -35,7 +35,7 @@ from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
 from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
-from polycoal.analysis.dependences import condition_text, racing_values
+from polycoal.analysis.dependences import condition_text, exposed_reads, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
 from polycoal.analysis.roofline import Choice, choose
@@ -240,8 +240,9 @@ def _chosen(program: Program, kernel: Kernel, d: KernelDecision, candidates: lis
 def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
                    options: TransformOptions) -> KernelDecision:
     """A racy kernel is kept (code "race"), unless its races are only copies of each
-    thread along axes it never reads and --collapse-redundant-threads asks for one copy:
-    then the decision goes on with the analysis of one copy (code left empty)."""
+    thread along axes it never reads: then the decision goes on with the analysis of one
+    copy (code left empty) where one copy's result is proven what the copies leave
+    (collapse_proof), or where --collapse-redundant-threads asks for one copy."""
     raced = d.keep("race", "threads race in the original kernel" + _racing_when(d.analysis)
                    + " (polycoal analyze shows the races)")
     checked = _race_free_where_checked(program, kernel, d, options)
@@ -250,14 +251,45 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
     redundant = redundant_axes(d.analysis)
     if not redundant:
         return raced
-    if not options.collapse_redundant:
-        return raced.keep("redundant-copies", raced.reason + (
-            f"; they are copies along axis {', '.join(sorted(redundant))}, which the kernel "
-            "never reads: --collapse-redundant-threads runs one copy"))
     collapsed = analyze_kernel(kernel, program, frozenset(redundant))
     if collapsed.races:
         return raced
-    return replace(d, analysis=collapsed, collapsed=frozenset(redundant))
+    axes = ", ".join(sorted(redundant))
+    proof, why_not = copies_proof(collapsed)
+    if options.collapse_redundant or (proof and options.collapse_proven):
+        return replace(d, analysis=collapsed, collapsed=frozenset(redundant),
+                       collapse_proof=proof if not options.collapse_redundant else "")
+    return raced.keep("redundant-copies", raced.reason + (
+        f"; they are copies along axis {axes}, which the kernel never reads: "
+        f"{why_not or 'their collapse is switched off (--keep-redundant-threads)'}; "
+        "--collapse-redundant-threads runs one copy"))
+
+
+def copies_proof(collapsed: KernelAnalysis) -> tuple[str, str]:
+    """(why one copy leaves what the racing copies leave, "") or ("", why that is not
+    shown). The copies never read their own index along the collapsed axes, so at every
+    step they compute the same values: run in lockstep (each step's loads before its
+    stores, an interleaving the original may take) they leave what one copy leaves.
+    Where each copy also reads of the kernel's output only what it wrote itself before
+    (dependences.exposed_reads: none), run one after another in any order they leave it
+    too: a later copy recomputes the same values from inputs nobody writes."""
+    model = collapsed.model
+    if model is None or not model.is_affine:
+        return "", "one copy's result is not shown to be theirs (the kernel is outside the affine model)"
+    exposed = exposed_reads(model)
+    if exposed:
+        s, a = exposed[0]
+        return "", (f"one copy's result is what they leave run in lockstep, not run one "
+                    f"after another: {a.text} at line {a.location.line} is read before the "
+                    "copy writes it (each copy builds on what the others left)")
+    written = sorted({a.array for _, a in model.accesses() if a.kind == "write"})
+    read_back = sorted({a.array for _, a in model.accesses() if a.kind == "read"} &
+                       set(written))
+    own = (f"every read of {', '.join(read_back)} follows the copy's own write of it"
+           if read_back else "it reads nothing it writes")
+    return (f"each copy computes what it writes ({', '.join(written)}) from data the kernel "
+            f"does not write ({own}), so its copies leave what one copy leaves, run in "
+            "lockstep or one after another in any order"), ""
 
 
 def _racing_when(analysis) -> str:
@@ -1026,8 +1058,10 @@ def _transform(program: Program, options: TransformOptions,
                     "warning", "collapsed-copies",
                     f"kernel '{d.kernel}': its threads along axis "
                     f"{', '.join(sorted(d.collapsed))} (never read by the kernel) raced as "
-                    "copies of each other; the transformed kernel runs one copy "
-                    "(--collapse-redundant-threads)", kernel.location, d.kernel))
+                    "copies of each other; the transformed kernel runs one copy " + (
+                        f"({d.collapse_proof}; --keep-redundant-threads keeps them)"
+                        if d.collapse_proof else "(--collapse-redundant-threads)"),
+                    kernel.location, d.kernel))
             if d.alias_evidence.startswith("assumed"):
                 diagnostics.append(Diagnostic(
                     "warning", "assumed-no-alias",

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, POLYBENCH, polybench_programs
+from polycoal.analysis import analyze_kernel
 from polycoal.codegen.column import split_shape
 from polycoal.cli import main
 from polycoal.frontend import read_program
@@ -492,23 +493,61 @@ def test_cpu_check_catches_a_wrong_reduction():
 
 
 @pytest.mark.parametrize("program,kernel,action", [
-    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "split"),
+    ("atax", "atax_kernel1", "reduced"), ("atax", "atax_kernel2", "split")])
+def test_copies_that_read_only_their_own_writes_collapse_by_default(program, kernel, action):
+    """ATAX's 1-D kernels launched with 32 x 8 blocks: the 8 rows of threads are copies
+    (they never read threadIdx.y); each copy zeroes its element before adding to it, so
+    one copy leaves what the copies leave in lockstep or one after another: one runs,
+    the proof in the warning."""
+    path = POLYBENCH / program / f"{program}.cu"
+    prog = read_program(str(path))
+    result = transform_program(prog, TransformOptions())
+    d = next(x for x in result.decisions if x.kernel == kernel)
+    assert d.action == action and d.collapsed == {"y"} and d.collapse_proof
+    warning = next(x for x in result.diagnostics
+                   if x.code == "collapsed-copies" and x.kernel == kernel)
+    assert "follows the copy's own write of it" in warning.message
+    assert "one after another" in warning.message
+    kept = transform_program(prog, TransformOptions(collapse_proven=False))
+    plain = next(x for x in kept.decisions if x.kernel == kernel)
+    assert plain.action == "unchanged" and plain.code == "redundant-copies"
+    assert "--keep-redundant-threads" in plain.reason
+
+
+@pytest.mark.parametrize("program,kernel,action", [
     ("mvt", "mvt_kernel1", "reduced"), ("mvt", "mvt_kernel2", "split")])
-def test_redundant_copies_collapse_only_on_request(program, kernel, action):
+def test_copies_that_build_on_their_input_collapse_only_on_request(program, kernel, action):
+    """MVT's copies add to x1[i] as they find it: run one after another they would add
+    the sum eight times, so one copy's result is not the original's in every order:
+    kept, with why, unless --collapse-redundant-threads asks for one copy."""
     path = POLYBENCH / program / f"{program}.cu"
     plain = decision(path, kernel)
-    assert plain.action == "unchanged" and "--collapse-redundant-threads" in plain.reason
+    assert plain.action == "unchanged" and plain.code == "redundant-copies"
+    assert "--collapse-redundant-threads" in plain.reason
+    assert "is read before the copy writes it" in plain.reason
     options = TransformOptions(collapse_redundant=True)
     prog = read_program(str(path))
     result = transform_program(prog, options)
     d = next(x for x in result.decisions if x.kernel == kernel)
-    assert d.action == action and d.collapsed == {"y"}
-    assert any(x.code == "collapsed-copies" and x.kernel == kernel for x in result.diagnostics)
+    assert d.action == action and d.collapsed == {"y"} and not d.collapse_proof
+    assert any(x.code == "collapsed-copies" and x.kernel == kernel and
+               "(--collapse-redundant-threads)" in x.message for x in result.diagnostics)
+
+
+def test_exposed_reads_are_the_reads_before_the_threads_own_write():
+    from polycoal.analysis.dependences import exposed_reads
+    for program, kernel, exposed in (("atax", "atax_kernel1", []), ("bicg", "bicg_kernel1", []),
+                                      ("mvt", "mvt_kernel1", ["x1[i]"]),
+                                      ("gesummv", "gesummv_kernel", ["tmp[i]", "y[i]"])):
+        path = POLYBENCH / program / f"{program}.cu"
+        prog = read_program(str(path), PreprocessorOptions((str(path.parent),)))
+        model = analyze_kernel(prog.kernel(kernel), prog, frozenset({"y"})).model
+        assert [a.text for _, a in exposed_reads(model)] == exposed, kernel
 
 
 def test_collapsed_kernels_match_one_copy_on_the_cpu():
     defines = ("NX=1100", "NY=1030")
-    options = TransformOptions(collapse_redundant=True,
+    options = TransformOptions(
                                preprocessor=PreprocessorOptions(defines=defines))
     prog = read_program(str(POLYBENCH / "atax" / "atax.cu"), options.preprocessor)
     result = transform_program(prog, options)

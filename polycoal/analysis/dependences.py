@@ -186,3 +186,54 @@ def varies_along(model: KernelModel, deps: list[Dependence], dim: str) -> bool:
         if not d.relation.intersect(_pair_relation(model, s1, s2, f"{dim} != {dim}'")).is_empty():
             return True
     return False
+
+
+def exposed_reads(model: KernelModel) -> list[tuple[Statement, Access]]:
+    """The references that read an element of an array the kernel writes, for some
+    instance, before any write of that element by the same thread (in the thread's
+    order): what a thread reads of the kernel's own output it did not write itself. A
+    reference whose subscript is outside the model counts as exposed.
+
+    Each read reference is its own sink (tagged `S__readK`, at its statement's place in
+    the schedule), the writes of its array the sources; the schedule runs threads one
+    after another, so the last write before a read is the thread's own wherever the
+    thread wrote the element before."""
+    written = {a.array for _, a in model.accesses() if a.kind == "write"}
+    schedule = isl_helpers.union_of(isl_helpers.schedule_map(model, s) for s in model.statements)
+    exposed = []
+    for array in sorted(written):
+        pairs = [(s, a) for s, a in model.accesses() if a.array == array]
+        writes = [(s, isl_helpers.access_map(model, s, a)) for s, a in pairs if a.kind == "write"]
+        reads = [(s, a) for s, a in pairs if a.kind == "read"]
+        if any(m is None for _, m in writes):
+            exposed += reads
+            continue
+        sources = isl_helpers.union_of(m for _, m in writes)
+        for k, (s, a) in enumerate(reads):
+            access = isl_helpers.access_map(model, s, a)
+            if access is None or schedule is None:
+                exposed.append((s, a))
+                continue
+            tag = f"{s.name}__read{k}"
+            sink = access.set_tuple_name(isl.dim_type.in_, tag)
+            timed = schedule.union(isl.UnionMap.from_map(
+                isl_helpers.schedule_map(model, s).set_tuple_name(isl.dim_type.in_, tag)))
+            flow = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(sink)) \
+                .set_must_source(sources).set_schedule_map(timed).compute_flow()
+            found = flow.get_may_dependence()
+            reader = _Named(tag)
+            own = None
+            for w, _ in writes:
+                same = found.intersect(isl.UnionMap.from_map(
+                    _pair_relation(model, w, reader, _threads_equal(model))))
+                own = same if own is None else own.union(same)
+            covered = own.range()
+            instances = isl.UnionSet.from_set(sink.domain())
+            if not instances.subtract(covered).is_empty():
+                exposed.append((s, a))
+    return exposed
+
+
+@dataclass(frozen=True)
+class _Named:
+    name: str                 # a statement's name, for _pair_relation
