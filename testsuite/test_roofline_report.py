@@ -81,7 +81,10 @@ def test_each_standard_program_has_its_sizes_and_host_loop_values():
     assert fdtd["t"] == 1 and fdtd["nx"] == 2048
 
 
-def test_a_kernel_whose_bound_is_below_a_launch_is_launch_bound():
+def test_a_kernel_whose_bound_is_below_a_launch_is_launch_dominated():
     d = KernelDecision("k", "unchanged", "kept")
     row = roofline_report._judged({"bound_ms": 4e-6, "polycoal_ms": 0.013, "reason": None}, d)
-    assert row["reason"].startswith("launch-bound: its work bounds it at 0.004 us")
+    assert row["reason"].startswith("launch-dominated: its work bounds it at 0.004 us")
+    # a kernel of 28 us whose bound is 4 us: its own time, not the launch's, is open
+    row = roofline_report._judged({"bound_ms": 4e-3, "polycoal_ms": 0.028, "reason": None}, d)
+    assert row["reason"].startswith("open")

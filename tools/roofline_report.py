@@ -168,10 +168,10 @@ def _judged(row: dict, d) -> dict:
     if row["bound_ms"] is None:
         row["reason"] = "no bound: the kernel is outside the affine model"
     elif row["polycoal_ms"] is not None and row["bound_ms"] < LAUNCH_MS and \
-            row["polycoal_ms"] < 3 * LAUNCH_MS:
-        row["reason"] = (f"launch-bound: its work bounds it at {row['bound_ms'] * 1e3:.2g} us, "
-                         f"a launch timed alone takes {LAUNCH_MS * 1e3:.0f} us or more; only "
-                         "fewer launches (kernels fused, graphs) come nearer")
+            row["polycoal_ms"] < 2.5 * LAUNCH_MS:
+        row["reason"] = (f"launch-dominated: its work bounds it at {row['bound_ms'] * 1e3:.2g} "
+                         f"us, below the {LAUNCH_MS * 1e3:.0f} us a launch timed alone takes; "
+                         "only fewer launches (kernels fused, graphs) come nearer")
     elif row["polycoal_ms"] is None:
         row["reason"] = "not measured: the harness cannot run it alone"
     else:
