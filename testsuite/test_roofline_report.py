@@ -88,3 +88,4 @@ def test_a_kernel_whose_bound_is_below_a_launch_is_launch_dominated():
     # a kernel of 28 us whose bound is 4 us: its own time, not the launch's, is open
     row = roofline_report._judged({"bound_ms": 4e-3, "polycoal_ms": 0.028, "reason": None}, d)
     assert row["reason"].startswith("open")
+    assert row["reason"].endswith("caps one launch at 29% of the bound")

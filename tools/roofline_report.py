@@ -181,6 +181,12 @@ def _judged(row: dict, d) -> dict:
             if choice is not None else None
         row["reason"] = (f"open: polycoal's form ({d.action}) is {bound} by the model"
                          if bound else f"open: polycoal keeps it ({d.code})")
+        # a launch timed alone adds its overhead to any kernel: bound / (bound + launch)
+        # is the most a single launch reaches
+        cap = row["bound_ms"] / (row["bound_ms"] + LAUNCH_MS)
+        if cap < GOAL:
+            row["reason"] += (f"; the launch's {LAUNCH_MS * 1e3:.0f} us caps one launch at "
+                              f"{cap:.0%} of the bound")
     return row
 
 
