@@ -82,7 +82,8 @@ class FormCode:
 def form_code(program: Program, kernel: Kernel, forms: list[KernelDecision]) -> FormCode:
     """The code of the kernel as written and of each form (its generated kernels)."""
     return FormCode(tuple(program_declarations(program)), (
-        (kernel.name, kernel.expanded), *((d.generated.name, d.generated.text)
+        (kernel.name, kernel.expanded) if kernel.expanded else None,
+        *((d.generated.name, d.generated.text)
                                           if d.generated is not None else None
                                           for d in forms)))
 
