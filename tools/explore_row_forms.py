@@ -10,9 +10,13 @@ between two events (launch included), median of 20 after a warm-up, at n = 4096 
 8192, with one warp a row and with 8 blocks of 256 a multiprocessor; each result checked
 against cuBLAS's. Not a unit test: an exploration whose figures BENCHMARKS.md quotes.
 """
-import statistics
+import os
+import sys
 
 import cupy as cp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_copy_reference import timed  # noqa: E402  (median of event-timed runs)
 SRC = r'''
 extern "C" __global__ void v0(int nx, int ny, const float *A, const float *p, float *q) {
   const int lane = threadIdx.x & 31;
@@ -62,19 +66,27 @@ extern "C" __global__ void v3(int nx, int ny, const float *A, const float *p, fl
   }
 }
 '''
-m = cp.RawModule(code=SRC)
-def timed(f, rep=20):
-    f(); cp.cuda.Device().synchronize(); ts=[]
-    for _ in range(rep):
-        s,e=cp.cuda.Event(),cp.cuda.Event(); s.record(); f(); e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s,e))
-    return statistics.median(ts)
-for n in (4096, 8192):
-    A = cp.random.standard_normal((n, n), dtype=cp.float32); p = cp.random.standard_normal(n, dtype=cp.float32); q = cp.zeros(n, dtype=cp.float32)
-    ref = A @ p
-    for name in ("v0", "v1", "v2", "v3"):
-        k = m.get_function(name)
-        for blocks in (n * 32 // 256, 132 * 8):
-            t = timed(lambda: k((blocks,), (256,), (cp.int32(n), cp.int32(n), A, p, q)))
-            err = float(cp.abs(q - ref).max())
-            print(n, name, blocks, f"{t*1e3:.1f} us", f"{A.nbytes/(t*1e-3)/1e9:.0f} GB/s", f"err {err:.2e}")
-    t = timed(lambda: cp.matmul(A, p, out=q)); print(n, "cublas sgemv", f"{t*1e3:.1f} us", f"{A.nbytes/(t*1e-3)/1e9:.0f} GB/s")
+
+
+def main() -> int:
+    module = cp.RawModule(code=SRC)
+    for n in (4096, 8192):
+        A = cp.random.standard_normal((n, n), dtype=cp.float32)
+        p = cp.random.standard_normal(n, dtype=cp.float32)
+        q = cp.zeros(n, dtype=cp.float32)
+        ref = A @ p
+        for name in ("v0", "v1", "v2", "v3"):
+            kernel = module.get_function(name)
+            for blocks in (n * 32 // 256, 132 * 8):       # a warp a row; 8 blocks an SM
+                ms = timed(cp, lambda: kernel((blocks,), (256,),
+                                              (cp.int32(n), cp.int32(n), A, p, q)), 20)
+                err = float(cp.abs(q - ref).max())
+                print(n, name, blocks, f"{ms * 1e3:.1f} us",
+                      f"{A.nbytes / (ms * 1e-3) / 1e9:.0f} GB/s", f"err {err:.2e}")
+        ms = timed(cp, lambda: cp.matmul(A, p, out=q), 20)
+        print(n, "cublas sgemv", f"{ms * 1e3:.1f} us", f"{A.nbytes / (ms * 1e-3) / 1e9:.0f} GB/s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

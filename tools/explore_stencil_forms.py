@@ -15,9 +15,13 @@ B (the bound's bytes, read + written). Not a unit test: an exploration whose fig
 BENCHMARKS.md quotes.
 """
 import argparse
-import statistics
+import os
+import sys
 
 import cupy as cp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_copy_reference import timed  # noqa: E402  (median of event-timed runs)
 
 STENCIL = ("0.25f * {a}[(i - 1) * n + (j - 1)] + -0.40f * {a}[(i - 1) * n + j] + "
            "0.30f * {a}[(i - 1) * n + (j + 1)] + 0.45f * {a}[i * n + (j - 1)] + "
@@ -57,20 +61,6 @@ extern "C" __global__ void v3(int n, const float *__restrict__ A, float *__restr
 """ % {"plain": STENCIL.format(a="A")}
 
 
-def timed(step, repeat):
-    step()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return statistics.median(times)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
@@ -81,7 +71,7 @@ def main() -> int:
     A = cp.random.standard_normal((n, n), dtype=cp.float32)
     ref = cp.zeros_like(A)
     out = cp.zeros_like(A)
-    copy = timed(lambda: cp.copyto(out, A), args.repeat)
+    copy = timed(cp, lambda: cp.copyto(out, A), args.repeat)
     print(f"n={n} copy {copy * 1e3:.1f} us ({2 * A.nbytes / (copy * 1e-3) / 1e9:.0f} GB/s)")
     module.get_function("v0")(((n + 31) // 32, (n + 7) // 8), (32, 8), (cp.int32(n), A, ref))
     shapes = (("v0", (32, 8), 1), ("v1", (32, 8), 1), ("v1", (128, 2), 1), ("v3", (32, 8), 4),
@@ -90,7 +80,7 @@ def main() -> int:
         kernel = module.get_function(name)
         grid = ((n + bx - 1) // bx, (n + by * rows - 1) // (by * rows))
         out.fill(0)
-        ms = timed(lambda: kernel(grid, (bx, by), (cp.int32(n), A, out)), args.repeat)
+        ms = timed(cp, lambda: kernel(grid, (bx, by), (cp.int32(n), A, out)), args.repeat)
         err = float(cp.abs(out[1:-1, 1:-1] - ref[1:-1, 1:-1]).max())
         print(f"n={n} {name} {bx}x{by} {ms * 1e3:.1f} us, {copy / ms:.0%} of the copy's "
               f"speed, max error {err:.1e}")
