@@ -35,7 +35,7 @@ from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
 from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
-from polycoal.analysis.dependences import condition_text, exposed_reads, racing_values
+from polycoal.analysis.dependences import condition_text, copies_proof, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
                                            race_free_assumption)
 from polycoal.analysis.roofline import Choice, choose
@@ -255,7 +255,7 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
     if collapsed.races:
         return raced
     axes = ", ".join(sorted(redundant))
-    proof, why_not = copies_proof(collapsed)
+    proof, why_not = copies_proof(collapsed.model)
     if options.collapse_redundant or (proof and options.collapse_proven):
         return replace(d, analysis=collapsed, collapsed=frozenset(redundant),
                        collapse_proof=proof if not options.collapse_redundant else "")
@@ -263,33 +263,6 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
         f"; they are copies along axis {axes}, which the kernel never reads: "
         f"{why_not or 'their collapse is switched off (--keep-redundant-threads)'}; "
         "--collapse-redundant-threads runs one copy"))
-
-
-def copies_proof(collapsed: KernelAnalysis) -> tuple[str, str]:
-    """(why one copy leaves what the racing copies leave, "") or ("", why that is not
-    shown). The copies never read their own index along the collapsed axes, so at every
-    step they compute the same values: run in lockstep (each step's loads before its
-    stores, an interleaving the original may take) they leave what one copy leaves.
-    Where each copy also reads of the kernel's output only what it wrote itself before
-    (dependences.exposed_reads: none), run one after another in any order they leave it
-    too: a later copy recomputes the same values from inputs nobody writes."""
-    model = collapsed.model
-    if model is None or not model.is_affine:
-        return "", "one copy's result is not shown to be theirs (the kernel is outside the affine model)"
-    exposed = exposed_reads(model)
-    if exposed:
-        s, a = exposed[0]
-        return "", (f"one copy's result is what they leave run in lockstep, not run one "
-                    f"after another: {a.text} at line {a.location.line} is read before the "
-                    "copy writes it (each copy builds on what the others left)")
-    written = sorted({a.array for _, a in model.accesses() if a.kind == "write"})
-    read_back = sorted({a.array for _, a in model.accesses() if a.kind == "read"} &
-                       set(written))
-    own = (f"every read of {', '.join(read_back)} follows the copy's own write of it"
-           if read_back else "it reads nothing it writes")
-    return (f"each copy computes what it writes ({', '.join(written)}) from data the kernel "
-            f"does not write ({own}), so its copies leave what one copy leaves, run in "
-            "lockstep or one after another in any order"), ""
 
 
 def _racing_when(analysis) -> str:

@@ -73,7 +73,6 @@ def machine(cp, repeat: int) -> dict:
     other = cp.empty_like(big)
     ms = timed(cp, lambda: cp.copyto(other, big), repeat)
     copy_gbs = 2 * big.nbytes / (ms * 1e-3) / 1e9
-    del big, other
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     out = cp.zeros(sms * 64 * 32, dtype=cp.float32)
     blocks, iters = sms * 64 * 32 // THREADS, 4096
@@ -146,7 +145,7 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
             if model is not None and model.is_affine:
                 least = least_work(d.analysis, values)
                 row.update(bytes=least.bytes, flops=least.flops,
-                           bound_ms=max(least.bytes / bytes_per_ms, least.flops / flops_per_ms))
+                           bound_ms=least.bound(bytes_per_ms, flops_per_ms))
             v = verdicts.get(d.kernel)
             if d.action != "unchanged" and v is not None:
                 row.update(original_ms=v.original_ms, polycoal_ms=v.transformed_ms,

@@ -234,6 +234,34 @@ def exposed_reads(model: KernelModel) -> list[tuple[Statement, Access]]:
     return exposed
 
 
+def copies_proof(model: KernelModel | None) -> tuple[str, str]:
+    """For the model of one copy of a kernel whose threads race only as copies along
+    axes it never reads: (why one copy leaves what the copies leave, "") or ("", why
+    that is not shown). The copies never read their own index along those axes, so at
+    every step they compute the same values: run in lockstep (each step's loads before
+    its stores, an interleaving the original may take) they leave what one copy leaves.
+    Where each copy also reads of the kernel's output only what it wrote itself before
+    (exposed_reads: none), run one after another in any order they leave it too: a
+    later copy recomputes the same values from inputs nobody writes."""
+    if model is None or not model.is_affine:
+        return "", ("one copy's result is not shown to be theirs (the kernel is outside "
+                    "the affine model)")
+    exposed = exposed_reads(model)
+    if exposed:
+        s, a = exposed[0]
+        return "", (f"one copy's result is what they leave run in lockstep, not run one "
+                    f"after another: {a.text} at line {a.location.line} is read before the "
+                    "copy writes it (each copy builds on what the others left)")
+    written = sorted({a.array for _, a in model.accesses() if a.kind == "write"})
+    read_back = sorted({a.array for _, a in model.accesses() if a.kind == "read"} &
+                       set(written))
+    own = (f"every read of {', '.join(read_back)} follows the copy's own write of it"
+           if read_back else "it reads nothing it writes")
+    return (f"each copy computes what it writes ({', '.join(written)}) from data the kernel "
+            f"does not write ({own}), so its copies leave what one copy leaves, run in "
+            "lockstep or one after another in any order"), ""
+
+
 @dataclass(frozen=True)
 class _Named:
     name: str                 # a statement's name, for _pair_relation

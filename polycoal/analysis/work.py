@@ -503,11 +503,12 @@ class Least:
 
     bytes: float
     flops: float
-    calls: tuple[tuple[str, float], ...] = ()     # special functions called (name, count)
     assumed: tuple[str, ...] = ()
 
-    def bound_us(self, bytes_per_us: float, flops_per_us: float) -> float:
-        return max(self.bytes / bytes_per_us, self.flops / flops_per_us)
+    def bound(self, bytes_per_unit: float, flops_per_unit: float) -> float:
+        """The roofline's time: the bytes at the bandwidth or the operations at the
+        peak, whichever takes longer (in the unit the rates are per)."""
+        return max(self.bytes / bytes_per_unit, self.flops / flops_per_unit)
 
 
 def least_work(analysis, values: dict[str, int] | None = None) -> Least:
@@ -521,17 +522,13 @@ def least_work(analysis, values: dict[str, int] | None = None) -> Least:
     reads: dict[str, list] = {}
     writes: dict[str, list] = {}
     flops = 0.0
-    calls: dict[str, float] = {}
     # a product by a scalar argument (GEMM's alpha) can be applied once, outside a sum
     scalars = frozenset(p.name for p in analysis.kernel.parameters if not p.is_pointer)
     for s in model.statements:
         n = instances(model, s, assumed)
         if n <= 0:
             continue
-        own: dict[str, float] = {}
-        flops += n * _flops(s.node, _kind(s), own, scalars)
-        for name, k in own.items():
-            calls[name] = calls.get(name, 0.0) + n * k
+        flops += n * _flops(s.node, _kind(s), scalars)
         for a in s.accesses:
             if a.space not in ("global", "constant"):
                 continue
@@ -543,23 +540,21 @@ def least_work(analysis, values: dict[str, int] | None = None) -> Least:
     extents: dict[str, float] = {}
     moved = sum(max(_footprint(model, [ref], assumed, extents) for ref in refs)
                 for table in (reads, writes) for refs in table.values())
-    return Least(moved, flops, tuple(sorted(calls.items())), tuple(sorted(assumed)))
+    return Least(moved, flops, tuple(sorted(assumed)))
 
 
-def _flops(node, kind: str, calls: dict[str, float], scalars: frozenset) -> float:
+def _flops(node, kind: str, scalars: frozenset) -> float:
     """Floating-point operations of one instance of a statement's node (none where its
     values are integers; subscripts are addresses, not arithmetic; a product by one of
-    `scalars` none); function calls counted apart by name in `calls`."""
+    `scalars` none; a function call none beyond its arguments' arithmetic)."""
     if node is None or kind == "int":
         return 0.0
     count = 0.0
-    if isinstance(node, c_ast.FuncCall) and isinstance(node.name, c_ast.ID):
-        calls[node.name.name] = calls.get(node.name.name, 0.0) + 1
-    elif isinstance(node, c_ast.Assignment) and node.op != "=":
+    if isinstance(node, c_ast.Assignment) and node.op != "=":
         count = 1.0
     elif isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/"):
         count = 0.0 if node.op == "*" and (_scalar(node.left, scalars) or
                                            _scalar(node.right, scalars)) else 1.0
     children = [node.name] if isinstance(node, c_ast.ArrayRef) else \
         [child for _, child in node.children()]
-    return count + sum(_flops(c, kind, calls, scalars) for c in children)
+    return count + sum(_flops(c, kind, scalars) for c in children)
