@@ -53,6 +53,7 @@ class TransformOptions:
     preprocessor: PreprocessorOptions = PreprocessorOptions()
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
+    window: bool = True             # stencils: rows a thread, the window in registers
     # the performance model chooses among the passes' forms and the kernel as written
     # (analysis/roofline.py); off: the first form proposed is taken (the model reports)
     model: bool = True
@@ -93,7 +94,7 @@ class TransformOptions:
 
 # Actions whose kernels add floating-point values in another order than the original's.
 REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured", "staged", "product"}   # d.generated
+GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed"}   # d.generated
 # Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
 SYNCHRONISING = REASSOCIATING | {"staged", "product"}
 # "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a

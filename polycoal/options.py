@@ -68,6 +68,9 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-staging", action="store_true",
                    help="do not stage reads through shared-memory tiles (kernels whose "
                    "references coalesce along two different dims, such as transposes)")
+    p.add_argument("--no-window", action="store_true",
+                   help="do not run stencils several rows a thread with their windows' "
+                   "reads in registers")
     p.add_argument("--reorganise", choices=("auto", "none"), default="auto",
                    help="irregular references (gathers x[P[i]], loops over the runs of a "
                    "CSR row pointer) read from reorganised copies built on the GPU before "
@@ -175,7 +178,8 @@ def transform_options(args, environ=None):
                             collapse_proven=not args.keep_redundant_threads,
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
-                            staging=not args.no_staging, sizes=_sizes(args),
+                            staging=not args.no_staging, window=not args.no_window,
+                            sizes=_sizes(args),
                             model=not getattr(args, "no_model", False),
                             occupancy="estimate" if getattr(args, "no_ptxas", False)
                             else "ptxas",

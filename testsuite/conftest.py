@@ -48,16 +48,29 @@ def printed_numbers(stdout: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", stdout)]
 
 
+_CPU_RUNNER = None
+
+
+def cpu_runner():
+    """The CPU runner every test shares: its runtime object and precompiled header are
+    built once (CpuProgramRunner's default cache, keyed by the runtime's hash and
+    shared by the workers), not once a test."""
+    global _CPU_RUNNER
+    if _CPU_RUNNER is None:
+        from polycoal.runtime.cpu_program import CpuProgramRunner
+        _CPU_RUNNER = CpuProgramRunner()
+    return _CPU_RUNNER
+
+
 def runs_alike(original: str, output: str, directory: Path, include_dirs=(), argv=(),
                env: dict | None = None, tolerance: float = 1e-4, forced_includes=()) -> str:
     """Both programs run on the CPU runtime (with the command-line arguments `argv`, the
     environment variables `env` set, the files `forced_includes` read first as by
     `-include`) and print the same numbers (to the rounding of reassociated float sums,
-    relative `tolerance`); `directory` holds the runtime's build. Returns what the
-    output printed on standard error."""
+    relative `tolerance`), on the runner the tests share (`directory` is the caller's
+    scratch, unused). Returns what the output printed on standard error."""
     import os
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    cpu = CpuProgramRunner(str(directory / "rt"))
+    cpu = cpu_runner()
     printed, stderr = [], ""
     saved = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})

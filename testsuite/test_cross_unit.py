@@ -15,7 +15,7 @@ import pytest
 
 from polycoal.cli import main
 
-from conftest import printed_numbers
+from conftest import printed_numbers, cpu_runner
 from test_project import _cpu_build
 
 KERNELS = """#include <cuda_runtime.h>
@@ -122,8 +122,7 @@ def _compile_and_link(nvcc: str, report: dict, tmp_path: Path) -> None:
 def _runs_alike(report: dict, tmp_path: Path) -> None:
     """The original and the transformed units built for the CPU runtime, linked, run: the
     same numbers."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    runner = CpuProgramRunner(str(tmp_path / "rt"))
+    runner = cpu_runner()
     printed = []
     for side in ("original", "transformed"):
         units = []

@@ -23,20 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, compile_sm90, runs_alike
+from conftest import FIXTURES, compile_sm90, cpu_runner, runs_alike
 from polycoal.difftest.judging import parse_checks
 from polycoal.frontend import read_program
 from polycoal.model.memory_spec import load_spec
 from polycoal.placement import place_program
-from polycoal.runtime.cpu_program import CpuProgramRunner
 
 FOUND = FIXTURES / "difftest"
 SPEC = load_spec()
 
 
 @pytest.fixture(scope="module")
-def cpu(tmp_path_factory):
-    return CpuProgramRunner(str(tmp_path_factory.mktemp("cpu-runtime")))
+def cpu():
+    return cpu_runner()
 
 
 def _transform(source: Path, *options: str) -> tuple[subprocess.CompletedProcess, str]:

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import runs_alike
+from conftest import runs_alike, cpu_runner
 
 PROGRAM = r"""#include <cstdio>
 #include <cuda_runtime.h>
@@ -145,7 +145,6 @@ def test_a_kernel_left_alone_keeps_its_macro(tmp_path):
 def test_a_kernel_template_launched_through_a_macro_runs_on_the_cpu_path(tmp_path):
     """`LAUNCH(k, g, b, ...)` of a kernel template: nvcc deduces its type from the
     launch's arguments, and so must the CPU runtime (the random tester's styles-9165)."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     text = """\
 #include <cstdio>
 #include <cuda_runtime.h>
@@ -169,6 +168,6 @@ int main()
   return 0;
 }
 """
-    run, error = CpuProgramRunner(str(tmp_path / "rt")).compile_and_run(text)
+    run, error = cpu_runner().compile_and_run(text)
     assert run is not None and run.failure is None, error
     assert run.stdout.split() == ["2.0", "78.0"]

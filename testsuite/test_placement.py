@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compile_sm90, runs_alike
+from conftest import compile_sm90, runs_alike, cpu_runner
 from polycoal.analysis.placement_cost import ArrayReads, Reference, array_reads
 from polycoal.diagnostics import InputError
 from polycoal.frontend import read_program
@@ -415,8 +415,7 @@ def test_random_stencils_staged_run_alike(seed, tmp_path, write_cu):
     assert forced
     result = place_program(program, SPEC, forced)
     assert any(k.applied for k in result.kernels) and "pc_tile_" in result.text
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    cpu = cpu_runner()
     runs = [cpu.compile_and_run(t)[0] for t in (program.text, result.text)]
     assert all(r is not None and r.failure is None for r in runs)
     # the tester's checks (CHECK name sum count per array): staging changes no arithmetic

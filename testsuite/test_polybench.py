@@ -85,8 +85,9 @@ def test_analyze_corpus_program(polybench_program, capsys):
                                   "gesummv", "gramschmidt", "mvt", "adi", "syrk"])
 def test_published_defaults_transform_what_the_scalar_bound_variant_does(name):
     """polybench_inputs/ at the published default (loop bounds are the int arguments):
-    every kernel changed on the scalar-bound variant is changed here too, the kernels
-    race-free only for m <= M under a run-time check."""
+    every kernel changed on the scalar-bound variant is changed here too (but for the
+    register window, which needs known sizes), the kernels race-free only for m <= M
+    under a run-time check."""
     from conftest import PUBLISHED
     from polycoal.frontend import read_program
     from polycoal.transform import TransformOptions, transform_program
@@ -95,7 +96,10 @@ def test_published_defaults_transform_what_the_scalar_bound_variant_does(name):
         program = read_program(str(root / name / f"{name}.cu"))
         result = transform_program(program, TransformOptions(collapse_redundant=True))
         changed[root] = {d.kernel: d for d in result.decisions if d.action != "unchanged"}
-    assert set(changed[POLYBENCH]) <= set(changed[PUBLISHED]), (name, changed)
+    # the register window is proposed only at sizes the launch fixes (passes/window.py):
+    # the published default's sizes are int arguments
+    sized = {k for k, d in changed[POLYBENCH].items() if d.action == "windowed"}
+    assert set(changed[POLYBENCH]) - sized <= set(changed[PUBLISHED]), (name, changed)
     checked = {k for k, d in changed[PUBLISHED].items() if d.assumption is not None}
     if name in ("covariance", "correlation"):
         assert checked == {"covar_kernel" if name == "covariance" else "corr_kernel"}

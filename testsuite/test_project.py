@@ -26,7 +26,7 @@ from polycoal.build.command import parse_command
 from polycoal.cli import main
 from polycoal.diagnostics import InputError
 
-from conftest import printed_numbers
+from conftest import printed_numbers, cpu_runner
 
 PROJECT = Path(__file__).resolve().parent / "projects" / "multi_unit"
 SOURCES = ("main.cu", "rows.cu", "cols.cu", "shift.cu")
@@ -426,9 +426,8 @@ def test_project_runs_alike_on_the_cpu(transformed, target, tmp_path):
     """Each target, original and transformed (the files the report names for its
     entries), built for the CPU runtime and run: the same numbers, including the rows
     main.cu's launch of bump_rows covers beyond those of shift.cu's own launch."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     _, build, _, report, _, _ = transformed
-    runner = CpuProgramRunner(str(tmp_path / "rt"))
+    runner = cpu_runner()
     printed = []
     for side in ("original", "transformed"):
         units = []

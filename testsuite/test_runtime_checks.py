@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, PUBLISHED, runs_alike
+from conftest import FIXTURES, PUBLISHED, runs_alike, cpu_runner
 
 from polycoal.cli import main
 from polycoal.frontend import read_program
@@ -91,10 +91,9 @@ OVERLAP = FIXTURES / "runtime_checks" / "overlap.cu"
 
 def _ran(text: str, tmp_path, argv, monkeypatch) -> list[str]:
     """The kernels the program launched on the CPU runtime, in order."""
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     log = tmp_path / f"launches-{'-'.join(argv)}.log"
     monkeypatch.setenv("POLYCOAL_CPU_LAUNCH_LOG", str(log))
-    run, error = CpuProgramRunner(str(tmp_path / "rt")).compile_and_run(text, argv=argv)
+    run, error = cpu_runner().compile_and_run(text, argv=argv)
     assert run is not None and run.failure is None, (error, run and run.stderr)
     return log.read_text().split()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, runs_alike
+from conftest import FIXTURES, runs_alike, cpu_runner
 
 STYLES = sorted((FIXTURES / "styles").glob("*.cu"))
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
@@ -109,8 +109,7 @@ def test_a_failing_assert_still_traps_after_the_transformation(tmp_path):
     r = subprocess.run([sys.executable, "-m", "polycoal", "transform", str(path), "-o",
                         str(out)], capture_output=True, text=True)
     assert r.returncode == 0 and "reduced" in r.stderr, r.stderr
-    from polycoal.runtime.cpu_program import CpuProgramRunner
-    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    cpu = cpu_runner()
     for text in (failing, out.read_text()):
         run, error = cpu.compile_and_run(text)
         assert run is not None, error
@@ -210,14 +209,13 @@ def test_constants_are_read_as_numbers(tmp_path, capsys):
     output compiles and runs like the original (CPU runtime, whole program)."""
     from polycoal.cli import main
     from polycoal.difftest.judging import parse_checks
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     program, result = _transform(CONSTEXPR)
     assert program.constants == {"ROWS": 300, "COLS": 200, "PAD": 8, "LD": 208}
     assert {d.kernel: d.action for d in result.decisions} == {
         "row_sums": "reduced", "scale_columns": "restructured"}
     assert main(["validate", "--cpu", str(CONSTEXPR), "--seed", "3"]) == 0
     assert capsys.readouterr().out.count("PASS") == 2
-    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    cpu = cpu_runner()
     runs = []
     for name, text in (("original", program.text), ("output", result.text)):
         run, error = cpu.compile_and_run(text)
@@ -289,7 +287,6 @@ def test_a_launch_written_with_spaced_brackets_is_a_launch(tmp_path):
     program on the CPU runtime) and the output compiles."""
     from polycoal.difftest.judging import parse_checks
     from polycoal.frontend.lexer import tokenize
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     path = tmp_path / "spaced.cu"
     path.write_text(SPACED)
     program, result = _transform(path, SPACED)
@@ -297,7 +294,7 @@ def test_a_launch_written_with_spaced_brackets_is_a_launch(tmp_path):
     assert launch.grid_shape == (4, 1, 1) and launch.block_shape == (64, 1, 1)
     assert [d.action for d in result.decisions] == ["reduced"]
     assert "<< <" not in result.text
-    cpu = CpuProgramRunner(str(tmp_path / "rt"))
+    cpu = cpu_runner()
     sums = []
     for text in (SPACED, result.text):
         run, error = cpu.compile_and_run(text)

@@ -14,14 +14,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, printed_numbers, runs_alike
+from conftest import FIXTURES, printed_numbers, runs_alike, cpu_runner
 from polycoal.cli import main
 from polycoal.frontend import clang
 
@@ -169,9 +168,8 @@ def test_units_transformed_alone_link(halves):
 
 def test_units_transformed_alone_run_alike_on_the_cpu(halves, tmp_path):
     from test_project import _cpu_build
-    from polycoal.runtime.cpu_program import CpuProgramRunner
     _, outputs = halves
-    runner = CpuProgramRunner(str(tmp_path / "rt"))
+    runner = cpu_runner()
     printed = []
     for side in ("original", "transformed"):
         units = [((UNITS / "main.cu").read_text(), (), ())]

@@ -43,8 +43,9 @@ from bench_polybench import HOST_LOOP_ARGUMENTS, size_arguments  # noqa: E402
 from check_model import POLYBENCH  # noqa: E402  (the standard sizes)
 from corpus_report import arguments  # noqa: E402
 
-# products and covariance-class kernels at the sizes issue 34 names (2048, 4096); the
-# covariance/correlation originals take seconds a launch at 4096 and stay at 2048
+# products and covariance-class kernels at the sizes issue 34 names (2048, 4096; the
+# covariance/correlation originals take seconds a launch at 4096 and stay at 2048), and
+# the stencils at sizes past the L2
 LARGE = (
     "gemm/gemm.cu:NI=2048,NJ=2048,NK=2048:ni=2048,nj=2048,nk=2048",
     "gemm/gemm.cu:NI=4096,NJ=4096,NK=4096:ni=4096,nj=4096,nk=4096",
@@ -54,6 +55,11 @@ LARGE = (
     "syrk/syrk.cu:NI=4096,NJ=4096:ni=4096,nj=4096",
     "syr2k/syr2k.cu:NI=2048,NJ=2048:ni=2048,nj=2048",
     "syr2k/syr2k.cu:NI=4096,NJ=4096:ni=4096,nj=4096",
+    # stencils past the L2 (issue 34's stencil item: the register window)
+    "2dconv/2dconv.cu:NI=8192,NJ=8192:ni=8192,nj=8192",
+    "3dconv/3dconv.cu:NI=512,NJ=512,NK=512:ni=512,nj=512,nk=512",
+    "fdtd2d/fdtd2d.cu:NX=8192,NY=8192:nx=8192,ny=8192",
+    "jacobi2d/jacobi2d.cu:N=8192:n=8192",
 )
 REFERENCE_SIZES = (2048, 4096)
 # int arguments a host loop varies, beside bench_polybench's: one trip of the loop

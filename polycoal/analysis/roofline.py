@@ -99,6 +99,9 @@ class Work:
     ilp: float = 1.0                 # independent chains of arithmetic a warp interleaves
     heaviest: str = ""               # the operation with the most issue slots
     heaviest_share: float = 0.0      # its share of `issue`
+    # every thread makes one round trip to memory (no loop): a wave's transfer follows
+    # its requests' latency instead of overlapping the next trip's
+    round_trip: bool = False
     assumed: tuple[str, ...] = ()    # sizes taken without the launch's values
 
 
@@ -137,6 +140,11 @@ def predict(work: Work, m: Machine | None = None) -> Prediction:
         "dram": work.dram_bytes / (m.dram_bytes_per_clock * drawing),
         "latency": waves * work.chain,
     }
+    if work.round_trip:
+        # a wave of threads that each load once and store: its loads' latency, then
+        # their transfer (measured on the H200: a copy of one float a thread, or a
+        # stencil of one output a thread, takes about the two added, not the larger)
+        clocks["latency"] += clocks["dram"]
     per_us = m.clock_ghz * 1e3
     busiest = max(clocks, key=clocks.get)
     bound = _BOUND_NAMES[busiest]
@@ -153,6 +161,7 @@ def predict(work: Work, m: Machine | None = None) -> Prediction:
 MARGIN = 1.1
 
 FORM_NAMES = {"staged": "the staged kernel", "product": "the tiled product",
+              "windowed": "the register window",
               "restructured": "the restructured kernel", "reduced": "the warp-per-row form",
               "columns": "the column-block form", "split": "the split reduction",
               "tiled": "the tiled reduction", "permuted": "the permuted kernel",

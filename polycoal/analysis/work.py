@@ -74,6 +74,9 @@ class Geometry:
     # "shared"), each only read by the kernel; "ideal" bounds what any memory could give
     placed: tuple[tuple[str, str], ...] = ()
     unroll: int = 0                  # trips whose loads overlap (0: as the compiler does)
+    # arrays a register window serves (optimize/window.py): (array, the references its
+    # loads replace, per load); each load is issued once for that many reads as written
+    windowed: tuple[tuple[str, float], ...] = ()
 
 
 AS_WRITTEN = Geometry()
@@ -372,6 +375,7 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
     footprint_bytes = scattered = 0.0
     spans: dict[str, list] = {}     # array -> (statement, access, bytes its instances reach)
     placed = dict(geometry.placed)
+    windowed = dict(geometry.windowed)
     # a placed array is read through a path the compiler knows no store reaches
     restrict = frozenset(p.name for p in analysis.kernel.parameters if p.is_restrict) | \
         frozenset(placed)
@@ -416,6 +420,8 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                     l1 += warp_n * WARP
                 continue
             reuse = geometry.reuse if a.kind == "read" else 1.0
+            if a.kind == "read" and a.array in windowed:
+                reuse = windowed[a.array]
             requests += (1 + ADDRESS) / reuse + (geometry.staged if reuse > 1 else 0.0)
             shared += warp_n * geometry.staged if reuse > 1 else 0.0
             reads_global = reads_global or (a.kind == "read" and reuse == 1)
@@ -464,8 +470,9 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
             free = _load_wait(model, s, latency, geometry.x, lambda a: a.array in restrict)
             per_trip = max(m.store_wait + behind, free)
         else:
+            # a statement outside loops waits for its loads once (nothing overlaps them)
             unroll = geometry.unroll or (
-                1 if s.loops and s.loops[-1] in ordered else
+                1 if not s.loops or s.loops[-1] in ordered else
                 CONSTANT_UNROLL if _constant_trips(model, s) else UNROLL)
             # a loop of unknown trip count is unrolled UNROLL times; its loads from
             # memory overlap less deep (RUNTIME_OVERLAP), those from the L2 all
@@ -486,6 +493,7 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                 dram_bytes=dram, chain=chain, warps=warps, block_warps=block_warps,
                 resident=resident, launches=geometry.launches, heaviest=heaviest,
                 heaviest_share=(tally[heaviest] / issue if heaviest and issue else 0.0),
+                round_trip=bool(paths) and not any(s.loops for s, *_ in paths),
                 assumed=tuple(sorted(assumed)))
 
 

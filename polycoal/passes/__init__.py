@@ -10,6 +10,7 @@ validates the change with the validator of its kind (`VALIDATORS`) before it is 
 
 Kernel passes: `staging` (tiles through shared memory for references that coalesce
 along two dims), `products` (register and shared-memory tiles for sums of products),
+`window` (stencils: several rows a thread, the window's reads in registers),
 `mapping` (the restructuring ILP's mapping, and where it gains nothing the `reduction`
 forms or a column kernel's phases), `permutation` (kernels outside the affine model:
 their thread axes permuted). Program passes, over every kernel at once: `layout` (arrays
@@ -19,7 +20,7 @@ reorganised copies).
 
 from __future__ import annotations
 
-from polycoal.passes import products, staging
+from polycoal.passes import products, staging, window
 
 # the passes that propose whole forms of an affine kernel, in order of preference
-PASSES = (staging.PASS, products.PASS)
+PASSES = (staging.PASS, products.PASS, window.PASS)

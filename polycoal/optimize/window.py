@@ -1,0 +1,192 @@
+"""When can a stencil's threads each run several rows with the window's reads in
+registers (issue 34, the stencil item)?
+
+A stencil as ported (PolyBench's 2-D convolution, FDTD, Jacobi) runs one thread per
+output point, x along threadIdx.x (coalesced) and y along threadIdx.y, and each thread
+reads a window of neighbours: B[i][j] from A[i-1..i+1][j-1..j+1]. The window's rows
+overlap between the threads of neighbouring rows, so every element of A is read three
+times, through the L1 and the L2. The remedy is unroll-and-jam of the row dim: a thread
+runs `ROWS` consecutive rows at its column and loads each element its rows read once,
+into a register (the window slides down the rows): (ROWS + 2) x 3 loads for ROWS
+outputs instead of 9 x ROWS. Measured by hand first (tools/explore_stencil_forms.py):
+85-96% of a copy's bandwidth, 1.5-1.6x the kernel as written.
+
+The form runs the same statement instances, each under its own domain's condition, in
+another assignment to threads: the (x, y) instance by the thread of column x and row
+group (y - lo) / ROWS, the instances of one thread in the order of their rows, the
+statements of one instance in their textual order. The loads are hoisted before the
+thread's first instance, each under the union of the conditions of the instances that
+read it. That is the same computation when, as checked here:
+
+- the kernel runs only over its two thread dims (no loop, no other dim), every
+  statement's condition is exact (affine, no data-dependent guard), and no statement
+  keeps a private value or touches shared, local or atomic memory: each instance is a
+  function of global memory alone;
+- no two instances depend on each other or race (isl's dependences and race analysis):
+  any order of the instances, one thread's included, computes what the original does;
+- a hoisted read is of an array the kernel never writes (nothing the load could miss
+  is stored in between; a pointer the model takes as another array is, as for every
+  form, proven or checked at run time not to overlap), evaluated by its statement
+  whenever the statement runs (not under `?:`, `&&` or `||`): the load happens exactly
+  where the instance reading it would have read that element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pycparser import c_ast
+
+from polycoal.analysis.work import Geometry
+from polycoal.model.accumulation import text
+from polycoal.model.kernel_model import KernelModel
+from polycoal.model.poly import Poly
+from polycoal.optimize.reduction import Obstacle
+
+ROWS = 4             # rows a thread runs (measured: 4 rows reach 85-96% of a copy)
+BLOCK = (32, 8, 1)   # a warp along x, 8 row groups a block
+MAX_LOADS = 64       # registers a thread's window may hold
+MAX_SHARE = 0.8      # the form must load at most this share of the reads as written
+ROW0 = "pc_y0"       # the first row of a thread's group, in the plan's keys
+
+
+@dataclass(frozen=True)
+class Load:
+    """One element a thread loads into a register: `uses` are the references it
+    replaces, (statement, row offset, reference text), the first of which renders the
+    load."""
+
+    array: str
+    element_type: str
+    uses: tuple[tuple[str, int, str], ...]
+
+    @property
+    def readers(self) -> tuple[tuple[str, int], ...]:
+        """The (statement, row offset) instances that read the element."""
+        return tuple(dict.fromkeys((s, row) for s, row, _ in self.uses))
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    x: str                            # the dim along the lanes (threadIdx.x)
+    y: str                            # the dim a thread runs `rows` values of
+    rows: int
+    loads: tuple[Load, ...]
+    reads: int                        # global reads of the hoisted arrays, as written
+
+    @property
+    def arrays(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(l.array for l in self.loads))
+
+    def registers(self, statement: str, row: int) -> dict[str, int]:
+        """Reference text -> the index of the register that replaces it, in the
+        instance (statement, row offset)."""
+        return {t: k for k, l in enumerate(self.loads) for s, r, t in l.uses
+                if (s, r) == (statement, row)}
+
+    @property
+    def describe(self) -> str:
+        return (f"{self.rows} rows a thread, {len(self.loads)} load"
+                f"{'s' if len(self.loads) > 1 else ''} into registers for {self.reads} reads "
+                f"of {', '.join(self.arrays)}")
+
+
+def conditional_references(node) -> set[str]:
+    """The texts of the array references a statement evaluates only under a condition
+    of its own (an arm of `?:`, the right operand of `&&` or `||`)."""
+    out: set[str] = set()
+
+    def walk(n, conditional: bool) -> None:
+        if n is None:
+            return
+        if isinstance(n, c_ast.ArrayRef) and conditional:
+            out.add(text(n))
+        if isinstance(n, c_ast.TernaryOp):
+            walk(n.cond, conditional)
+            walk(n.iftrue, True)
+            walk(n.iffalse, True)
+            return
+        if isinstance(n, c_ast.BinaryOp) and n.op in ("&&", "||"):
+            walk(n.left, conditional)
+            walk(n.right, True)
+            return
+        for _, child in n.children():
+            walk(child, conditional)
+    walk(node, False)
+    return out
+
+
+def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obstacle:
+    """(x, y): the kernel's two thread dims, `x` (by default the one on threadIdx.x) on
+    the lanes, or why the form does not apply."""
+    if not model.is_affine or not model.statements:
+        return Obstacle("window-shape", "not an affine kernel")
+    if model.depth or any(s.loops for s in model.statements):
+        return Obstacle("window-shape", "its threads run loops")
+    if analysis.races or analysis.dependences:
+        return Obstacle("window-dependence", "its instances depend on each other")
+    if model.private or model.synchronises:
+        return Obstacle("window-shape", "it keeps private values or synchronises")
+    if not all(s.exact for s in model.statements):
+        return Obstacle("window-shape", "a data-dependent condition guards a statement")
+    if any(a.space not in ("global", "constant") or a.atomic
+           for s in model.statements for a in s.accesses):
+        return Obstacle("window-shape", "it uses private, local, shared or atomic values")
+    axes = {d.axis: d for d in model.thread_dims}
+    if len(model.thread_dims) != 2 or set(axes) != {"x", "y"} or \
+            any(d.kind != "global" or d.strided for d in model.thread_dims) or \
+            set(model.dims) != {d.name for d in model.thread_dims}:
+        return Obstacle("window-shape", "it does not run over a whole 2-D grid of threads")
+    dims = (axes["x"].name, axes["y"].name)
+    if x is None or x == dims[0]:
+        return dims
+    if x != dims[1]:
+        return Obstacle("window-shape", f"{x} is not a thread dim")
+    return dims[1], dims[0]
+
+
+def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = ROWS
+                ) -> WindowPlan | Obstacle:
+    """The register-window form of the kernel with `x` on the lanes (by default the dim
+    on threadIdx.x as written; the restructuring ILP's choice where the references
+    coalesce along the other), or why it does not apply (the module's doc)."""
+    shape = _shape(model, analysis, x)
+    if isinstance(shape, Obstacle):
+        return shape
+    x, y = shape
+    written = {a.array for s in model.statements for a in s.accesses if a.kind == "write"}
+    found: dict = {}                  # (array, element) -> Load
+    reads = 0
+    for row in range(rows):
+        for s in model.statements:
+            conditional = conditional_references(s.node)
+            for a in s.accesses:
+                if a.kind != "read" or a.space != "global" or a.array in written or \
+                        a.flat is None or a.text in conditional:
+                    continue
+                reads += 1
+                key = (a.array, a.flat.substitute({y: Poly.var(ROW0) + row}))
+                load = found.get(key, Load(a.array, a.element_type, ()))
+                if (s.name, row, a.text) not in load.uses:
+                    found[key] = replace(load, uses=load.uses + ((s.name, row, a.text),))
+    if not found:
+        return Obstacle("window-reuse", "it reads no array it does not write")
+    if len(found) > MAX_LOADS:
+        return Obstacle("window-reuse", f"its window holds more than {MAX_LOADS} elements")
+    if len(found) > MAX_SHARE * reads:
+        return Obstacle("window-reuse", "neighbouring rows share too few of its reads")
+    return WindowPlan(x, y, rows, tuple(found.values()), reads)
+
+
+def window_geometry(plan: WindowPlan) -> Geometry:
+    """How the form runs (for the performance model): the two dims on threads, `rows`
+    instances a thread, each hoisted array's reads served by its loads (reads per load)."""
+    per_array: dict[str, list[int]] = {}
+    for l in plan.loads:
+        counts = per_array.setdefault(l.array, [0, 0])
+        counts[0] += 1
+        counts[1] += len(l.uses)
+    return Geometry(x=plan.x, axes=(plan.x, plan.y), per_thread=plan.rows,
+                    block_threads=BLOCK[0] * BLOCK[1], unroll=plan.rows,
+                    windowed=tuple((a, reads / loads) for a, (loads, reads)
+                                   in sorted(per_array.items())))

@@ -1,0 +1,156 @@
+"""Stencils and row-invariant reads run several rows a thread, the elements they share
+loaded once into registers (optimize/window.py, codegen/window.py; issue 34)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import FIXTURES, compile_sm90, first_kernel_analysis, runs_alike
+from polycoal.frontend import read_program
+from polycoal.optimize.window import WindowPlan, conditional_references, window_plan
+from polycoal.transform import TransformOptions, transform_program
+
+ROWS = FIXTURES / "stencil_rows.cu"
+POLYBENCH = FIXTURES.parent.parent / "polybench_inputs"
+LARGE = TransformOptions(price_at=(("n", 8192), ("m", 8192)))
+
+
+def _decisions(path=ROWS, options=LARGE):
+    program = read_program(str(path), options.preprocessor)
+    result = transform_program(program, options)
+    return program, result, {d.kernel: d for d in result.decisions}
+
+
+def test_the_window_of_a_convolution():
+    """3 x 3 (less a corner) down 4 rows: the rows i - 1 .. i + 4 read once each."""
+    _, _, d = _decisions()
+    conv = d["conv3x3"]
+    assert conv.action == "windowed", conv.reason
+    plan = conv.generated.tiles
+    assert (plan.x, plan.y, plan.rows) == ("gx", "gy", 4)
+    assert plan.reads == 28 and len(plan.loads) == 18
+    # every register replaces references to one element: the same offset from the row
+    for load in plan.loads:
+        rows = {row + (-1 if "(i - 1)" in text else 1 if "(i + 1)" in text else 0)
+                for _, row, text in load.uses}
+        assert len(rows) == 1, load
+    assert "18 loads into registers for 28 reads of A" in conv.reason
+    assert conv.predicted.chosen == "windowed"
+
+
+def test_row_invariant_reads_and_two_statements():
+    _, _, d = _decisions()
+    rank = d["rank_one"].generated.tiles
+    # u[i] one load a row, v[j] one load for the four rows; a[...] is written: not hoisted
+    assert sorted((l.array, len(l.uses)) for l in rank.loads) == \
+        [("u", 1)] * 4 + [("v", 4)]
+    step = d["field_step"]
+    assert step.action == "windowed", step.reason
+    # fict[t] once for the four rows' first statement, hz's rows i - 1 .. i + 3
+    assert sorted(l.array for l in step.generated.tiles.loads) == ["fict"] + ["hz"] * 5
+
+
+def test_reads_under_a_condition_stay_where_they_are():
+    _, result, d = _decisions()
+    plan = d["either_side"].generated.tiles
+    hoisted = {text for l in plan.loads for _, _, text in l.uses}
+    assert "A[((i - 1) * m) + j]" not in hoisted          # only under ?:
+    assert "A[((i + 1) * m) + j]" not in hoisted          # under ?: and outside it
+    assert "A[(i * m) + j]" in hoisted
+    assert "? (A[(pc_y0 * m + pc_x - m)]) : (A[(pc_y0 * m + pc_x + m)])" in result.text
+
+
+def test_conditional_references():
+    from pycparser import c_parser
+    node = c_parser.CParser().parse(
+        "void f() { x = (c ? a[1] : a[2]) + a[3] + (p && a[4]) + (a[5] || q); }"
+    ).ext[0].body.block_items[0]
+    assert conditional_references(node) == {"a[1]", "a[2]", "a[4]"}
+
+
+def test_the_window_follows_the_coalescing_order():
+    """i on threadIdx.x as ported: the lanes go along j (the restructuring ILP's x), the
+    window down i."""
+    _, _, d = _decisions()
+    swapped = d["smooth_swapped"]
+    assert swapped.action == "windowed", swapped.reason
+    assert (swapped.generated.tiles.x, swapped.generated.tiles.y) == ("gy", "gx")
+    assert [f for f, _ in swapped.predicted.candidates] == ["windowed", "restructured"]
+
+
+@pytest.mark.parametrize("argv", [(), ("37", "45"), ("3", "40"), ("2", "2"), ("1", "33"),
+                                  ("160", "160"), ("129", "7")])
+def test_windowed_kernels_run_like_the_originals(tmp_path, argv):
+    """Row counts that are not multiples of 4 (the last group's rows guarded), fewer rows
+    than a group, one row, the largest."""
+    program, result, d = _decisions()
+    assert sum(x.action == "windowed" for x in d.values()) == 5
+    runs_alike(program.text, result.text, tmp_path, argv=argv)
+
+
+def test_windowed_kernels_compile(tmp_path, nvcc):
+    _, result, _ = _decisions()
+    (tmp_path / "out.cu").write_text(result.text)
+    compile_sm90(nvcc, tmp_path / "out.cu")
+
+
+def test_the_model_decides_at_the_launch_sizes(tmp_path):
+    """Proposed only at known sizes, taken only where predicted faster: Jacobi's 1000 x
+    1000 (measured slower windowed, 0.88x) stays, 8192 x 8192 (measured 1.43x) is
+    windowed; with the size unknown, not proposed."""
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    path = POLYBENCH / "jacobi2d" / "jacobi2d.cu"
+    for values, action in (((), "unchanged"), ((("n", 1000),), "unchanged"),
+                           ((("n", 8192),), "windowed")):
+        defines = tuple(f"N={v}" for _, v in values)      # the rows' length, as -DN
+        _, _, d = _decisions(path, TransformOptions(
+            price_at=values, preprocessor=PreprocessorOptions(defines=defines)))
+        k = d["runJacobiCUDA_kernel1"]
+        assert k.action == action, (values, k.reason)
+        forms = [f for f, _ in k.predicted.candidates] if k.predicted else []
+        assert ("windowed" in forms) == bool(values), (values, forms)
+
+
+def test_polybench_convolution_is_windowed_and_runs_alike():
+    """At PolyBench's 4096 x 4096 (known from its launch): windowed (measured 1.58x);
+    run on the CPU at ragged sizes beside the original (test_polybench compiles it)."""
+    import subprocess
+    import sys
+    path = POLYBENCH / "2dconv" / "2dconv.cu"
+    _, _, d = _decisions(path, TransformOptions())
+    assert d["convolution2D_kernel"].action == "windowed"
+    assert d["convolution2D_kernel"].predicted.assumed == ()
+    run = subprocess.run([sys.executable, "-m", "polycoal", "validate", "--cpu", str(path),
+                          "--arg", "ni=38", "--arg", "nj=45"], capture_output=True, text=True)
+    assert run.returncode == 0 and "convolution2D_kernel         PASS  outputs match" in \
+        run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("body,why", [
+    ("B[i * N + j] = B[(i - 1) * N + j] + 1.0f;", "depend"),        # in place: races
+    ("for (int k = 0; k < 4; k++) B[i * N + j] += A[(i + k) * N + j];", "loops"),
+    ("B[i * N + j] = A[i * N + j];", "share too few"),              # no reuse
+    ("B[i * N + j] = B[i * N + j] * 2.0f;", "reads no array"),
+])
+def test_what_is_not_windowed(write_cu, body, why):
+    source = ("#define N 256\n__global__ void k(float *B, const float *A)\n{\n"
+              "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  int i = blockIdx.y * blockDim.y + threadIdx.y;\n"
+              f"  if (i > 0 && i < N - 4 && j < N)\n    {body}\n}}\n"
+              "int main() { float *a, *b; k<<<dim3(8, 32), dim3(32, 8)>>>(b, a); }\n")
+    analysis = first_kernel_analysis(write_cu(source))
+    plan = window_plan(analysis.model, analysis)
+    assert not isinstance(plan, WindowPlan) and why in plan.text, plan
+
+
+def test_the_validator_rejects_a_window_that_is_not_the_plan():
+    from polycoal.transform import _window
+    program, _, d = _decisions()
+    conv = d["conv3x3"]
+    assert _window(program, None, conv) == []
+    plan = conv.generated.tiles
+    wrong = replace(plan, loads=plan.loads[1:] + plan.loads[:1])
+    bad = replace(conv, generated=replace(conv.generated, tiles=wrong))
+    assert _window(program, None, bad) == ["the generated window differs from the plan"]
