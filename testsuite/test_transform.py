@@ -38,7 +38,8 @@ def transformed(path: Path, defines=(), promote=True, kernel=None):
         # the fixtures' sizes are small: the passes' forms are tested as proposed, with
         # the performance model only reporting (testsuite/test_performance_model.py);
         # the kernel passes alone (the placement pass: test_placement.py)
-        options = TransformOptions(kernel=kernel, promote=promote, staging=False, model=False,
+        options = TransformOptions(kernel=kernel, promote=promote, staging=False, window=False,
+                                   model=False,
                                    placement="none",
                                    preprocessor=PreprocessorOptions(defines=tuple(defines)))
         program = read_program(str(path), options.preprocessor)

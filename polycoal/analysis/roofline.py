@@ -99,8 +99,8 @@ class Work:
     ilp: float = 1.0                 # independent chains of arithmetic a warp interleaves
     heaviest: str = ""               # the operation with the most issue slots
     heaviest_share: float = 0.0      # its share of `issue`
-    # every thread makes one round trip to memory (no loop): a wave's transfer follows
-    # its requests' latency instead of overlapping the next trip's
+    # every thread makes one round trip to memory (no loop), its data past the L2: a
+    # wave's transfer follows its requests' latency instead of overlapping the next trip's
     round_trip: bool = False
     assumed: tuple[str, ...] = ()    # sizes taken without the launch's values
 

@@ -470,9 +470,11 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
             free = _load_wait(model, s, latency, geometry.x, lambda a: a.array in restrict)
             per_trip = max(m.store_wait + behind, free)
         else:
-            # a statement outside loops waits for its loads once (nothing overlaps them)
+            # a statement outside loops waits for its loads from memory once, whole
+            # (nothing overlaps them; with the data in the L2, the fitted overlap stays)
+            alone = not s.loops and latency == m.memory_latency
             unroll = geometry.unroll or (
-                1 if not s.loops or s.loops[-1] in ordered else
+                1 if alone or s.loops and s.loops[-1] in ordered else
                 CONSTANT_UNROLL if _constant_trips(model, s) else UNROLL)
             # a loop of unknown trip count is unrolled UNROLL times; its loads from
             # memory overlap less deep (RUNTIME_OVERLAP), those from the L2 all
@@ -493,7 +495,8 @@ def form_work(analysis, m: Machine, geometry: Geometry = AS_WRITTEN,
                 dram_bytes=dram, chain=chain, warps=warps, block_warps=block_warps,
                 resident=resident, launches=geometry.launches, heaviest=heaviest,
                 heaviest_share=(tally[heaviest] / issue if heaviest and issue else 0.0),
-                round_trip=bool(paths) and not any(s.loops for s, *_ in paths),
+                round_trip=bool(paths) and not any(s.loops for s, *_ in paths)
+                and latency == m.memory_latency,
                 assumed=tuple(sorted(assumed)))
 
 

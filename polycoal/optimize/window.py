@@ -9,7 +9,11 @@ times, through the L1 and the L2. The remedy is unroll-and-jam of the row dim: a
 runs `ROWS` consecutive rows at its column and loads each element its rows read once,
 into a register (the window slides down the rows): (ROWS + 2) x 3 loads for ROWS
 outputs instead of 9 x ROWS. Measured by hand first (tools/explore_stencil_forms.py):
-85-96% of a copy's bandwidth, 1.5-1.6x the kernel as written.
+85-96% of a copy's bandwidth, 1.5-1.6x the kernel as written. Rows that share
+nothing are not enough: ROWS rows a thread put more loads in flight, and the
+performance model predicts that gain for a kernel of one output a thread, but on the
+H200 it was measured both ways (a copy 1.21x, FDTD's second step 0.88x at 8192 x 8192):
+the form is proposed only where the rows share at least a fifth of their reads.
 
 The form runs the same statement instances, each under its own domain's condition, in
 another assignment to threads: the (x, y) instance by the thread of column x and row
