@@ -14,6 +14,7 @@ line to the (file, line) it came from.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -99,12 +100,64 @@ def _preprocessor() -> list[str]:
     return command
 
 
+# Preprocessed sources of this process, by what was asked (the command, the file or the
+# text), each with the files its output came from (name, size, modification time): a
+# source read again (the same program in several tests, a project's units sharing
+# headers) is preprocessed again only when one of them changed. The oldest go first.
+_MEMO: dict = {}
+MEMO_SIZE = 256
+
+
 def preprocess(path: str | os.PathLike, options: PreprocessorOptions = PreprocessorOptions(),
                text: str | None = None) -> PreprocessedSource:
     """Preprocess `path` (or `text`, reported as `path`) and map the output back."""
     path = str(path)
     if text is None and not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
+    key = (os.path.abspath(path), text, options, tuple(_preprocessor()), os.getcwd(),
+           toolkit.read_directory(), str(stub_include_dir()))
+    hit = _MEMO.get(key)
+    if hit is not None and _stamps(hit[1]) == hit[1]:
+        found = hit[0]
+        return PreprocessedSource(found.path, found.text, list(found.origins),
+                                  list(found.system), list(found.diagnostics))
+    result = _preprocess(path, options, text)
+    read = sorted({m.group(2).encode().decode("unicode_escape")
+                   for m in _MARKERS.finditer(result.text)} -
+                  {"<built-in>", "<command-line>"} - ({path} if text is not None else set()))
+    stamps = _stamps(tuple((name, None) for name in read))
+    if all(stamp is not None for _, stamp in stamps):
+        if len(_MEMO) >= MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = (result, stamps)
+        return preprocess(path, options, text)      # a copy, as a later reader gets
+    return result
+
+
+_MARKERS = re.compile(LINEMARKER.pattern, re.M)
+
+
+def _stamps(files: tuple) -> tuple:
+    """(name, stamp) of each file, the stamp None where it cannot be read: its size and
+    modification time, and its contents' hash unless it is an installed header (a file
+    rewritten within the clock's granularity keeps its time)."""
+    installed = ("/usr/", toolkit.read_directory(), str(stub_include_dir()))
+    out = []
+    for name, _ in files:
+        try:
+            st = os.stat(name)
+            stamp: tuple = (st.st_size, st.st_mtime_ns)
+            if not os.path.abspath(name).startswith(installed):
+                with open(name, "rb") as f:
+                    stamp += (hashlib.sha1(f.read()).hexdigest(),)
+            out.append((name, stamp))
+        except OSError:
+            out.append((name, None))
+    return tuple(out)
+
+
+def _preprocess(path: str, options: PreprocessorOptions, text: str | None
+                ) -> PreprocessedSource:
     diagnostics: list[Diagnostic] = []
     with tempfile.TemporaryDirectory(prefix="polycoal-cpp-") as stubs:
         cmd = [*_preprocessor(), f"-std={options.std}", "-w"]
