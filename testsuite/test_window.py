@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FIXTURES, compile_sm90, first_kernel_analysis, runs_alike
 from polycoal.frontend import read_program
-from polycoal.optimize.window import WindowPlan, conditional_references, window_plan
+from polycoal.optimize.window import WindowPlan, array_references, window_plan
 from polycoal.transform import TransformOptions, transform_program
 
 ROWS = FIXTURES / "stencil_rows.cu"
@@ -62,12 +62,14 @@ def test_reads_under_a_condition_stay_where_they_are():
     assert "? (A[(pc_y0 * m + pc_x - m)]) : (A[(pc_y0 * m + pc_x + m)])" in result.text
 
 
-def test_conditional_references():
+def test_array_references_always_and_under_a_condition():
     from pycparser import c_parser
     node = c_parser.CParser().parse(
-        "void f() { x = (c ? a[1] : a[2]) + a[3] + (p && a[4]) + (a[5] || q); }"
-    ).ext[0].body.block_items[0]
-    assert conditional_references(node) == {"a[1]", "a[2]", "a[4]"}
+        "void f() { x = (c ? a[1] : a[2]) + a[3] + (p && a[4]) + (a[5] || q) + a[1] "
+        "+ (c ? s[2].v : 0) + *(a + 6); }").ext[0].body.block_items[0]
+    always, sometimes = array_references(node)
+    assert always == {"a[3]", "a[5]", "a[1]"}
+    assert sometimes == {"a[1]", "a[2]", "a[4]", "s[2]"}
 
 
 def test_the_window_follows_the_coalescing_order():

@@ -95,16 +95,18 @@ class WindowPlan:
                 f"of {', '.join(self.arrays)}")
 
 
-def conditional_references(node) -> set[str]:
-    """The texts of the array references a statement evaluates only under a condition
-    of its own (an arm of `?:`, the right operand of `&&` or `||`)."""
-    out: set[str] = set()
+def array_references(node) -> tuple[set[str], set[str]]:
+    """(texts of the subscripted references `a[e]` a statement always evaluates, those it
+    evaluates only under a condition of its own: an arm of `?:`, the right operand of
+    `&&` or `||`). A reference written both ways is in both."""
+    always: set[str] = set()
+    sometimes: set[str] = set()
 
     def walk(n, conditional: bool) -> None:
         if n is None:
             return
-        if isinstance(n, c_ast.ArrayRef) and conditional:
-            out.add(text(n))
+        if isinstance(n, c_ast.ArrayRef):
+            (sometimes if conditional else always).add(text(n))
         if isinstance(n, c_ast.TernaryOp):
             walk(n.cond, conditional)
             walk(n.iftrue, True)
@@ -117,7 +119,7 @@ def conditional_references(node) -> set[str]:
         for _, child in n.children():
             walk(child, conditional)
     walk(node, False)
-    return out
+    return always, sometimes
 
 
 def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obstacle:
@@ -163,10 +165,13 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
     reads = 0
     for row in range(rows):
         for s in model.statements:
-            conditional = conditional_references(s.node)
+            # a subscripted reference evaluated whenever its statement runs (a member of
+            # a struct element, a pointer's dereference stay where they are)
+            always, sometimes = array_references(s.node)
             for a in s.accesses:
                 if a.kind != "read" or a.space != "global" or a.array in written or \
-                        a.flat is None or a.text in conditional:
+                        a.flat is None or a.member is not None or \
+                        a.text not in always or a.text in sometimes:
                     continue
                 reads += 1
                 key = (a.array, a.flat.substitute({y: Poly.var(ROW0) + row}))
