@@ -221,6 +221,12 @@ def thread_range(model: KernelModel, dim: str, axis: str,
                      min_max("min", his, False), [lowers[0]], uppers)
 
 
+def within_range(variable: str, r: AxisRange) -> list[str]:
+    """isl constraints a grid-stride loop over `r` guarantees of its `variable`."""
+    return [f"{variable} >= {r.lo_bounds[0].to_c('*')}"] + \
+        [f"{variable} <= {b.to_c('*')}" for b in r.hi_bounds]
+
+
 def sequential_schedules(model: KernelModel, mapping: Mapping) -> dict[str, list[str]]:
     """Per statement, the schedule inside one thread (isl text of each coordinate):
     displaced thread dims outermost, then the 2d+1 textual schedule of the loops that
@@ -286,8 +292,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         m = isl.UnionMap(text)
         schedule = m if schedule is None else schedule.union(m)
     # what the grid-stride loops guarantee about pc_a, so that isl omits those guards
-    enforced = [f"{thread_vars[r.axis]} >= {r.lo_bounds[0].to_c('*')}" for r in ranges]
-    enforced += [f"{thread_vars[r.axis]} <= {b.to_c('*')}" for r in ranges for b in r.hi_bounds]
+    enforced = [c for r in ranges for c in within_range(thread_vars[r.axis], r)]
     ctx_text = " and ".join(model.context + enforced) or "true"
     ast_ctx = isl.Set(f"[{', '.join(new_params)}] -> {{ : {ctx_text} }}")
     ast_build = isl.AstBuild.from_context(ast_ctx)

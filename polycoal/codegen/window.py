@@ -11,7 +11,7 @@ import islpy as isl
 
 from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
-                                     with_geometry)
+                                     with_geometry, within_range)
 from polycoal.codegen.statements import references, renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
@@ -50,11 +50,7 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
     conditions = instance_conditions(model, plan)
     # what the loops guarantee of pc_x and pc_y0: isl leaves those conditions out
     names = [*model.parameters, "pc_x", ROW0]
-    known = list(model.context) + \
-        [f"pc_x >= {rx.lo_bounds[0].to_c('*')}"] + \
-        [f"pc_x <= {b.to_c('*')}" for b in rx.hi_bounds] + \
-        [f"{ROW0} >= {ry.lo_bounds[0].to_c('*')}"] + \
-        [f"{ROW0} <= {b.to_c('*')}" for b in ry.hi_bounds]
+    known = list(model.context) + within_range("pc_x", rx) + within_range(ROW0, ry)
     context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(known)} }}")
     build = isl.AstBuild.from_context(context)
 

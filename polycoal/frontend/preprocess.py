@@ -118,9 +118,7 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
            toolkit.read_directory(), str(stub_include_dir()))
     hit = _MEMO.get(key)
     if hit is not None and _stamps(hit[1]) == hit[1]:
-        found = hit[0]
-        return PreprocessedSource(found.path, found.text, list(found.origins),
-                                  list(found.system), list(found.diagnostics))
+        return _copy(hit[0])
     result = _preprocess(path, options, text)
     read = sorted({m.group(2).encode().decode("unicode_escape")
                    for m in _MARKERS.finditer(result.text)} -
@@ -130,8 +128,14 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
         if len(_MEMO) >= MEMO_SIZE:
             _MEMO.pop(next(iter(_MEMO)))
         _MEMO[key] = (result, stamps)
-        return preprocess(path, options, text)      # a copy, as a later reader gets
+        return _copy(result)
     return result
+
+
+def _copy(found: PreprocessedSource) -> PreprocessedSource:
+    """A reader's own copy of a memoized source (its lists may be changed)."""
+    return PreprocessedSource(found.path, found.text, list(found.origins),
+                              list(found.system), list(found.diagnostics))
 
 
 _MARKERS = re.compile(LINEMARKER.pattern, re.M)
