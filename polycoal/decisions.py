@@ -54,6 +54,12 @@ class TransformOptions:
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
     window: bool = True             # stencils: rows a thread, the window in registers
+    # host loops of launches: the waits for the device between them dropped, one after
+    # the loop (optimize/launch_waits.py)
+    launch_waits: bool = True
+    # host loops of one launch: one launch, each thread running the trips, where no two
+    # threads touch one element in different trips (optimize/launch_trips.py)
+    launch_trips: bool = True
     # the performance model chooses among the passes' forms and the kernel as written
     # (analysis/roofline.py); off: the first form proposed is taken (the model reports)
     model: bool = True

@@ -71,6 +71,15 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-window", action="store_true",
                    help="do not run stencils several rows a thread with their windows' "
                    "reads in registers")
+    p.add_argument("--keep-waits", action="store_true",
+                   help="keep every wait for the device in host loops of launches (by "
+                   "default the waits between launches into the default stream are "
+                   "dropped where nothing else in the loop touches the device or memory "
+                   "it reaches, and one wait is made after the loop)")
+    p.add_argument("--keep-trips", action="store_true",
+                   help="keep host loops of one launch as loops of launches (by default a "
+                   "loop whose trips touch the same elements only from the same threads "
+                   "runs as one launch, each thread running the trips in order)")
     p.add_argument("--reorganise", choices=("auto", "none"), default="auto",
                    help="irregular references (gathers x[P[i]], loops over the runs of a "
                    "CSR row pointer) read from reorganised copies built on the GPU before "
@@ -179,6 +188,8 @@ def transform_options(args, environ=None):
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, window=not args.no_window,
+                            launch_waits=not getattr(args, "keep_waits", False),
+                            launch_trips=not getattr(args, "keep_trips", False),
                             sizes=_sizes(args),
                             model=not getattr(args, "no_model", False),
                             occupancy="estimate" if getattr(args, "no_ptxas", False)

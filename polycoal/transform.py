@@ -51,6 +51,7 @@ from polycoal.passes import PASSES
 from polycoal.passes.mapping import form_geometry, plan_mapped
 from polycoal.passes.layout import (layout_host_edits, layout_notes, plan_program_layouts,
                                     price_layouts, with_layouts)
+from polycoal.passes.host_loops import host_loops
 from polycoal.passes.permutation import plan_permutation
 from polycoal.passes.base import Candidate, decided_note, form_code, price_forms
 from polycoal.passes.products import forced_sizes
@@ -753,13 +754,18 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
     Kernels the C-subset front end cannot read as written (templates, a header's
     kernels, C++ types) are read through their lowering (frontend/lower.py); a lowering
     stays in the output only where its kernel is transformed."""
+    result = None
     if lower.needs_lowering(program):
         lowerings = lower.plan(program, options.preprocessor)
         lowerings += [l for l in lower.macro_launches(program)
                       if not any(x.kernel == l.kernel for x in lowerings)]
         if lowerings:
-            return _transform_lowered(program, lowerings, options)
-    return _transform(program, options)
+            result = _transform_lowered(program, lowerings, options)
+    if result is None:
+        result = _transform(program, options)
+    if (options.launch_waits or options.launch_trips) and options.kernel is None:
+        result = host_loops(program, result, options)
+    return result
 
 
 def _transform_lowered(program: Program, lowerings: list[lower.Lowering],

@@ -37,9 +37,10 @@ def transformed(path: Path, defines=(), promote=True, kernel=None):
     if key not in _results:
         # the fixtures' sizes are small: the passes' forms are tested as proposed, with
         # the performance model only reporting (testsuite/test_performance_model.py);
-        # the kernel passes alone (the placement pass: test_placement.py)
+        # the kernel passes alone (the placement pass: test_placement.py; host loops:
+        # test_launch_waits.py)
         options = TransformOptions(kernel=kernel, promote=promote, staging=False, window=False,
-                                   model=False,
+                                   model=False, launch_waits=False, launch_trips=False,
                                    placement="none",
                                    preprocessor=PreprocessorOptions(defines=tuple(defines)))
         program = read_program(str(path), options.preprocessor)

@@ -11,7 +11,8 @@
 2. Whole programs: each program and its transformed version are built with
    `nvcc -O3 -arch=sm_<device>` and run; both must report 0 non-matching CPU-GPU outputs
    (the programs' own check against their CPU reference) and both GPU runtimes are kept.
-   A program polycoal leaves byte-identical is built and run once.
+   A program polycoal leaves byte-identical is built and run once (one whose host loops
+   alone changed runs both ways).
 Results go to DIR/bench.json; tools/render_benchmarks.py turns them into BENCHMARKS.md
 and a chart.
 """
@@ -129,8 +130,11 @@ def main() -> int:
         original = run_program(os.path.join(workdir, f"{stem}.cu"), workdir, workdir, arch,
                                f"{stem}.original")
         entry = {"program": name, "transform_seconds": transform_seconds,
-                 "changed": [d.kernel for d in changed], "original": original}
-        if changed:
+                 "changed": [d.kernel for d in changed], "original": original,
+                 # the program-level changes: host loops (passes/host_loops.py)
+                 "host_loops": [x.message for x in result.diagnostics
+                                if x.code in ("waits-moved", "trips-fused")]}
+        if result.text != program.text:
             out = os.path.join(workdir, f"{stem}.polycoal.cu")
             with open(out, "w") as f:
                 f.write(result.text)

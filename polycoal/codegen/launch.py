@@ -33,7 +33,7 @@ import re
 from polycoal.model.isl_c import condition_to_c
 from polycoal.frontend.launch_text import (has_side_effects, launch_parts, plain_text,
                                           qualified_names)
-from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.lexer import apply_edits, line_ending, tokenize
 from polycoal.frontend.program import Kernel, Launch
 from polycoal.templates import render_template
 
@@ -159,3 +159,91 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         main=main, extra=extra, stream=stream,
         args=launch_args + [values.get(h, h) for h in hidden], indent=indent,
         inner=indent + "  ", checks=checks, fallback=fallback)
+
+
+def waits_after_loops(text: str, loops) -> str:
+    """`text` with each loop's waits for the device dropped and one wait made after the
+    loop (optimize/launch_waits.LaunchLoop): a wait alone on its line goes with its
+    line, a wait that is a loop's or an if's whole body becomes the empty statement; a
+    loop that is itself such a body is braced with its wait."""
+    ending = line_ending(text)
+    edits = []
+    for loop in loops:
+        for w in loop.waits:
+            first = text.rfind("\n", 0, w.start) + 1
+            last = text.find("\n", w.end)
+            last = len(text) if last < 0 else last
+            if not w.in_block:
+                edits.append((w.start, w.end, ";"))
+            elif not text[first:w.start].strip() and not text[w.end:last].strip():
+                edits.append((first, min(last + 1, len(text)), ""))
+            else:
+                edits.append((w.start, w.end, ""))
+        many = len(loop.waits) > 1
+        wait = (f"{loop.spelling};  /* polycoal: the loop's {len(loop.waits)} wait"
+                f"{'s' if many else ''} for the device, once after it (launches into one "
+                "stream run in order) */")
+        if loop.in_block:
+            first = text.rfind("\n", 0, loop.start) + 1
+            indent = re.match(r"[ \t]*", text[first:loop.start]).group(0)
+            edits.append((loop.end, loop.end, ending + indent + wait))
+        else:
+            edits.append((loop.start, loop.start, "{ "))
+            edits.append((loop.end, loop.end, " " + wait + " }"))
+    return apply_edits(text, edits)
+
+
+_GLOBAL_HEAD = (r"\s*(?:static\s+)?__global__\s+(?:__launch_bounds__\s*\(([^()]*)\)\s+)?"
+                r"void\s+{name}\s*\(")
+
+
+def trips_kernels(kernel_text: str, name: str, parameters: list[str], parameter: str,
+                  parameter_type: str, inclusive: bool) -> tuple[str, str] | None:
+    """The kernel `name` (its definition as written) as the device function
+    `name__pc_trip`, and the kernel that runs its trips from the parameter's value up to
+    `pc_end` (optimize/launch_trips.py), with its name; None where the definition's head
+    is not `[static] __global__ [__launch_bounds__(...)] void name(`."""
+    m = re.match(_GLOBAL_HEAD.format(name=re.escape(name)), kernel_text)
+    if not m:
+        return None
+    depth, close = 0, None
+    for k in range(m.end() - 1, len(kernel_text)):
+        depth += {"(": 1, ")": -1}.get(kernel_text[k], 0)
+        if depth == 0:
+            close = k
+            break
+    if close is None:
+        return None
+    params = kernel_text[m.end():close]
+    bounds = f"__launch_bounds__({m.group(1)}) " if m.group(1) else ""
+    trips = f"{name}__pc_trips" + ("_through" if inclusive else "")
+    args = ", ".join("pc_trip" if p == parameter else p for p in parameters)
+    text = (f"__device__ __forceinline__ void {name}__pc_trip({params})"
+            f"{kernel_text[close + 1:]}\n\n"
+            f"/* polycoal: {name} run for each trip of a host loop, each thread running its\n"
+            f" * trips in order (no two threads touch one element in different trips) */\n"
+            f"__global__ {bounds}void {trips}({params}, {parameter_type} pc_end)\n{{\n"
+            f"  for ({parameter_type} pc_trip = {parameter}; "
+            f"pc_trip {'<=' if inclusive else '<'} pc_end; pc_trip++)\n"
+            f"    {name}__pc_trip({args});\n}}")
+    return trips, text
+
+
+def trips_launch(loop, trips: str, indent: str) -> str:
+    """The statement that replaces the host loop `loop` (optimize/launch_trips.TripLoop):
+    the first trip's value, one launch of `trips` when the loop runs, the variable left
+    as the loop leaves it, and the loop's wait after the launch."""
+    inner = indent + "  "
+    test = f"{loop.var} {'<=' if loop.inclusive else '<'} ({loop.hi})"
+    lines = [f"{{ /* polycoal: the host loop over {loop.var} in one launch of {loop.kernel}, "
+             "each thread running the trips */",
+             f"{inner}{loop.declared + ' ' if loop.declared else ''}{loop.var} = {loop.lo};",
+             f"{inner}if ({test}) {{",
+             f"{inner}  {trips}<<<{loop.config}>>>({', '.join(loop.arguments)}, {loop.hi});"]
+    if not loop.declared:
+        last = f"({loop.hi}) + 1" if loop.inclusive else loop.hi
+        lines.append(f"{inner}  {loop.var} = {last};")
+    if loop.wait:
+        lines.append(f"{inner}  {loop.wait};")
+    lines += [f"{inner}}}", f"{indent}}}"]
+    return "\n".join(lines)

@@ -1399,12 +1399,20 @@ def runtime_overlap_kernel(b: Builder) -> Kernel:
     return k
 
 
+# what a host loop does after each launch: nothing, or wait for the device (which
+# polycoal moves after the loop), or wait and use the host's counter (kept)
+_LOOP_WAITS = (None, None, "cudaDeviceSynchronize();", "cudaDeviceSynchronize();",
+               "cudaStreamSynchronize(0);")
+
+
 def fam_hostloop(b: Builder) -> None:
     """Kernels launched in a host loop with the loop variable as an argument: a sweep
     over rows (A[(t + 1) * N + i] from A[t * N + i]), a per-step update, a triangular
     inner loop bounded by t, two kernels per step, and uncoalesced 2-D planes or rows
-    per step (which polycoal restructures, the launch inside the loop)."""
+    per step (which polycoal restructures, the launch inside the loop); each launch
+    followed by a wait for the device or not, as programs write them."""
     rng = b.rng
+    wait = rng.choice(_LOOP_WAITS)
     ctype = choose_type(rng, (4, 1, 1))
     form = rng.choice(("sweep", "rows", "tri", "two-kernels", "plane", "plane", "rowloop",
                        "rowloop"))
@@ -1439,6 +1447,7 @@ def fam_hostloop(b: Builder) -> None:
             geometry = [(NI, rng.choice(BLOCKS_1D))]
         b.main.append(f"  for (int t = 0; t < {T.h}; t++) {{")
         b.launch(k, geometry, indent="    ")
+        b.main += [f"    {wait}"] if wait else []
         b.main.append("  }")
         b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
         return
@@ -1482,8 +1491,10 @@ def fam_hostloop(b: Builder) -> None:
         kb.lines.append(f"  {bn}[i] += {an2}[{tname} * {kb.size(N)} + i];")
     b.main.append(f"  for (int t = {lo}; t < {hi}; t++) {{")
     b.launch(k, [(N, rng.choice(BLOCKS_1D))], indent="    ")
+    b.main += [f"    {wait}"] if wait else []
     if kb:
         b.launch(kb, [(N, rng.choice(BLOCKS_1D))], indent="    ")
+        b.main += [f"    {wait}"] if wait else []
     b.main.append("  }")
     b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
 

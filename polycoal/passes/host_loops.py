@@ -1,0 +1,117 @@
+"""The program-level pass after the kernels: host loops of launches.
+
+1. A loop of one launch whose trips touch the same elements only from the same threads
+   runs as one launch, each thread running the trips (optimize/launch_trips.py).
+2. A loop of launches waits for the device once, after the loop, instead of after every
+   launch (optimize/launch_waits.py).
+
+Both read the transformed text (its launch statements as polycoal rewrote them); the
+kernels they read are the result's, unchanged by the kernel passes. The output must
+compile wherever its input did: a rewrite that does not is left out, with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from polycoal.analysis.aliasing import distinct_arrays
+from polycoal.codegen.launch import trips_kernels, trips_launch, waits_after_loops
+from polycoal.decisions import TransformOptions, TransformResult
+from polycoal.diagnostics import Diagnostic, Location
+from polycoal.frontend.lexer import apply_edits, tokenize
+from polycoal.frontend.program import Program
+from polycoal.optimize.launch_trips import trip_loops, trips_obstacle
+from polycoal.optimize.launch_waits import launch_loops, loop_lines
+from polycoal.validate import compiles
+
+
+def host_loops(program: Program, result: TransformResult, options: TransformOptions
+               ) -> TransformResult:
+    """The result with its host loops of launches rewritten (the module's doc), and a
+    note for each loop changed or kept (at the input's line)."""
+    lines = loop_lines(list(program.tokens) or tokenize(program.text))
+
+    def at(loop) -> Location:
+        return Location(program.path, lines.get(loop.key, loop.line))
+    text, notes = result.text, []
+    if options.launch_trips:
+        text, notes = _fused(result, text, at)
+    waited, kept = launch_loops(text, tokenize(text)) if options.launch_waits else ([], [])
+    notes += [Diagnostic("note", "waits-kept", "host loop: its waits for the device stay "
+                         f"({k.why})", at(k)) for k in kept]
+    text = waits_after_loops(text, waited)
+    notes += [Diagnostic("note", "waits-moved",
+                         f"host loop: its {len(l.waits)} wait{'s' if len(l.waits) > 1 else ''}"
+                         f" for the device between its {l.launches} launch"
+                         f"{'es' if l.launches > 1 else ''} dropped, one wait after the "
+                         "loop (launches into one stream run in order; nothing else in "
+                         "the loop touches the device)", at(l)) for l in waited]
+    if text == result.text:
+        return replace(result, diagnostics=result.diagnostics + notes) if notes else result
+    if compiles.available(options.compile_check):
+        def errors(t: str):
+            return compiles.compile_errors(options.compile_check, program.path, t,
+                                           options.preprocessor)
+        after = errors(text)                # an output without errors is all it costs
+        before = errors(result.text) if after != () else ()
+        found = None if before is None else \
+            [compiles.CompileError(0, "the output cannot be compiled at all")] \
+            if after is None else compiles.new_errors(before, after)
+        if found:
+            return replace(result, diagnostics=result.diagnostics + [Diagnostic(
+                "warning", "output-rejected", "host loops: left as written: the program "
+                "with its host loops rewritten does not compile where the input does "
+                f"({found[0].describe(options.compile_check)})",
+                Location(program.path, 1))])
+    return replace(result, text=text, diagnostics=result.diagnostics + notes)
+
+
+def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic]]:
+    """The text with each host loop of one launch that can run in the kernel so
+    (optimize/launch_trips.py), and the notes."""
+    program = result.program
+    decisions = {d.kernel: d for d in result.decisions}
+    edits, notes, made = [], [], {}
+    for loop in trip_loops(text, tokenize(text)):
+        kernel = program.kernel(loop.kernel) if program else None
+        d = decisions.get(loop.kernel)
+        if kernel is None or kernel.span is None or kernel.is_template or d is None or \
+                d.action != "unchanged" or loop.position >= len(kernel.parameters):
+            continue
+        parameter = kernel.parameters[loop.position]
+        if parameter.is_pointer:
+            continue
+        source = program.text[kernel.span.start:kernel.span.end]
+        model = d.analysis.model if d.analysis else None
+        why = trips_obstacle(model, source, parameter.name, parameter.type)
+        if why is None:
+            distinct, evidence = distinct_arrays(program, kernel, model)
+            why = None if distinct else f"its pointer arguments may alias ({evidence})"
+        if why is None and text.count(source) != 1:
+            why = "its definition is not found once in the output"
+        made_kernels = None
+        if why is None:
+            made_kernels = trips_kernels(source, kernel.name,
+                                         [p.name for p in kernel.parameters], parameter.name,
+                                         parameter.type, loop.inclusive)
+            why = None if made_kernels else "its definition's head is not a plain kernel's"
+        if why is not None:
+            notes.append(Diagnostic("note", "trips-kept", f"host loop over {loop.var}: its "
+                                    f"launches of {loop.kernel} stay one a trip ({why})",
+                                    at(loop)))
+            continue
+        trips, definition = made_kernels
+        if trips not in made:
+            made[trips] = True
+            end = text.index(source) + len(source)
+            edits.append((end, end, "\n\n" + definition))
+        first = text.rfind("\n", 0, loop.start) + 1
+        indent = text[first:loop.start][:len(text[first:loop.start]) -
+                                        len(text[first:loop.start].lstrip())]
+        edits.append((loop.start, loop.end, trips_launch(loop, trips, indent)))
+        notes.append(Diagnostic("note", "trips-fused", f"host loop over {loop.var}: its "
+                                f"launches of {loop.kernel} made one launch of {trips}, "
+                                "each thread running the trips in order (no two threads "
+                                "touch one element in different trips; the pointer "
+                                f"arguments are distinct: {evidence})", at(loop)))
+    return apply_edits(text, edits), notes
