@@ -54,6 +54,7 @@ class TransformOptions:
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
     window: bool = True             # stencils: rows a thread, the window in registers
+    sweep: bool = True              # a thread's dependent loop along its row on tiles
     # host loops of launches: the waits for the device between them dropped, one after
     # the loop (optimize/launch_waits.py)
     launch_waits: bool = True
@@ -100,7 +101,7 @@ class TransformOptions:
 
 # Actions whose kernels add floating-point values in another order than the original's.
 REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed"}   # d.generated
+GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed", "swept"}   # d.generated
 # Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
 SYNCHRONISING = REASSOCIATING | {"staged", "product"}
 # "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a

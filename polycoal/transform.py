@@ -45,6 +45,7 @@ from polycoal.optimize.restructure import solve_mapping
 from polycoal.codegen.product import vector_width
 from polycoal.optimize.products import product_plan, tile_set
 from polycoal.optimize.staging import staging_plan
+from polycoal.optimize.sweep import sweep_plan
 from polycoal.optimize.window import window_plan
 from polycoal.codegen.edits import replacements, splice
 from polycoal.passes import PASSES
@@ -498,6 +499,15 @@ def _window(program: Program, new_program: Program | None, d: KernelDecision) ->
     return [] if plan == made else ["the generated window differs from the plan"]
 
 
+def _sweep(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
+    """A staged sweep: the plan, made again from the original's model (its conditions:
+    optimize/sweep.py), must be the one the generated kernel carries out."""
+    plan = sweep_plan(d.analysis.model, d.analysis)
+    if isinstance(plan, Obstacle):
+        return [plan.text]
+    return [] if plan == d.generated.tiles else ["the generated sweep differs from the plan"]
+
+
 def _layout(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A kernel in a new layout: read back, every statement the same over the same
     domain, every access the original's moved by the layout (validate/layout.py)."""
@@ -539,7 +549,8 @@ VALIDATORS = {"layout": (_layout,), "reorganised": (_reorganised,),
               "restructured": (_translation, _promotion), "reduced": (_lanes,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,),
-              "staged": (_staging,), "product": (_product,), "windowed": (_window,)}
+              "staged": (_staging,), "product": (_product,), "windowed": (_window,),
+              "swept": (_sweep,)}
 
 
 def _validate(program: Program, text: str, decisions: list[KernelDecision],

@@ -224,13 +224,17 @@ def test_a_transformed_kernel_in_the_loop(tmp_path):
 
 
 @pytest.mark.parametrize("name, sizes", [("jacobi1d", "N=64 TSTEPS=5"),
-                                         ("adi", "N=24 TSTEPS=2"), ("lu", "N=40")])
+                                         ("adi", "N=24 TSTEPS=2"), ("adi", "N=70 TSTEPS=2"),
+                                         ("lu", "N=40")])
 def test_polybench_programs_run_alike(name, sizes):
     """Whole PolyBench/GPU programs with their waits moved, run on the CPU runtime at
     small sizes: the output's GPU part matches the program's own CPU reference (its
     count of non-matching outputs is 0), as the original's does."""
+    from polycoal.frontend.preprocess import PreprocessorOptions
     path = POLYBENCH / name / f"{name}.cu"
-    program, result = _transform(path)
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(sizes.split())))
+    program = read_program(str(path), options.preprocessor)
+    result = transform_program(program, options)
     assert any(d.code == "waits-moved" for d in result.diagnostics)
     defines = "".join(f"#define {d.replace('=', ' ')}\n" for d in sizes.split())
     for text in (program.text, result.text):
@@ -406,3 +410,18 @@ def test_polybench_programs_change_only_where_a_host_loop_does():
         else:
             assert result.text == kept.text, path
     assert moved == {"3dconv", "adi", "fdtd2d", "gramschmidt", "jacobi1d", "jacobi2d", "lu"}
+
+
+def test_a_kernel_defined_after_its_loop_keeps_its_launches(write_cu):
+    """The trips kernel would follow the definition, after the loop that launches it:
+    the loop stays as it is (its waits still move)."""
+    text = _sweep(COLUMNS)
+    start, end = text.index("__global__ void sweep("), text.index("__global__ void shifted(")
+    definition = text[start:end]
+    text = text[:start] + "__global__ void sweep(int n, float *A, float *B, float *X, int i1);\n" \
+        + text[end:] + "\n" + definition
+    program, result = _transform(write_cu(text))
+    (note,) = [d for d in result.diagnostics if d.code == "trips-kept"]
+    assert "before the kernel's definition" in note.message
+    assert "__pc_trips" not in result.text
+    assert any(d.code == "waits-moved" for d in result.diagnostics)

@@ -73,6 +73,7 @@ def replacements(program: Program, decisions: list[KernelDecision]) -> list[tupl
                 "tiled": "row reduction in tiles: ",
                 "staged": "32x32 tiles staged in shared memory: ",
                 "windowed": "rows a thread, the window in registers: ",
+                "swept": "the row's loop on shared-memory tiles: ",
                 "product": "a product in register and shared-memory tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in

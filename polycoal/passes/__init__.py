@@ -10,7 +10,8 @@ validates the change with the validator of its kind (`VALIDATORS`) before it is 
 
 Kernel passes: `staging` (tiles through shared memory for references that coalesce
 along two dims), `products` (register and shared-memory tiles for sums of products),
-`window` (stencils: several rows a thread, the window's reads in registers),
+`window` (stencils: several rows a thread, the window's reads in registers), `sweep`
+(a thread's loop along its row whose trips depend on each other, on shared-memory tiles),
 `mapping` (the restructuring ILP's mapping, and where it gains nothing the `reduction`
 forms or a column kernel's phases), `permutation` (kernels outside the affine model:
 their thread axes permuted). Program passes, over every kernel at once: `layout` (arrays
@@ -20,7 +21,7 @@ reorganised copies).
 
 from __future__ import annotations
 
-from polycoal.passes import products, staging, window
+from polycoal.passes import products, staging, sweep, window
 
 # the passes that propose whole forms of an affine kernel, in order of preference
-PASSES = (staging.PASS, products.PASS, window.PASS)
+PASSES = (staging.PASS, products.PASS, window.PASS, sweep.PASS)

@@ -87,8 +87,11 @@ def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic
         if why is None:
             distinct, evidence = distinct_arrays(program, kernel, model)
             why = None if distinct else f"its pointer arguments may alias ({evidence})"
-        if why is None and text.count(source) != 1:
+        if why is None and (text.count(source) != 1 or
+                            sum(k.name == kernel.name for k in program.kernels) != 1):
             why = "its definition is not found once in the output"
+        elif why is None and text.index(source) > loop.start:
+            why = "the loop comes before the kernel's definition"
         made_kernels = None
         if why is None:
             made_kernels = trips_kernels(source, kernel.name,

@@ -1,0 +1,83 @@
+"""Generate a thread's sweep along its row staged through shared memory
+(optimize/sweep.py, templates/sweep_tiles.cu.j2)."""
+
+from __future__ import annotations
+
+from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
+                                     geometry_read, passed_geometry, thread_range,
+                                     with_geometry)
+from polycoal.codegen.statements import renderer
+from polycoal.frontend.program import Kernel
+from polycoal.model.isl_c import wide_parameters
+from polycoal.model.kernel_model import KernelModel
+from polycoal.optimize.sweep import CHUNK, SweepPlan
+from polycoal.templates import render_template
+
+BLOCK = (32, 1, 1)
+
+
+def tile_index(plan: SweepPlan, off: int, low: int) -> str:
+    """The tile column of a reference `off` at trip pc_kk of the chunk."""
+    sense = plan.direction * plan.step
+    trip = "pc_kk" if sense > 0 else f"({CHUNK - 1} - pc_kk)"
+    return f"{trip} + {off - low}"
+
+
+def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
+                   plan: SweepPlan) -> GeneratedKernel:
+    """The kernel with its sweep staged (the module's doc)."""
+    wide = wide_parameters(kernel.parameters)
+    rows = thread_range(model, plan.row, "x", wide)
+    trips = thread_range(model, plan.counter, "x", wide)
+    base, stride = f"({plan.base.to_c('*')})", f"(long long)({plan.stride.to_c('*')})"
+    d, sense = plan.direction, plan.direction * plan.step
+    # columns reach d * counter + base + off: over the loop, from the least to the
+    # greatest counter (by the direction); in a chunk, from its first trip's column on
+    # (sense +1) or back (sense -1)
+    least, most = (trips.lo, trips.hi) if d > 0 else (trips.hi, trips.lo)
+    arrays = []
+    for k, a in enumerate(plan.arrays):
+        width = CHUNK + a.high - a.low
+        back = f" - {CHUNK - 1}" if sense < 0 else ""
+        lo = f"{'' if d > 0 else '-'}pc_cf + {base}{back} + {a.low}"
+        first = f"{'' if d > 0 else '-'}(long long)({least}) + {base} + {a.low}"
+        last = f"{'' if d > 0 else '-'}(long long)({most}) + {base} + {a.high}"
+        writer = ""
+        if a.written is not None:
+            shift = a.written - a.low
+            writer = f"pc_e - {shift}" if sense > 0 else f"{CHUNK - 1} - (pc_e - {shift})"
+        arrays.append({"name": a.name, "type": a.element_type, "index": k,
+                       "width": width, "pitch": width | 1, "lo": lo, "first": first,
+                       "last": last, "written": a.written is not None, "writer": writer,
+                       "window": f"{a.low} to {a.high} from each trip's"})
+    lows = {a.name: a.low for a in plan.arrays}
+    offsets = dict(plan.offsets)
+    slot = {a.name: k for k, a in enumerate(plan.arrays)}
+    statements = []
+    for s in model.statements:
+        r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
+        r.replace = {a.text: f"pc_s{slot[a.array]}[pc_lane]"
+                     f"[{tile_index(plan, offsets[a.text], lows[a.array])}]"
+                     for a in s.accesses if a.space == "global"}
+        text = r.visit(s.node).rstrip()
+        statements.append(text if text.endswith((";", "}")) else text + ";")
+    texts = [rows.lo, rows.hi, trips.lo, trips.hi, base, stride] + statements
+    hidden = geometry_read(texts, model)
+    for rr in (rows, trips):
+        rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
+    for a in arrays:
+        for key in ("lo", "first", "last"):
+            a[key] = passed_geometry(a[key], hidden)
+    text = render_template(
+        "sweep_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, BLOCK),
+                                                     hidden),
+        row_dim=describe_dim(model, plan.row), counter_dim=describe_dim(model, plan.counter),
+        chunk=CHUNK, arrays=arrays, stride=passed_geometry(stride, hidden),
+        statements=[f"{ty} {name};" for name, ty in plan.privates] +
+        [passed_geometry(t, hidden) for t in statements],
+        row_lo=rows.lo, row_hi=rows.hi, k_lo=trips.lo, k_hi=trips.hi, step=plan.step,
+        first_trip=passed_geometry(f"(long long)({trips.lo}) + pc_t0" if plan.step > 0
+                                   else f"(long long)({trips.hi}) - pc_t0", hidden))
+    return GeneratedKernel(kernel.name, text, [rows], BLOCK, hidden, {"x": "pc_row"},
+                           "pc_i", axis_dims={"x": plan.row}, per_block=(32, 1, 1),
+                           tiles=plan)

@@ -1,0 +1,181 @@
+"""When can a thread's sweep along its row run on shared-memory tiles (issue 34: sweeps
+by staging)?
+
+A recurrence ported one thread per row walks the row in a loop whose trips depend on
+each other (ADI's forward and backward sweeps, a prefix sum per row, a filter along a
+row, a tridiagonal solve per row):
+
+    i1 = thread; for (i2 = 1; i2 < n; i2++) X[i1 * N + i2] -= X[i1 * N + i2 - 1] * ...
+
+The loop must stay in its thread, so no permutation helps, and consecutive threads are
+a row apart: every reference is a whole row apart between neighbouring lanes (32
+sectors a request). The remedy stages the rows through shared memory in chunks of
+CHUNK trips: a warp's 32 threads are 32 consecutive rows; for each chunk the warp loads,
+row after row, each array's window of the chunk (the columns its references reach in
+those trips: CHUNK plus the references' spread) into a tile, the lanes along the row
+(coalesced), waits at __syncwarp, runs each thread's trips of the chunk on its row of the
+tiles, waits, and writes the written arrays' columns of the chunk back, coalesced.
+
+That is the same computation when, as checked here:
+
+- the kernel is one loop (one counter, step 1 or -1) in a thread of one global dim, every
+  statement inside the loop, over exactly the box of the row range and the counter's
+  range (exact affine conditions, no other guard), with no shared, local or atomic value
+  and no private one but scalars a trip declares for itself: each trip a function of
+  global memory alone;
+- every global reference is `stride * row + d * counter + base + off`, with one stride,
+  one direction d = +1 or -1 and one base (parameters) for all, and an integer `off`
+  of its own; the written references of an array share one `off`;
+- no two threads race (isl): a row's elements are touched by its thread alone, which
+  runs its trips in their order, as before. Within a chunk every reference of the row
+  reads and writes the tile, whose elements were loaded after the previous chunk's
+  writes reached memory (__syncwarp orders a warp's memory accesses): each read sees
+  the last value written before it, as in the original; the written-back columns are
+  exactly those the chunk's instances write (every instance runs: the domain is a box);
+  the loads reach only columns between those the row's references reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from polycoal.analysis.work import Geometry
+from polycoal.model import isl_helpers
+from polycoal.model.kernel_model import KernelModel
+from polycoal.model.poly import Poly
+from polycoal.optimize.reduction import Obstacle
+
+CHUNK = 32           # trips of the loop a tile holds (a warp's lanes along the row)
+WARP = 32            # rows a warp stages together (a block is one warp)
+MAX_ARRAYS = 4       # tiles a warp holds (shared memory: 4 x 32 x 40 floats = 20 KiB)
+MAX_SPREAD = 8       # columns between a row's references of one array
+
+
+@dataclass(frozen=True)
+class SweptArray:
+    name: str
+    element_type: str
+    low: int             # the least and greatest `off` of its references
+    high: int
+    written: int | None  # the `off` of its written references (None: only read)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    row: str             # the thread dim (model name)
+    counter: str         # the loop's counter (c0)
+    step: int            # the counter's step, +1 or -1
+    direction: int       # +1: columns grow with the counter, -1: they fall
+    stride: Poly         # elements between rows
+    base: Poly           # the column at counter 0 (parameters), `off` aside
+    arrays: tuple[SweptArray, ...]
+    offsets: tuple[tuple[str, int], ...]   # reference text -> its `off`
+    privates: tuple[tuple[str, str], ...] = ()   # (name, type) of each trip's scalars
+
+    @property
+    def describe(self) -> str:
+        names = ", ".join(a.name for a in self.arrays)
+        return (f"a warp's 32 rows staged through shared memory {CHUNK} trips at a time "
+                f"({names})")
+
+
+def _split(flat: Poly, row: str, counter: str) -> tuple[Poly, int, Poly] | None:
+    """(stride, d, rest) of a reference's flat index stride * row + d * counter + rest,
+    or None where it is not of that form."""
+    stride, d = flat.coefficient(row), flat.coefficient(counter)
+    if stride.variables & {row, counter} or not d.is_constant() or \
+            d.constant() not in (1, -1):
+        return None
+    rest = flat - stride * Poly.var(row) - d * Poly.var(counter)
+    if rest.variables & {row, counter}:
+        return None
+    return stride, int(d.constant()), rest
+
+
+def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
+    """The staged sweep of the kernel, or why it does not apply (the module's doc)."""
+    if not model.is_affine or model.outside:
+        return Obstacle("sweep-shape", "not an affine kernel")
+    if len(model.thread_dims) != 1 or model.thread_dims[0].kind != "global" or \
+            model.thread_dims[0].strided or model.thread_dims[0].axis != "x":
+        return Obstacle("sweep-shape", "not one thread per row along x")
+    if model.depth != 1 or any(len(s.loops) != 1 for s in model.statements):
+        return Obstacle("sweep-shape", "not one loop holding every statement")
+    if analysis.races:
+        return Obstacle("sweep-race", "its threads race")
+    row, counter = model.thread_dims[0].name, "c0"
+    steps = {s.loops[0].step for s in model.statements}
+    if len(steps) != 1 or not steps <= {1, -1}:
+        return Obstacle("sweep-shape", "the loop's step is not 1 or -1")
+    if not analysis.dependences or not any(
+            d.kind in ("flow", "anti", "output") for d in analysis.dependences):
+        # without a carried dependence the restructuring puts the loop on threads
+        return Obstacle("sweep-shape", "its trips do not depend on each other")
+    box = None
+    for s in model.statements:
+        if not s.exact:
+            return Obstacle("sweep-shape", "a statement's condition is not exact")
+        dom = isl_helpers.domain(model, s).reset_tuple_id()
+        rows = dom.project_out(isl.dim_type.set, 1, 1)
+        trips = dom.project_out(isl.dim_type.set, 0, 1)
+        if not dom.is_equal(rows.flat_product(trips)):
+            return Obstacle("sweep-shape", f"{s.name} runs over more than a box")
+        if box is not None and not dom.is_equal(box):
+            return Obstacle("sweep-shape", "the statements run over different boxes")
+        box = dom
+    stride = direction = base = None
+    found: dict[str, dict] = {}
+    offsets = {}
+    # scalars a trip declares for itself (`double m = a / b;`): each trip's own, as in
+    # the original (a scalar carried from trip to trip is declared outside the loop)
+    declared = {name for name, (_, depth) in model.private.items() if depth >= 1}
+    for s, a in model.accesses():
+        if a.space == "private" and a.array in declared and not a.atomic:
+            continue
+        if a.space != "global" or a.atomic or a.flat is None or a.subscripts is None \
+                or not a.text.startswith(a.array) or a.text.count("[") != 1:
+            return Obstacle("sweep-shape", f"{a.text}: not a global reference along a row")
+        split = _split(a.flat, row, counter)
+        if split is None:
+            return Obstacle("sweep-shape", f"{a.text}: not along the row")
+        st, d, rest = split
+        if stride is None:
+            stride, direction, base = st, d, rest - rest.constant()
+        if st != stride or d != direction or (rest - base).variables:
+            return Obstacle("sweep-shape", f"{a.text}: another row layout")
+        off = rest - base
+        if not off.is_integral():
+            return Obstacle("sweep-shape", f"{a.text}: not a whole column")
+        off_value = int(off.constant())
+        offsets[a.text] = off_value
+        entry = found.setdefault(a.array, {"type": a.element_type, "offs": set(),
+                                           "written": set()})
+        entry["offs"].add(off_value)
+        if a.kind == "write":
+            entry["written"].add(off_value)
+    arrays = []
+    for name, e in sorted(found.items()):
+        if len(e["written"]) > 1:
+            return Obstacle("sweep-shape", f"{name}: written at two columns of a trip")
+        if max(e["offs"]) - min(e["offs"]) > MAX_SPREAD:
+            return Obstacle("sweep-shape", f"{name}: its references spread too far")
+        arrays.append(SweptArray(name, e["type"], min(e["offs"]), max(e["offs"]),
+                                 next(iter(e["written"])) if e["written"] else None))
+    if not any(a.written is not None for a in arrays) or len(arrays) > MAX_ARRAYS:
+        return Obstacle("sweep-shape", "no written array, or too many arrays")
+    if isinstance(stride, Poly) and stride.is_constant() and stride.constant() == 0:
+        return Obstacle("sweep-shape", "every row is the same")
+    used = sorted({a.array for _, a in model.accesses() if a.space == "private"})
+    return SweepPlan(row, counter, next(iter(steps)), direction, stride, base, tuple(arrays),
+                     tuple(sorted(offsets.items())),
+                     tuple((name, model.private[name][0]) for name in used))
+
+
+def sweep_geometry(plan: SweepPlan) -> Geometry:
+    """How a staged sweep runs (for the performance model): every global reference
+    coalesced (a tile's fill and write-back), a block of one warp, the trips' values in
+    shared memory (no wait on a store)."""
+    return Geometry(coalesced=True, axes=(plan.row,), block_threads=WARP, registers=True)
+

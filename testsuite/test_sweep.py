@@ -1,0 +1,125 @@
+"""A thread's loop along its row whose trips depend on each other runs on shared-memory
+tiles its warp fills and writes back coalesced (optimize/sweep.py, codegen/sweep.py;
+issue 34, sweeps by staging)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import FIXTURES, compile_sm90, cpu_runner, runs_alike
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.optimize.sweep import SweepPlan, sweep_plan
+from polycoal.transform import TransformOptions, transform_program
+
+POLYBENCH = FIXTURES.parent.parent / "polybench_inputs"
+
+ROWS = FIXTURES / "row_sweeps.cu"
+
+
+def _transform(path, defines=(), **options):
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(defines)),
+                               **options)
+    program = read_program(str(path), options.preprocessor)
+    return program, transform_program(program, options)
+
+
+def test_the_sweeps_of_adi():
+    """ADI's forward sweep (columns and counter both up, X and B read one column back)
+    and its backward sweep (the counter up, the columns down from n - 2)."""
+    program, result = _transform(POLYBENCH / "adi" / "adi.cu")
+    d = {x.kernel: x for x in result.decisions}
+    forward, backward = d["adi_kernel1"], d["adi_kernel3"]
+    assert forward.action == backward.action == "swept", (forward.reason, backward.reason)
+    f, b = forward.generated.tiles, backward.generated.tiles
+    assert (f.step, f.direction, str(f.base)) == (1, 1, "0")
+    assert [(a.name, a.low, a.high, a.written) for a in f.arrays] == \
+        [("A", 0, 0, None), ("B", -1, 0, 0), ("X", -1, 0, 0)]
+    assert (b.step, b.direction, str(b.base)) == (1, -1, "n")
+    assert [(a.name, a.low, a.high, a.written) for a in b.arrays] == \
+        [("A", -3, -3, None), ("B", -3, -3, None), ("X", -3, -2, -2)]
+    # the model prices the staged sweep faster than the kernel as written
+    assert forward.predicted.chosen == "swept"
+
+
+@pytest.mark.parametrize("rows, cols", [(45, 77), (1, 40), (32, 33), (33, 64), (70, 31),
+                                        (100, 200)])
+def test_row_recurrences_run_alike(write_cu, tmp_path, rows, cols):
+    """A prefix sum per row, a backward filter (the counter down), a tridiagonal
+    elimination in doubles with a private constant: swept, bit-identical on the CPU at
+    ragged sizes (a partial warp of rows, a partial chunk of trips, one row)."""
+    program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"))
+    actions = {d.kernel: d.action for d in result.decisions}
+    assert actions["tridiagonal"] == "swept" and (actions["prefix_rows"] == "swept" or
+                                                  rows == 1), actions
+    defines = f"#define ROWS {rows}\n#define COLS {cols}\n"
+    runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
+
+
+def test_the_output_compiles(write_cu, tmp_path, nvcc):
+    _, result = _transform(ROWS, ("ROWS=4096", "COLS=4096"))
+    assert [d.action for d in result.decisions].count("swept") >= 2
+    out = tmp_path / "out.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)
+
+
+def test_what_is_not_swept(write_cu):
+    """Trips that do not depend on each other (the restructuring puts the loop on
+    threads instead), statements outside the loop, two rows a thread, a guard inside
+    the loop: no plan."""
+    text = """\
+__global__ void scale(int n, float *a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) for (int j = 0; j < 64; j++) a[i * 64 + j] *= 2.0f;
+}
+__global__ void outside(int n, float *a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { a[i * 64] = 0.0f; for (int j = 1; j < 64; j++) a[i * 64 + j] += a[i * 64 + j - 1]; }
+}
+__global__ void two_rows(int n, float *a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) for (int j = 1; j < 64; j++) a[i * 64 + j] += a[(i + n) * 64 + j - 1];
+}
+__global__ void guarded(int n, float *a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) for (int j = 1; j < 64; j++) if (j % 2 == 0) a[i * 64 + j] += a[i * 64 + j - 1];
+}
+int main() { return 0; }
+"""
+    program, result = _transform(write_cu(text))
+    for d in result.decisions:
+        assert d.action != "swept", d.kernel
+        if d.analysis and d.analysis.model:
+            assert not isinstance(sweep_plan(d.analysis.model, d.analysis), SweepPlan), d.kernel
+
+
+def test_the_validator_rejects_a_sweep_that_is_not_the_plan():
+    from dataclasses import replace
+    from polycoal.transform import _sweep
+    program, result = _transform(POLYBENCH / "adi" / "adi.cu")
+    d = next(x for x in result.decisions if x.kernel == "adi_kernel1")
+    assert _sweep(program, None, d) == []
+    wrong = replace(d.generated.tiles, direction=-1)
+    assert _sweep(program, None, replace(d, generated=replace(d.generated, tiles=wrong)))
+
+
+def test_no_sweep_keeps_them():
+    _, result = _transform(POLYBENCH / "adi" / "adi.cu", sweep=False)
+    assert not any(d.action == "swept" for d in result.decisions)
+
+
+def test_polybench_adi_runs_alike_swept():
+    """The whole ADI program, its sweeps staged, its column sweeps in one launch each,
+    its waits after the time loop: the GPU part matches its CPU reference on the CPU
+    runtime at a ragged size."""
+    path = POLYBENCH / "adi" / "adi.cu"
+    program, result = _transform(path, ("N=45", "TSTEPS=3"))
+    assert [d.action for d in result.decisions].count("swept") == 2
+    for text in (program.text, result.text):
+        run, error = cpu_runner().compile_and_run("#define N 45\n#define TSTEPS 3\n" + text,
+                                                  include_dirs=(str(path.parent),))
+        assert run is not None and run.failure is None, error
+        assert re.search(r"Threshold of [\d.]+ Percent: 0\b", run.stderr), run.stderr
