@@ -775,7 +775,14 @@ def transform_program(program: Program, options: TransformOptions = TransformOpt
     if result is None:
         result = _transform(program, options)
     if (options.launch_waits or options.launch_trips) and options.kernel is None:
-        result = host_loops(program, result, options)
+        try:
+            result = host_loops(program, result, options)
+        except Exception as error:      # confined: the host code stays as it is
+            message = (str(error).splitlines() or [""])[0]
+            result = replace(result, diagnostics=result.diagnostics + [Diagnostic(
+                "error", "internal-error", "host loops: internal error in polycoal while "
+                f"rewriting them ({type(error).__name__}: {message}); they are left as "
+                "written", Location(program.path, 1))])
     return result
 
 

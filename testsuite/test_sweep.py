@@ -46,10 +46,13 @@ def test_the_sweeps_of_adi():
 
 @pytest.mark.parametrize("rows, cols", [(45, 77), (1, 40), (32, 33), (33, 64), (70, 31),
                                         (100, 200)])
-def test_row_recurrences_run_alike(write_cu, tmp_path, rows, cols):
+def test_row_recurrences_run_alike(tmp_path, monkeypatch, rows, cols):
     """A prefix sum per row, a backward filter (the counter down), a tridiagonal
-    elimination in doubles with a private constant: swept, bit-identical on the CPU at
-    ragged sizes (a partial warp of rows, a partial chunk of trips, one row)."""
+    elimination in doubles with a private constant: swept (every one, whatever its
+    rows), bit-identical on the CPU at ragged sizes (a partial warp of rows, a partial
+    chunk of trips, one row)."""
+    import polycoal.passes.sweep as sweep_pass
+    monkeypatch.setattr(sweep_pass, "MANY_ROWS", 0)
     program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"))
     actions = {d.kernel: d.action for d in result.decisions}
     assert actions["tridiagonal"] == "swept" and (actions["prefix_rows"] == "swept" or
@@ -58,9 +61,20 @@ def test_row_recurrences_run_alike(write_cu, tmp_path, rows, cols):
     runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
 
 
-def test_the_output_compiles(write_cu, tmp_path, nvcc):
-    _, result = _transform(ROWS, ("ROWS=4096", "COLS=4096"))
-    assert [d.action for d in result.decisions].count("swept") >= 2
+@pytest.mark.parametrize("rows, cols, swept", [
+    (4096, 4096, {"tridiagonal"}), (1024, 16384, {"tridiagonal"}),
+    (65536, 256, {"prefix_rows", "smooth_back", "tridiagonal"})])
+def test_which_sweeps_are_staged(rows, cols, swept):
+    """As measured on the H200: a trip that divides gains at any size; a trip of an
+    addition or a multiply-add only over many rows (else the L1 serves it better as
+    written)."""
+    _, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"))
+    assert {d.kernel for d in result.decisions if d.action == "swept"} == swept
+
+
+def test_the_output_compiles(tmp_path, nvcc):
+    _, result = _transform(ROWS, ("ROWS=65536", "COLS=4096"))
+    assert [d.action for d in result.decisions].count("swept") == 3
     out = tmp_path / "out.cu"
     out.write_text(result.text)
     compile_sm90(nvcc, out)

@@ -127,7 +127,7 @@ def launch_loops(text: str, tokens: list[Token]) -> tuple[list[LaunchLoop], list
             if span:
                 kept.append((span, KeptLoop(t.line, str(why), keys[k])))
             continue
-        except (ValueError, IndexError):
+        except (ValueError, IndexError, KeyError):
             continue            # brackets unbalanced in the text as written
         if not walk.launches or not walk.waits:
             continue
@@ -178,7 +178,7 @@ def _launches_and_waits(tokens: list[Token], k: int) -> tuple[int, int] | None:
     saying why it keeps its waits), else None."""
     try:
         end = _statement(tokens, k, None, in_block=False)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, KeyError):
         return None
     texts = [t.text for t in tokens[k:end]]
     if "<<<" in texts and any(x in WAITS or x == STREAM_WAIT for x in texts):
@@ -220,6 +220,8 @@ def _statement(tokens: list[Token], k: int, walk: _Walk | None, in_block: bool) 
     if t == ";":
         return k + 1
     if t in ("for", "while", "if"):
+        if t == "if" and tokens[k + 1].text == "constexpr":
+            k += 1                       # `if constexpr (...)`: a condition as any other
         close = matching(tokens, k + 1)
         if walk is not None:
             if t == "for" and ";" not in (x.text for x in tokens[k + 2:close]):

@@ -180,7 +180,8 @@ class DeviceInputs:
             good = not nan and rel <= tolerance
             ok = ok and good
             results.append({"array": arr.name, "elements": arr.size, "rel_l2": rel,
-                            "ok": good})
+                            "ok": good, "nan": [int(np.isnan(x64).sum()),
+                                                int(np.isnan(y64).sum())]})
         return ok, results
 
     def timed(self, fn, grid, block, repeats: int, extra=(), before=None) -> float:
@@ -239,7 +240,9 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
             if time_original else None
         t_transformed = inputs.timed(transformed, None, None, repeats, e.hidden)
     message = "outputs match" if ok else "outputs differ: " + ", ".join(
-        r["array"] for r in results if not r["ok"])
+        r["array"] + (f" (NaN: {r['nan'][0]} as written, {r['nan'][1]} transformed)"
+                      if any(r.get("nan", ())) else "")
+        for r in results if not r["ok"])
     return DeviceVerdict(d.kernel, ok, message, t_original, t_transformed, inputs.bytes,
                          results, e.grid, e.block, e.stages[-1].grid if len(e.stages) == 1
                          else tuple(st.grid for st in e.stages),
