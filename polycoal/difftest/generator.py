@@ -44,7 +44,7 @@ from polycoal.difftest.judging import Check
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
             "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
-            "structs", "irregular")
+            "structs", "irregular", "recurrence")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -1499,6 +1499,53 @@ def fam_hostloop(b: Builder) -> None:
     b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
 
 
+def fam_recurrence(b: Builder) -> None:
+    """One thread per row and a loop along the row whose trips depend on each other, as
+    ported recurrences are written: a prefix sum, a first-order filter forward or
+    backward, an elimination that divides (with a private temporary or not). polycoal
+    stages such a sweep through shared memory (optimize/sweep.py) where it predicts a
+    gain (a trip that divides), and leaves the others as they are."""
+    rng = b.rng
+    ctype = rng.choice(("float", "float", "double"))
+    form = rng.choice(("prefix", "filter", "back", "divide", "divide", "private"))
+    b.variant = f"recurrence:{form}"
+    R = b.size("R", rng.choice((1, 7, 31, 32, 33, 64, 100)), runtime=rng.random() < 0.5)
+    C = b.size("C", rng.choice((3, 17, 32, 33, 70)))
+    A = b.array("A", ctype, [R, C])
+    X = b.array("X", ctype, [R, C])
+    k = b.kernel(form)
+    k.lines.append(thread_index(rng, "i", "x"))
+    an, xn = k.array(A), k.array(X, const=True)
+    r, c = k.size(R), k.size(C)
+    j = rng.choice(("j", "col", "k2"))
+    half, two = literal(ctype, 0.5), literal(ctype, 2.0)
+    at = lambda shift: f"{an}[i * {c} + {j}{shift}]"      # noqa: E731
+    if form == "back":
+        head = f"for (int {j} = {c} - 2; {j} >= 0; {j}--)"
+        body = [f"{at('')} = {at('')} - {half} * {at(' + 1')};"]
+    else:
+        first = 2 if form == "private" else 1
+        head = f"for (int {j} = {first}; {j} < {c}; {rng.choice(('++' + j, j + '++'))})"
+        body = {"prefix": [f"{at('')} += {at(' - 1')} * {half};"],
+                "filter": [f"{at('')} = {xn}[i * {c} + {j}] + {half} * {at(' - 1')};"],
+                "divide": [f"{at('')} = ({at('')} + {xn}[i * {c} + {j}]) / "
+                           f"({two} + {at(' - 1')} * {at(' - 1')});"],
+                "private": [f"{ctype} t = {at(' - 1')} / ({two} + {at(' - 2')});",
+                            f"{at('')} = t * {half} + {xn}[i * {c} + {j}];"]}[form]
+    if rng.random() < 0.5:
+        k.lines.append(f"if (i < {r}) {{")
+        k.lines.append(f"  {head} {{")
+        k.lines += [f"    {line}" for line in body]
+        k.lines += ["  }", "}"]
+    else:
+        k.lines.append(f"if (i >= {r}) return;")
+        k.lines.append(f"{head} {{")
+        k.lines += [f"  {line}" for line in body]
+        k.lines.append("}")
+    b.launch(k, [(R, rng.choice(BLOCKS_1D))])
+    b.shape.append(f"{k.name}: {form} along each of {R.value} rows of {C.value}")
+
+
 def fam_racy(b: Builder) -> None:
     """Kernels that must stay byte-identical: real races between threads, or pointer
     arguments that alias at the launch (the same allocation passed twice, no restrict)."""
@@ -2104,7 +2151,7 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
                     "transpose": fam_transpose, "product": fam_product,
                     "stencil": fam_stencil, "structs": fam_structs,
-                    "irregular": fam_irregular}
+                    "irregular": fam_irregular, "recurrence": fam_recurrence}
 
 
 def generate(seed: int, family: str | None = None, constructs=None,
