@@ -31,24 +31,26 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     trips = thread_range(model, plan.counter, "x", wide)
     base, stride = f"({plan.base.to_c('*')})", f"(long long)({plan.stride.to_c('*')})"
     d, sense = plan.direction, plan.direction * plan.step
-    # columns reach d * counter + base + off: over the loop, from the least to the
-    # greatest counter (by the direction); in a chunk, from its first trip's column on
-    # (sense +1) or back (sense -1)
-    least, most = (trips.lo, trips.hi) if d > 0 else (trips.hi, trips.lo)
+    # a reference reaches column d * counter + base + off; a chunk's window starts at
+    # its first trip's column (sense +1) or CHUNK - 1 columns before it (sense -1)
     arrays = []
     for k, a in enumerate(plan.arrays):
         width = CHUNK + a.high - a.low
         back = f" - {CHUNK - 1}" if sense < 0 else ""
         lo = f"{'' if d > 0 else '-'}pc_cf + {base}{back} + {a.low}"
-        first = f"{'' if d > 0 else '-'}(long long)({least}) + {base} + {a.low}"
-        last = f"{'' if d > 0 else '-'}(long long)({most}) + {base} + {a.high}"
+        # an element some reference reaches at some trip: its counter d * (col - base -
+        # off) within the loop's range, for one of the array's offsets
+        reached = " || ".join(
+            f"({'' if d > 0 else '-'}(pc_col - {base} - {off}) >= (long long)({trips.lo}) && "
+            f"{'' if d > 0 else '-'}(pc_col - {base} - {off}) <= (long long)({trips.hi}))"
+            for off in a.offs)
         writer = ""
         if a.written is not None:
             shift = a.written - a.low
             writer = f"pc_e - {shift}" if sense > 0 else f"{CHUNK - 1} - (pc_e - {shift})"
         arrays.append({"name": a.name, "type": a.element_type, "index": k,
-                       "width": width, "pitch": width | 1, "lo": lo, "first": first,
-                       "last": last, "written": a.written is not None, "writer": writer,
+                       "width": width, "pitch": width | 1, "lo": lo, "reached": reached,
+                       "written": a.written is not None, "writer": writer,
                        "window": f"{a.low} to {a.high} from each trip's"})
     lows = {a.name: a.low for a in plan.arrays}
     offsets = dict(plan.offsets)
@@ -66,7 +68,7 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     for rr in (rows, trips):
         rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
     for a in arrays:
-        for key in ("lo", "first", "last"):
+        for key in ("lo", "reached"):
             a[key] = passed_geometry(a[key], hidden)
     text = render_template(
         "sweep_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, BLOCK),

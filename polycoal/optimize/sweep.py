@@ -32,7 +32,8 @@ That is the same computation when, as checked here:
   writes reached memory (__syncwarp orders a warp's memory accesses): each read sees
   the last value written before it, as in the original; the written-back columns are
   exactly those the chunk's instances write (every instance runs: the domain is a box);
-  the loads reach only columns between those the row's references reach.
+  the loads reach only elements the row's references reach at some trip of the loop
+  (those of the row's thread: no other thread writes them).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class SweptArray:
     low: int             # the least and greatest `off` of its references
     high: int
     written: int | None  # the `off` of its written references (None: only read)
+    offs: tuple[int, ...] = ()   # every `off` of its references
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,8 @@ def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
         if max(e["offs"]) - min(e["offs"]) > MAX_SPREAD:
             return Obstacle("sweep-shape", f"{name}: its references spread too far")
         arrays.append(SweptArray(name, e["type"], min(e["offs"]), max(e["offs"]),
-                                 next(iter(e["written"])) if e["written"] else None))
+                                 next(iter(e["written"])) if e["written"] else None,
+                                 tuple(sorted(e["offs"]))))
     if not any(a.written is not None for a in arrays) or len(arrays) > MAX_ARRAYS:
         return Obstacle("sweep-shape", "no written array, or too many arrays")
     if isinstance(stride, Poly) and stride.is_constant() and stride.constant() == 0:
