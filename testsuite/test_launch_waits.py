@@ -156,6 +156,13 @@ def test_a_loop_that_is_a_body_is_braced_with_its_wait(write_cu, tmp_path, nvcc)
     ("cudaError_t e = cudaDeviceSynchronize(); (void)e;", "calls cudaDeviceSynchronize"),
     ("step<<<3, 128, 0, (cudaStream_t)1>>>(N, a, t);", "a stream of its own"),
     ("int q = 0; shift<<<3, 128>>>(N, (float *)&q, b);", "passes an address"),
+    ("if ((int)*h) break;", "dereferences a pointer"),
+    ("(cudaMemcpy)(h, b, sizeof(float) * N, cudaMemcpyDeviceToHost);", "calls through"),
+    ("cudaMemcpyAsync(h, b, 4, cudaMemcpyDeviceToHost), step<<<3, 128>>>(N, a, t);",
+     "launches inside an expression"),
+    ("shift<<<3, 128>>>(N, a, b), step<<<3, 128, 0, cudaStreamPerThread>>>(N, a, t);",
+     "launches inside an expression"),
+    ("CHECK_ERRORS;", "is a macro"),
 ])
 def test_loops_that_do_more_keep_their_waits(write_cu, inside, why):
     body = ("  for (int t = 0; t < 4; t++) {\n    step<<<3, 128>>>(N, a, t);\n"
@@ -172,6 +179,9 @@ def test_loops_that_do_more_keep_their_waits(write_cu, inside, why):
 @pytest.mark.parametrize("extra, why", [
     ("cudaStream_t s; cudaStreamCreate(&s);", "makes streams of its own"),
     ("\n#pragma omp parallel for\n  for (int q = 0; q < 2; q++) {}", "runs host threads"),
+    ("static int stop = 0; cudaHostRegister(&stop, 4, cudaHostRegisterMapped);",
+     "maps host memory"),
+    ("float *m; cudaMallocManaged(&m, 4);", "uses managed memory"),
 ])
 def test_programs_with_other_streams_or_threads_keep_their_waits(write_cu, extra, why):
     body = f"  {extra}\n" + LOOP
@@ -309,7 +319,8 @@ def test_a_column_sweep_runs_its_trips_in_one_launch(write_cu, tmp_path, nvcc):
     program, result = _transform(path)
     (note,) = [d for d in result.diagnostics if d.code == "trips-fused"]
     assert note.location.line == program.text[:program.text.index("for (i1 = 1")].count("\n") + 1
-    assert "sweep__pc_trips<<<(n + 31) / 32, 32>>>(n, A, B, X, i1, n);" in result.text
+    assert "sweep__pc_trips<<<(n + 31) / 32, 32>>>(n, A, B, X, i1, (long long)(i1), " \
+        "(long long)(n));" in result.text
     assert "i1 = n;" in result.text and "for (i1 = 1" not in result.text
     assert "__device__ __forceinline__ void sweep__pc_trip(int n" in result.text
     runs_alike(program.text, result.text, tmp_path)
@@ -372,8 +383,8 @@ def test_polybench_adi_fuses_its_column_sweeps():
     program, result = _transform(path)
     fused = sorted(d.location.line for d in result.diagnostics if d.code == "trips-fused")
     assert fused == [187, 195]
-    assert "adi_kernel4__pc_trips<<<grid1, block1>>>(n, A_gpu, B_gpu, X_gpu, i1, _PB_N);" \
-        in result.text
+    assert "adi_kernel4__pc_trips<<<grid1, block1>>>(n, A_gpu, B_gpu, X_gpu, i1, " \
+        "(long long)(i1), (long long)(_PB_N));" in result.text
 
 
 def test_a_rewrite_that_does_not_compile_is_left_out(write_cu, monkeypatch):
@@ -425,3 +436,54 @@ def test_a_kernel_defined_after_its_loop_keeps_its_launches(write_cu):
     assert "before the kernel's definition" in note.message
     assert "__pc_trips" not in result.text
     assert any(d.code == "waits-moved" for d in result.diagnostics)
+
+
+# ---- found by review: shapes that must not be rewritten, or rewritten right
+
+
+@pytest.mark.parametrize("loop", [
+    "  int go = 1;\n  for (i1 = 1; i1 < n && go; i1++) own<<<n, n>>>(n * n, X, i1);",
+    "  for (i1 = 1; i1 < (n > 4 ? 4 : n); i1++) own<<<n, n>>>(n * n, X, i1);",
+    "  double v;\n  for (v = 0.5; v < 2.7; v++) own<<<n, n>>>(n * n, X, (int)v);",
+])
+def test_bounds_that_are_not_one_operand_are_not_trips(loop):
+    """`i1 < n && go` reads as `(i1 < n) && go`: its bound is not `n && go`; a loop
+    variable of a type not known to be an integer is not a trip count either."""
+    text = _sweep(loop.replace("i1 < (n > 4 ? 4 : n)", "i1 < n > 4"))
+    assert trip_loops(text, tokenize(text)) == []
+
+
+def test_a_parameter_named_like_an_isl_dimension_hides_no_conflict(write_cu):
+    """The isl relation between trips names its dimensions apart from every parameter:
+    a kernel parameter `t` does not make two trips look like one."""
+    text = _sweep("  for (i1 = 1; i1 < n; i1++) {\n    clash<<<1, 96>>>(n, X, i1);\n  }")
+    text = text.replace("__global__ void own(", """__global__ void clash(int t, float *x, int s) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i > 0 && i < 96 && s < t) x[s * N + i] = x[(s - 1) * N + i - 1] + 1.0f;
+}
+__global__ void own(""")
+    program, result = _transform(write_cu(text))
+    assert "clash__pc_trips" not in result.text
+    assert any(d.code == "trips-kept" and "different threads" in d.message
+               for d in result.diagnostics)
+
+
+def test_one_kernel_in_two_kinds_of_loops(write_cu, tmp_path, nvcc):
+    """A `<` loop and a `<=` loop of one kernel: two trips kernels, one device function;
+    a negative first value for an unsigned parameter converted per trip as before."""
+    text = _sweep("  for (i1 = 1; i1 < 4; i1++) own<<<n, n>>>(n * n, X, i1);\n"
+                  "  for (i1 = 2; i1 <= 5; i1++) own<<<n, n>>>(n * n, X, i1);\n"
+                  "  for (int v = -2; v < 3; v++) wrap<<<n, n>>>(n * n, X, v);")
+    text = text.replace("__global__ void own(", """__global__ void wrap(int n, float *x, unsigned t) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 0.5f + (float)(t % 7u);
+}
+__global__ void own(""")
+    program, result = _transform(write_cu(text))
+    assert result.text.count("void own__pc_trip(") == 1
+    assert "own__pc_trips(" in result.text and "own__pc_trips_through(" in result.text
+    assert "wrap__pc_trips" in result.text
+    runs_alike(program.text, result.text, tmp_path)
+    out = tmp_path / "out.cu"
+    out.write_text(result.text)
+    compile_sm90(nvcc, out)

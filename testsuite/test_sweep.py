@@ -83,7 +83,8 @@ def test_the_output_compiles(tmp_path, nvcc):
 def test_what_is_not_swept(write_cu):
     """Trips that do not depend on each other (the restructuring puts the loop on
     threads instead), statements outside the loop, two rows a thread, a guard inside
-    the loop: no plan."""
+    the loop, a second start (`j >= k0` beside `j = 1`), two loops one after the
+    other: no plan."""
     text = """\
 __global__ void scale(int n, float *a) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -100,6 +101,17 @@ __global__ void two_rows(int n, float *a) {
 __global__ void guarded(int n, float *a) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) for (int j = 1; j < 64; j++) if (j % 2 == 0) a[i * 64 + j] += a[i * 64 + j - 1];
+}
+__global__ void started(int n, int k0, float *a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) for (int j = 1; j < 64; j++) if (j >= k0) a[i * 64 + j] += a[i * 64 + j - 1] / 3.0f;
+}
+__global__ void siblings(int n, float *a, float *b) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    for (int j = 1; j < 64; j++) a[i * 64 + j] = a[i * 64 + j - 1] / 2.0f;
+    for (int k = 1; k < 63; k++) b[i * 64 + k] = a[i * 64 + k + 1] / b[i * 64 + k - 1];
+  }
 }
 int main() { return 0; }
 """

@@ -198,11 +198,13 @@ _GLOBAL_HEAD = (r"\s*(?:static\s+)?__global__\s+(?:__launch_bounds__\s*\(([^()]*
 
 
 def trips_kernels(kernel_text: str, name: str, parameters: list[str], parameter: str,
-                  parameter_type: str, inclusive: bool) -> tuple[str, str] | None:
+                  inclusive: bool) -> tuple[str, str, str] | None:
     """The kernel `name` (its definition as written) as the device function
-    `name__pc_trip`, and the kernel that runs its trips from the parameter's value up to
-    `pc_end` (optimize/launch_trips.py), with its name; None where the definition's head
-    is not `[static] __global__ [__launch_bounds__(...)] void name(`."""
+    `name__pc_trip`, and the kernel that runs its trips from `pc_first` up to `pc_end`
+    (optimize/launch_trips.py: the host loop's values, each converted to the parameter's
+    type as the launch converted it): (the trips kernel's name, the device function, the
+    trips kernel); None where the definition's head is not `[static] __global__
+    [__launch_bounds__(...)] void name(`."""
     m = re.match(_GLOBAL_HEAD.format(name=re.escape(name)), kernel_text)
     if not m:
         return None
@@ -218,15 +220,16 @@ def trips_kernels(kernel_text: str, name: str, parameters: list[str], parameter:
     bounds = f"__launch_bounds__({m.group(1)}) " if m.group(1) else ""
     trips = f"{name}__pc_trips" + ("_through" if inclusive else "")
     args = ", ".join("pc_trip" if p == parameter else p for p in parameters)
-    text = (f"__device__ __forceinline__ void {name}__pc_trip({params})"
-            f"{kernel_text[close + 1:]}\n\n"
-            f"/* polycoal: {name} run for each trip of a host loop, each thread running its\n"
+    device = (f"__device__ __forceinline__ void {name}__pc_trip({params})"
+              f"{kernel_text[close + 1:]}")
+    text = (f"/* polycoal: {name} run for each trip of a host loop, each thread running its\n"
             f" * trips in order (no two threads touch one element in different trips) */\n"
-            f"__global__ {bounds}void {trips}({params}, {parameter_type} pc_end)\n{{\n"
-            f"  for ({parameter_type} pc_trip = {parameter}; "
+            f"__global__ {bounds}void {trips}({params}, long long pc_first, long long pc_end)"
+            f"\n{{\n"
+            f"  for (long long pc_trip = pc_first; "
             f"pc_trip {'<=' if inclusive else '<'} pc_end; pc_trip++)\n"
             f"    {name}__pc_trip({args});\n}}")
-    return trips, text
+    return trips, device, text
 
 
 def trips_launch(loop, trips: str, indent: str) -> str:
@@ -239,7 +242,8 @@ def trips_launch(loop, trips: str, indent: str) -> str:
              "each thread running the trips */",
              f"{inner}{loop.declared + ' ' if loop.declared else ''}{loop.var} = {loop.lo};",
              f"{inner}if ({test}) {{",
-             f"{inner}  {trips}<<<{loop.config}>>>({', '.join(loop.arguments)}, {loop.hi});"]
+             f"{inner}  {trips}<<<{loop.config}>>>({', '.join(loop.arguments)}, "
+             f"(long long)({loop.var}), (long long)({loop.hi}));"]
     if not loop.declared:
         last = f"({loop.hi}) + 1" if loop.inclusive else loop.hi
         lines.append(f"{inner}  {loop.var} = {last};")

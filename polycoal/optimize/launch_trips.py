@@ -103,6 +103,34 @@ def _joined(text: str, s: list[Token]) -> str:
     return text[s[0].start:s[-1].end] if s else ""
 
 
+# operators that bind at least as tightly as `<` (a bound written `n - 2`, `a * b + 1`;
+# not `9 && go`, which the condition reads as `(v < 9) && go`)
+_TIGHT = frozenset(("+", "-", "*", "/", "%", ".", "::", "<<", ">>"))
+
+
+def _tight(s: list[Token]) -> bool:
+    """Whether the tokens are one operand of `<` as written: every operator outside
+    brackets binds more tightly."""
+    depth = 0
+    for t in s:
+        if t.text in ("(", "["):
+            depth += 1
+        elif t.text in (")", "]"):
+            depth -= 1
+        elif depth == 0 and t.kind not in ("id", "num") and t.text not in _TIGHT:
+            return False
+    return True
+
+
+def _declaration(text: str, var: str, before: int) -> str:
+    """The integer type of the last declaration of `var` before offset `before`
+    (`int n = N, i1;`), or "" where none is found."""
+    words = "|".join(sorted((re.escape(w) for w in INT_TYPES), key=len, reverse=True))
+    found = list(re.finditer(rf"\b({words})\s+[^;{{}}*&]*?\b{re.escape(var)}\b\s*[,;=]",
+                             text[:before]))
+    return re.sub(r"\s+", " ", found[-1].group(1)) if found else ""
+
+
 def _trip_loop(text: str, tokens: list[Token], k: int, key: tuple) -> TripLoop | None:
     close = matching(tokens, k + 1)
     init, cond, step = split_top_level(tokens[k + 2:close], ";")
@@ -121,8 +149,13 @@ def _trip_loop(text: str, tokens: list[Token], k: int, key: tuple) -> TripLoop |
         return None
     for part in (lo, hi):
         _pure(part, "the loop's bounds")
-        if var in _texts(part) or ASSIGNMENTS & set(_texts(part)):
+        if var in _texts(part) or ASSIGNMENTS & set(_texts(part)) or not _tight(part):
             return None
+    if not declared:
+        declared = _declaration(text, var, tokens[k].start)
+        if declared not in INT_TYPES:
+            return None         # the variable's type not known to be an integer
+        declared = ""
     # the body: one launch, and waits
     body_start = close + 1
     end = _simple_end(tokens, body_start) if tokens[body_start].text != "{" \
@@ -202,13 +235,14 @@ def _with_trip(m: isl.Map, parameter: str) -> isl.Map:
 def _cross_trip_conflict(model: KernelModel, parameter: str) -> str | None:
     """The first pair of references of different trips and different threads that touch
     one element, one writing (None: there is none)."""
-    threads = isl_helpers.thread_names(model)
-    dims = ["t"] + model.dims
-    primed = [f"{d}_2" for d in dims]
-    differ = " or ".join(f"{d} != {d}_2" for d in threads) or "false"
+    # positional names of polycoal's own (pc_): none is a parameter's
+    count = 1 + len(model.dims)
+    first, second = [f"pc_a{n}" for n in range(count)], [f"pc_b{n}" for n in range(count)]
+    threads = range(1, 1 + len(isl_helpers.thread_names(model)))
+    differ = " or ".join(f"pc_a{n} != pc_b{n}" for n in threads) or "false"
     params = [p for p in model.parameters if p != parameter]
-    apart = isl.Map(f"[{', '.join(params)}] -> {{ [{', '.join(dims)}] -> "
-                    f"[{', '.join(primed)}] : t != t_2 and ({differ}) }}")
+    apart = isl.Map(f"[{', '.join(params)}] -> {{ [{', '.join(first)}] -> "
+                    f"[{', '.join(second)}] : pc_a0 != pc_b0 and ({differ}) }}")
     accesses = [(s, a) for s, a in model.accesses() if a.space in ("global", "constant")]
     for s1, w in accesses:
         if w.kind != "write":

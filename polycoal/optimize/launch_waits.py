@@ -29,9 +29,10 @@ in the loop can observe the device or be observed by it:
 - every launch goes to the default stream, the waits are bare statements whose result
   is not used (cudaDeviceSynchronize(), cudaThreadSynchronize(),
   cudaStreamSynchronize(0)), and the program makes no stream of its own, runs no host
-  threads and declares no __managed__ variable: a device-wide wait in the loop would
-  also order the loop's launches against other streams' or threads' work, and a
-  managed variable is host memory read by name.
+  threads and uses no managed or mapped memory: a device-wide wait in the loop would
+  also order the loop's launches against other streams' or threads' work, and managed
+  or mapped memory is memory a kernel writes which the host could read by name (a
+  __managed__ variable, a reference).
 
 Then the device runs the same kernels on the same data in the same order, the host
 computes the same launches, and after the loop the device is idle, as before: only
@@ -60,7 +61,11 @@ _PROGRAM_OBSTACLES = (
     (re.compile(r"\bcudaStreamCreate\w*\b|\bcudaStreamBeginCapture\b"), "makes streams of its own"),
     (re.compile(r"#\s*pragma\s+omp\b|\bpthread_create\b|\bstd\s*::\s*(?:j?thread|async)\b"),
      "runs host threads"),
-    (re.compile(r"\b__managed__\b"), "declares __managed__ variables"),
+    (re.compile(r"\b__managed__\b|\bcudaMallocManaged\b"), "uses managed memory"),
+    # host memory a kernel may write, which the host could read by name (a reference,
+    # a registered variable)
+    (re.compile(r"\bcudaHost(?:Register|Alloc|GetDevicePointer)\b|\bcudaMallocHost\b"),
+     "maps host memory for its kernels"),
 )
 _LEAVES = frozenset(("return", "goto", "throw", "switch", "case", "co_return", "longjmp",
                      "exit", "asm", "__asm__", "try"))
@@ -277,13 +282,19 @@ def _simple(tokens: list[Token], k: int, end: int, walk: _Walk, in_block: bool) 
         _launch(s, texts)
         walk.launches += 1
         return
+    if len(texts) == 2 and s[0].kind == "id":
+        # `CHECK_ERRORS;`: a macro, whatever it expands to
+        raise _Kept(f"line {s[0].line} is a macro")
     _pure(s, f"line {s[0].line}")
 
 
 def _launch(s: list[Token], texts: list[str]) -> None:
     """A launch statement `name<<<config>>>(arguments);` into the default stream."""
     open_, close = texts.index("<<<"), texts.index(">>>")
-    if s[0].kind != "id" or texts[close + 1] != "(" or texts[-2:] != [")", ";"]:
+    name = texts[:open_]
+    if s[0].kind != "id" or texts.count("<<<") != 1 or texts[close + 1] != "(" or \
+            texts[-2:] != [")", ";"] or matching(s, close + 1) != len(s) - 2 or \
+            any(x in ("(", ")", "=", ";") for x in name):
         raise _Kept(f"line {s[0].line} launches inside an expression")
     config = split_top_level(s[open_ + 1:close])
     if len(config) > 3 and "".join(x.text for x in config[3]) not in DEFAULT_STREAM:
@@ -307,8 +318,11 @@ def _pure(s: list[Token], where: str) -> None:
         if x in ("[", "->", "new", "delete") or x in _LEAVES:
             raise _Kept(f"{where} uses `{x}`")
         if x == "*" and (before is None or not (before.kind in ("id", "num") or
-                                                before.text in (")", "]"))):
+                                                before.text in (")", "]")) or
+                         before.text == ")" and _cast(s, n - 1)):
             raise _Kept(f"{where} dereferences a pointer")
+        if x == "(" and before is not None and before.text == ")" and not _cast(s, n - 1):
+            raise _Kept(f"{where} calls through an expression")
         if x == "(" and before is not None:
             name = before
             if before.text == ">":
@@ -321,3 +335,24 @@ def _pure(s: list[Token], where: str) -> None:
             if name is not None and name.kind == "id" and name.text not in PURE_CALLS \
                     and not declared:     # `dim3 grid(n / 256)`: a declaration
                 raise _Kept(f"{where} calls {name.text}")
+
+
+def _cast(s: list[Token], close: int) -> bool:
+    """Whether the parenthesised group ending at s[close] is a cast (`(int)`, `(float *)`,
+    `(const T *)`): names and stars only, not called (no name before it)."""
+    try:
+        opened = matching(s, close)
+    except ValueError:
+        return False
+    inner = s[opened + 1:close]
+    called = opened > 0 and s[opened - 1].kind == "id"
+    return bool(inner) and not called and all(t.text in _TYPE_WORDS or t.text in ("*", "::")
+                                              for t in inner)
+
+
+# the words of a cast's type (a name of the program's own, `(DATA_TYPE)`, is not known to
+# be one: `(name)(...)` is then read as a call)
+_TYPE_WORDS = PURE_CALLS | frozenset((
+    "const", "volatile", "signed", "unsigned", "long", "short", "auto", "void", "int8_t",
+    "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+    "ptrdiff_t", "std"))

@@ -103,7 +103,9 @@ def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
     if len(model.thread_dims) != 1 or model.thread_dims[0].kind != "global" or \
             model.thread_dims[0].strided or model.thread_dims[0].axis != "x":
         return Obstacle("sweep-shape", "not one thread per row along x")
-    if model.depth != 1 or any(len(s.loops) != 1 for s in model.statements):
+    if model.depth != 1 or any(len(s.loops) != 1 for s in model.statements) or \
+            len({s.beta[0] for s in model.statements}) != 1:
+        # (two loops one after the other have one depth too: their beta differs)
         return Obstacle("sweep-shape", "not one loop holding every statement")
     if analysis.races:
         return Obstacle("sweep-race", "its threads race")
@@ -127,6 +129,23 @@ def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
         if box is not None and not dom.is_equal(box):
             return Obstacle("sweep-shape", "the statements run over different boxes")
         box = dom
+    for pos, dim in enumerate((row, counter)):
+        # the generated loops run from the first lower bound to the least upper bound
+        # (codegen/kernel.thread_range): that must be the range exactly (not with a
+        # guard `j >= k0` beside the loop's start, or `2 * j <= n`, which it leaves out)
+        lowers, uppers = isl_helpers.dim_bounds(model, dim)
+        if not lowers or not uppers:
+            return Obstacle("sweep-shape", f"the range of {dim} is unbounded")
+        bounds = [f"d >= {isl_helpers.poly_text(lowers[0])}"] + \
+            [f"d <= {isl_helpers.poly_text(u)}" for u in uppers]
+        made = isl.Set(f"[{', '.join(model.parameters)}] -> {{ [d] : "
+                       f"{' and '.join(bounds)} }}")
+        values = box.project_out(isl.dim_type.set, 1 - pos, 1)
+        # where the box has instances (the projection on one dim keeps the other's
+        # range non-empty as a condition on the parameters)
+        context = isl_helpers.context(model).intersect(box.params())
+        if not made.intersect_params(context).is_equal(values.intersect_params(context)):
+            return Obstacle("sweep-shape", f"the range of {dim} is not one interval's")
     stride = direction = base = None
     found: dict[str, dict] = {}
     offsets = {}

@@ -96,18 +96,19 @@ def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic
         if why is None:
             made_kernels = trips_kernels(source, kernel.name,
                                          [p.name for p in kernel.parameters], parameter.name,
-                                         parameter.type, loop.inclusive)
+                                         loop.inclusive)
             why = None if made_kernels else "its definition's head is not a plain kernel's"
         if why is not None:
             notes.append(Diagnostic("note", "trips-kept", f"host loop over {loop.var}: its "
                                     f"launches of {loop.kernel} stay one a trip ({why})",
                                     at(loop)))
             continue
-        trips, definition = made_kernels
-        if trips not in made:
-            made[trips] = True
-            end = text.index(source) + len(source)
-            edits.append((end, end, "\n\n" + definition))
+        trips, device, definition = made_kernels
+        # after the kernel: its device function once, then each trips kernel (`<` and
+        # `<=` loops) once
+        after = made.setdefault(kernel.name, (text.index(source) + len(source), [device]))
+        if definition not in after[1]:
+            after[1].append(definition)
         first = text.rfind("\n", 0, loop.start) + 1
         indent = text[first:loop.start][:len(text[first:loop.start]) -
                                         len(text[first:loop.start].lstrip())]
@@ -117,4 +118,6 @@ def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic
                                 "each thread running the trips in order (no two threads "
                                 "touch one element in different trips; the pointer "
                                 f"arguments are distinct: {evidence})", at(loop)))
+    edits += [(end, end, "".join("\n\n" + d for d in definitions))
+              for end, definitions in made.values()]
     return apply_edits(text, edits), notes
