@@ -156,3 +156,40 @@ def test_the_validator_rejects_a_window_that_is_not_the_plan():
     wrong = replace(plan, loads=plan.loads[1:] + plan.loads[:1])
     bad = replace(conv, generated=replace(conv.generated, tiles=wrong))
     assert _window(program, None, bad) == ["the generated window differs from the plan"]
+
+
+def test_rows_past_the_range_load_nothing(write_cu, tmp_path):
+    """A grid of one row (NJ = 1) in groups of four rows: the loads of rows 1-3 would
+    read past the arrays; their readers never run, so they are not made (found by the
+    random tester: transpose-12113, a memory fault on the CPU runtime)."""
+    text = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+#define NI 100
+#define NJ 1
+__global__ void kern(float *out, const float *A, const float *C) {
+  int i = (int)(blockIdx.y * blockDim.y) + (int)threadIdx.y;
+  const int j = blockDim.x * blockIdx.x + threadIdx.x;
+  if (i < NI && j < NJ) out[i + NI * j] = 2.0f * A[i] + 0.5f * C[j * NI + i] - 2.0f * (float)j;
+}
+int main() {
+  float h[NI * NJ], *out, *A, *C;
+  for (int e = 0; e < NI * NJ; e++) h[e] = (float)(e % 9);
+  cudaMalloc(&out, sizeof(h)); cudaMalloc(&A, sizeof(h)); cudaMalloc(&C, sizeof(h));
+  cudaMemcpy(A, h, sizeof(h), cudaMemcpyHostToDevice);
+  cudaMemcpy(C, h, sizeof(h), cudaMemcpyHostToDevice);
+  kern<<<dim3(1, 4), dim3(1, 32)>>>(out, A, C);
+  cudaMemcpy(h, out, sizeof(h), cudaMemcpyDeviceToHost);
+  double s = 0;
+  for (int e = 0; e < NI * NJ; e++) s += h[e] * (e + 1);
+  printf("%f\\n", s);
+  return 0;
+}
+"""
+    path = write_cu(text)
+    program = read_program(str(path))
+    result = transform_program(program, TransformOptions(model=False))
+    d = {x.kernel: x for x in result.decisions}
+    assert d["kern"].action == "windowed", d["kern"].reason
+    assert "pc_y1 + pc_x" not in result.text
+    runs_alike(program.text, result.text, tmp_path)

@@ -74,9 +74,13 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
         readers = conditions[load.readers[0]]
         for reader in load.readers[1:]:
             readers = readers.union(conditions[reader])
+        where = guard(readers)
+        # a load whose readers never run (rows past the range: one row of a group of
+        # four) is not made: its element may lie outside the array
         loads.append({"type": _unqualified(load.element_type),
                       "read": renderer(model, kernel, s, names_at).visit(node),
-                      "guard": guard(readers) or ""})
+                      "guard": where or "", "never": where is None,
+                      "index": len(loads)})
     instances = []
     for row in range(plan.rows):
         for s in model.statements:
