@@ -107,7 +107,8 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    "compile is left as written, with an error (output-rejected)")
     p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
                    help="the shape of tiled products: tile=T (outputs per block along "
-                   "each dim), threads=B (B x B threads per block, default 16), chunk=C "
+                   "each dim), tall=R (R rows of T columns instead, warps of 64 x 64 "
+                   "outputs), threads=B (B x B threads per block, default 16), chunk=C "
                    "(reduction steps staged at a time, default 16), blocks=N (blocks per "
                    "multiprocessor the registers must allow, default 0: the compiler's "
                    "choice); for KERNEL only, or "
@@ -116,9 +117,10 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tile", type=int, default=0, metavar="T",
                    help="tiles of T x T outputs for every tiled product (as --sizes "
                    "tile=T; a --sizes value wins)")
-    p.add_argument("--product-micro", type=int, choices=(4, 8), default=0,
+    p.add_argument("--product-micro", type=int, choices=(4, 8, 16), default=0,
                    help="accumulators per thread along each dim of a tiled product: "
-                   "4 is --sizes tile=64,chunk=16, 8 is --sizes tile=128,chunk=8")
+                   "4 is --sizes tile=64,chunk=16, 8 is --sizes tile=128,chunk=8, 16 is "
+                   "--sizes tile=128,tall=256,chunk=8,blocks=1 (16 x 8)")
     p.add_argument("--empirical", action="store_true",
                    help="for kernels outside the affine model, choose the thread-axis "
                    "permutation by tracing each candidate on the CPU (compiles and runs "
@@ -143,29 +145,31 @@ def _environment_shape(name: str, environ) -> tuple[int, ...] | None:
     return shape
 
 
-def parse_sizes(text: str) -> tuple[str, int, int, int, int]:
-    """One --sizes value, `[KERNEL:]tile=T[,threads=B][,chunk=C][,blocks=N]`, as
-    (kernel or "", tile, threads, chunk, blocks); InputError when it is not that or
-    cannot run."""
+def parse_sizes(text: str) -> tuple[str, int, int, int, int, int]:
+    """One --sizes value, `[KERNEL:]tile=T[,tall=R][,threads=B][,chunk=C][,blocks=N]`,
+    as (kernel or "", tile, threads, chunk, blocks, tall); InputError when it is not
+    that or cannot run."""
     from polycoal.optimize.products import TileSizes
     kernel, _, fields = text.rpartition(":")
     given = TileSizes()
     values = {"tile": given.tile, "threads": given.threads, "chunk": given.chunk,
-              "blocks": given.blocks}
+              "blocks": given.blocks, "tall": given.tall}
     for field in fields.split(","):
         name, _, value = field.partition("=")
         if name.strip() not in values or not value.strip().isdigit():
-            raise InputError(f"--sizes {text}: expected [KERNEL:]tile=T[,threads=B]"
-                             "[,chunk=C][,blocks=N] with integers")
+            raise InputError(f"--sizes {text}: expected [KERNEL:]tile=T[,tall=R]"
+                             "[,threads=B][,chunk=C][,blocks=N] with integers")
         values[name.strip()] = int(value)
-    sizes = TileSizes(values["tile"], values["threads"], values["chunk"], values["blocks"])
+    sizes = TileSizes(values["tile"], values["threads"], values["chunk"], values["blocks"],
+                      values["tall"])
     if sizes.problem():
         raise InputError(f"--sizes {text}: {sizes.problem()}")
-    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk, sizes.blocks
+    return kernel.strip(), sizes.tile, sizes.threads, sizes.chunk, sizes.blocks, sizes.tall
 
 
 def _sizes(args) -> tuple[tuple[str, int, int, int, int], ...]:
-    micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"]}.get(
+    micro = {4: ["tile=64,chunk=16"], 8: ["tile=128,chunk=8"],
+             16: ["tile=128,tall=256,chunk=8,blocks=1"]}.get(
         getattr(args, "product_micro", 0), [])
     tile = [f"tile={args.tile}"] if getattr(args, "tile", 0) else []
     return tuple(parse_sizes(t) for t in micro + tile + list(getattr(args, "sizes", [])))

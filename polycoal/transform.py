@@ -43,7 +43,7 @@ from polycoal.optimize.phases import plan_phases
 from polycoal.optimize.reduction import Obstacle, column_reduction_obstacle
 from polycoal.optimize.restructure import solve_mapping
 from polycoal.codegen.product import vector_width
-from polycoal.optimize.products import product_plan, tile_set
+from polycoal.optimize.products import full_set, placements, product_plan, tile_set
 from polycoal.optimize.staging import staging_plan
 from polycoal.optimize.sweep import sweep_plan
 from polycoal.optimize.window import window_plan
@@ -58,7 +58,7 @@ from polycoal.passes.base import Candidate, decided_note, form_code, price_forms
 from polycoal.passes.products import forced_sizes
 from polycoal.validate import compiles
 from polycoal.validate.lanes import lane_split_problems, promotion_problems
-from polycoal.validate.tiles import offsets_problems, skip_problems
+from polycoal.validate.tiles import full_problems, offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model
@@ -474,9 +474,13 @@ def _product(program: Program, new_program: Program | None, d: KernelDecision) -
     if plan != made:
         return ["the generated tiles differ from the plan"]
     # the threads' accumulators cover each tile once; no skipped tile holds an output
-    return offsets_problems(plan.sizes.threads, plan.micro, vector_width(model, plan)) + \
-        skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile,
-                      tile_set(model, plan))
+    return offsets_problems(plan.sizes.threads,
+                            *placements(plan.sizes, vector_width(model, plan)),
+                            plan.sizes.rows, plan.tile) + \
+        skip_problems(model, plan.output_statement, plan.i, plan.j,
+                      (plan.sizes.rows, plan.tile), tile_set(model, plan)) + \
+        full_problems(model, plan.output_statement, plan.i, plan.j,
+                      (plan.sizes.rows, plan.tile), full_set(model, plan))
 
 
 def _staging(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

@@ -38,6 +38,26 @@ static thread_local pc_warp* pc_my_warp = nullptr;
 static thread_local unsigned pc_my_lane = 0;
 
 inline void __syncthreads() { if (pc_block_barrier) pc_block_barrier->arrive_and_wait(); }
+// __syncthreads_count / _and / _or: every thread of the block adds its vote to one of
+// two counters (alternating: all threads call in the same order), reads the total after
+// a barrier, and thread 0 clears it after a second one, before the counter's next use.
+static std::atomic<int> pc_block_votes[2];
+static thread_local unsigned pc_vote_phase = 0;
+inline int pc_sync_votes(int v) {
+  if (!pc_block_barrier) return v != 0;
+  std::atomic<int>& votes = pc_block_votes[pc_vote_phase++ & 1];
+  votes += v != 0;
+  pc_block_barrier->arrive_and_wait();
+  int total = votes.load();
+  pc_block_barrier->arrive_and_wait();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) votes = 0;
+  return total;
+}
+inline int __syncthreads_count(int v) { return pc_sync_votes(v); }
+inline int __syncthreads_and(int v) {
+  return pc_sync_votes(v) == (int)(blockDim.x * blockDim.y * blockDim.z);
+}
+inline int __syncthreads_or(int v) { return pc_sync_votes(v) > 0; }
 inline void __syncwarp(unsigned = 0xffffffffu) { if (pc_my_warp) pc_my_warp->barrier.arrive_and_wait(); }
 
 template <typename T> T pc_shuffle(T v, int source) {

@@ -40,6 +40,23 @@ CASES = [
      (("syr2k_kernel", 64, 8, 5, 0),)),
     ("covariance", ("M=100", "N=90", "POLYBENCH_USE_SCALAR_LB"), {"m": 100, "n": 90},
      {"covar_kernel"}),
+    # tall tiles (256 x 128, warps of 64 x 64, the full tiles in a kernel of their own):
+    # ragged (no full tile, an unaligned row stride), whole tiles with aligned rows (every
+    # tile full, 16-byte reads), whole tiles with a reduction of a ragged length (no tile
+    # full: the other kernel runs them all), a triangle (the tiles above the diagonal
+    # full), SYRK's operands both along k, SYR2K's four in chunks of 4
+    ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
+     {"gemm_kernel"}, (("", 128, 16, 8, 1, 256),)),
+    ("gemm", ("NI=512", "NJ=256", "NK=64"), {"ni": 512, "nj": 256, "nk": 64},
+     {"gemm_kernel"}, (("", 128, 16, 8, 1, 256),)),
+    ("gemm", ("NI=512", "NJ=256", "NK=69"), {"ni": 512, "nj": 256, "nk": 69},
+     {"gemm_kernel"}, (("", 128, 16, 8, 1, 256),)),
+    ("covariance", ("M=512", "N=48"), {"m": 512, "n": 48}, {"covar_kernel"},
+     (("", 128, 16, 8, 1, 256),)),
+    ("syrk", ("NI=512", "NJ=40"), {"ni": 512, "nj": 40}, {"syrk_kernel"},
+     (("", 128, 16, 8, 1, 256),)),
+    ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
+     (("", 128, 16, 4, 1, 256),)),
 ]
 
 
@@ -81,10 +98,12 @@ def test_the_tile_follows_the_sizes():
     assert sizes(100) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
     assert sizes(512) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
     assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
-    assert sizes(2048) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
+    assert sizes(2048) == ("tile=128,tall=256,threads=16,chunk=8,blocks=1", (128, 256, 1))
+    assert sizes(1920) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
+    # SYR2K's four operands in tall tiles need 49,664 bytes of shared memory: square
     syr2k = _transformed("syr2k", ("NI=2048", "NJ=2048"))[1].decisions[0]
     assert syr2k.generated.tiles.sizes.text == "tile=128,threads=16,chunk=8,blocks=2"
-    syrk = _transformed("syrk", ("NI=2048", "NJ=2048"))[1].decisions[0]
+    syrk = _transformed("syrk", ("NI=1920", "NJ=1920"))[1].decisions[0]
     assert syrk.generated.tiles.sizes.text == "tile=128,threads=16,chunk=16"  # along k
     assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \
         "tile=64,threads=8,chunk=4"
@@ -188,7 +207,13 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
     assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
                  "--tile", "64"]) == 0
     assert "--sizes gemm_kernel:tile=64,threads=16,chunk=16\n" in capsys.readouterr().err
+    assert main(["transform", str(source), "-o", str(out), "--dump-sizes",
+                 "--sizes", "tile=128,tall=256,chunk=8,blocks=1"]) == 0
+    assert "--sizes gemm_kernel:tile=128,tall=256,threads=16,chunk=8,blocks=1\n" in \
+        capsys.readouterr().err
+    assert "gemm_kernel__pc_full<<<" in out.read_text()
     for bad, why in (("tile=48", "outputs per thread"), ("tile=64,chunk=3", "split evenly"),
+                     ("tile=128,tall=96", "rows per thread"),
                      ("tile=64,size=2", "expected"), ("tile=64,blocks=99", "0 to 32")):
         assert main(["transform", str(source), "-o", str(tmp_path / "x.cu"),
                      "--sizes", bad]) == 2
@@ -198,12 +223,26 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
 
 def test_the_tile_layout_is_checked_with_isl():
     """Each thread's accumulators cover its tile once, in every layout the template
-    writes (groups of 4, 2 or 1 adjacent outputs); a wrong group size does not."""
+    writes (groups of 4, 2 or 1 adjacent outputs; the block's lanes or warps of 64 x 64);
+    a wrong group size, stride or lane count does not."""
+    from dataclasses import replace
+    from polycoal.optimize.products import TileSizes, placements
     from polycoal.validate.tiles import offsets_problems
-    for threads, micro, vector in ((16, 8, 4), (16, 4, 4), (16, 2, 2), (8, 8, 2),
-                                   (16, 8, 1), (32, 1, 1)):
-        assert offsets_problems(threads, micro, vector) == []
-    assert offsets_problems(16, 4, 3)             # o = 48 floor(a/3) + 3t + a mod 3
+    for sizes, vector in ((TileSizes(128, 16, 8), 4), (TileSizes(64, 16, 16), 4),
+                          (TileSizes(32, 16, 32), 2), (TileSizes(64, 8, 8), 2),
+                          (TileSizes(128, 16, 8), 1), (TileSizes(32, 32, 32), 1),
+                          (TileSizes(128, 16, 8, 1, 256), 4),
+                          (TileSizes(128, 16, 8, 1, 256), 1),
+                          (TileSizes(64, 8, 8, 1, 128), 2),
+                          (TileSizes(64, 16, 8, 1, 128), 4)):
+        assert not sizes.problem(), sizes
+        i, j = placements(sizes, vector)
+        assert offsets_problems(sizes.threads, i, j, sizes.rows, sizes.tile) == [], sizes
+    sizes = TileSizes(128, 16, 8, 1, 256)
+    i, j = placements(sizes, 4)
+    assert offsets_problems(16, i, replace(j, stride=16), 256, 128)
+    assert offsets_problems(16, replace(i, vector=2), j, 256, 128)
+    assert offsets_problems(16, i, j, 256, 256)
 
 
 def test_the_validator_rejects_a_skip_of_tiles_with_outputs():
@@ -216,7 +255,98 @@ def test_the_validator_rejects_a_skip_of_tiles_with_outputs():
     d = next(x for x in result.decisions if x.kernel == "covar_kernel")
     plan, model = d.generated.tiles, d.analysis.model
     right = tile_set(model, plan)
-    assert skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile, right) == []
+    tile = (plan.sizes.rows, plan.tile)
+    assert skip_problems(model, plan.output_statement, plan.i, plan.j, tile, right) == []
     wrong = right.intersect_params(isl.Set("[pc_i0, pc_j0] -> { : pc_i0 < pc_j0 }"))
-    assert skip_problems(model, plan.output_statement, plan.i, plan.j, plan.tile,
+    assert skip_problems(model, plan.output_statement, plan.i, plan.j, tile,
                          wrong) == ["a tile the blocks skip holds an output"]
+
+
+def test_the_validator_rejects_a_full_tile_with_points_outside_the_outputs():
+    """The full tiles (run without a check per output) of covariance's triangle are
+    those above the diagonal; counting the diagonal's tiles full is refused, as is a
+    test that forgets the outputs' parameters (no output at all when n < 0)."""
+    import islpy as isl
+    from polycoal.model.isl_c import condition_to_c
+    from polycoal.optimize.products import full_set
+    from polycoal.validate.tiles import full_problems
+    _, result, _ = _transformed("covariance", ("M=512", "N=48"),
+                                (("", 128, 16, 8, 1, 256),))
+    d = next(x for x in result.decisions if x.kernel == "covar_kernel")
+    plan, model = d.generated.tiles, d.analysis.model
+    right, tile = full_set(model, plan), (plan.sizes.rows, plan.tile)
+    assert full_problems(model, plan.output_statement, plan.i, plan.j, tile, right) == []
+    assert "(pc_j0 >= (pc_i0 + 255))" in condition_to_c(right)
+    assert condition_to_c(right) in d.generated.text
+    for wrong in ("[pc_i0, pc_j0] -> { : 0 <= pc_i0 <= pc_j0 <= 384 }",
+                  "[pc_i0, pc_j0] -> { : 0 <= pc_i0 and pc_i0 + 255 <= pc_j0 <= 384 }"):
+        assert full_problems(model, plan.output_statement, plan.i, plan.j, tile,
+                             isl.Set(wrong)) == ["a tile run as full holds a point that "
+                                                 "is not an output"]
+
+
+def test_the_full_tiles_run_in_their_own_kernel(tmp_path):
+    """Tall tiles: the full tiles (aligned rows, whole chunks) run in gemm_kernel__pc_full,
+    launched before gemm_kernel, which runs the others. Both are executed by the CPU
+    runs above; here a wrong sum in either kernel is caught where that kernel has work:
+    the full kernel at 512 x 256 x 64, the other at a reduction of 69 (no tile full)."""
+    from dataclasses import replace
+    for nk, broken in ((64, "gemm_kernel__pc_full"), (69, "gemm_kernel")):
+        defines = ("NI=512", "NJ=256", f"NK={nk}")
+        program, result, options = _transformed("gemm", defines,
+                                                (("", 128, 16, 8, 1, 256),))
+        d = result.decisions[0]
+        text = result.text
+        assert text.index("gemm_kernel__pc_full<<<dim3") < text.index("gemm_kernel<<<dim3")
+        start = text.index(f"void __launch_bounds__(256, 1) {broken}(")
+        at = text.index("pc_acc[pc_a][pc_b] += ", start)
+        wrong = text[:at] + "pc_acc[pc_a][pc_b] += 1.0f; " + text[at:]
+        values = {"ni": 512, "nj": 256, "nk": nk}
+        assert all(v.ok for v in validate_cpu(program, result, options, values, seed=3))
+        bad = replace(result, text=wrong)
+        verdicts = validate_cpu(program, bad, options, values, seed=3)
+        assert not all(v.ok for v in verdicts), (broken, [v.message for v in verdicts])
+
+
+def test_factors_the_same_for_every_term_are_staged():
+    """alpha * a[i][k] * b[k][j]: alpha * a[i][k] is staged (one multiply per element and
+    chunk, the same product the original rounds); not where the factor is assigned in
+    the kernel, of another type (a double literal on floats), or differs between two
+    occurrences of the operand."""
+    from pycparser import c_ast, c_parser
+    from polycoal.codegen.product import staged_factors
+    from polycoal.model.accumulation import text
+
+    def factors(expression, scalars={"alpha", "beta"}, element="float"):
+        node = c_parser.CParser().parse(f"void f() {{ x = {expression}; }}").ext[0] \
+            .body.block_items[0].rvalue
+        found = staged_factors([node], {"a[i][k]": element, "b[k][j]": element},
+                               {element: scalars})
+        return {ref: text(n) for ref, n in found.items()}
+    assert factors("alpha * a[i][k] * b[k][j]") == {"a[i][k]": "alpha * a[i][k]"}
+    assert factors("a[i][k] * alpha * b[k][j]") == {"a[i][k]": "a[i][k] * alpha"}
+    assert factors("alpha * beta * a[i][k] * b[k][j]") == \
+        {"a[i][k]": "(alpha * beta) * a[i][k]"}
+    assert factors("alpha * a[i][k] * (2.0f * b[k][j])") == \
+        {"a[i][k]": "alpha * a[i][k]", "b[k][j]": "2.0f * b[k][j]"}
+    assert factors("alpha * (a[i][k] * b[k][j])") == {}
+    assert factors("alpha * a[i][k] * b[k][j]", scalars=set()) == {}
+    assert factors("2.0 * a[i][k] * b[k][j]") == {}
+    assert factors("2.0 * a[i][k] * b[k][j]", element="double") == \
+        {"a[i][k]": "2.0 * a[i][k]"}
+    assert factors("alpha * a[i][k] * b[k][j] + a[i][k] * b[k][j]") == {}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_tall_tiles_compile(tmp_path):
+    """GEMM and SYRK at 2048 (tall tiles chosen, two kernels) and covariance at 4096."""
+    for name, defines in (("gemm", ("NI=2048", "NJ=2048", "NK=2048")),
+                          ("syrk", ("NI=2048", "NJ=2048")),
+                          ("covariance", ("M=4096", "N=4096"))):
+        _, result, _ = _transformed(name, defines)
+        assert "__pc_full<<<" in result.text, name
+        (tmp_path / "out.cu").write_text(result.text)
+        r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", "-I", str(POLYBENCH / name),
+                            "-I", str(POLYBENCH / "common"), str(tmp_path / "out.cu"),
+                            "-o", str(tmp_path / "out.o")], capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr[-2000:])

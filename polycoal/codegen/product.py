@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pycparser import c_ast
+
 from polycoal.model.isl_c import condition_to_c
-from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
+from polycoal.codegen.column import _renamed
+from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
 from polycoal.codegen.statements import references, render_accumulation, renderer
@@ -15,8 +18,10 @@ from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.products import (ProductPlan, additive_terms, output_set, row_set,
-                                        tile_set)
+from polycoal.frontend.normalise import _assigned_names
+from polycoal.model.accumulation import text
+from polycoal.optimize.products import (ProductPlan, additive_terms, full_set,
+                                        output_set, placements, row_set, tile_set)
 from polycoal.templates import render_template
 
 
@@ -42,19 +47,86 @@ def vector_width(model: KernelModel, plan: ProductPlan) -> int:
     return max(w for w in (1, 2, 4) if w <= widest and plan.micro % w == 0)
 
 
-def _share(unit_k: bool, tile: int, bk: int, block: int) -> dict[str, str]:
+def _share(unit_k: bool, extent: int, bk: int, block: int) -> dict[str, str]:
     """Where element pc_t + pc_p * block of a chunk goes (its step `kk` of the chunk and
     its row `r` of the tile) for the thread pc_t (unsigned): consecutive threads take
     consecutive elements along the operand's unit dim, k (rows of `bk`) or the tile's
-    dim (rows of `tile`). Where the rows divide the block, the part of the thread stays
+    dim (rows of `extent`). Where the rows divide the block, the part of the thread stays
     the same for every pc_p (computed once, not per element)."""
-    inner = bk if unit_k else tile
+    inner = bk if unit_k else extent
     if block % inner == 0:
         along, across = f"pc_t % {inner}", f"pc_t / {inner} + pc_p * {block // inner}"
     else:
         e = f"(pc_t + pc_p * {block})"
         along, across = f"{e} % {inner}", f"{e} / {inner}"
     return {"kk": along, "r": across} if unit_k else {"kk": across, "r": along}
+
+
+def _wide_share(unit_k: bool, extent: int, bk: int, block: int, width: int) -> dict[str, str]:
+    """The same for reads of `width` adjacent elements along the unit dim: read pc_p of
+    the thread pc_t starts at step `wide_kk`, row `wide_r` (a multiple of `width` along
+    the unit dim)."""
+    share = _share(unit_k, (extent if unit_k else extent // width),
+                   bk // width if unit_k else bk, block)
+    along = "kk" if unit_k else "r"
+    share[along] = f"({share[along]}) * {width}"
+    return {"wide_kk": share["kk"], "wide_r": share["r"]}
+
+
+# 16-byte reads of global memory: the vector type and its elements
+_WIDE = {"float": ("float4", 4), "double": ("double2", 2)}
+
+
+def _invariant(node, scalars: set[str], element: str) -> bool:
+    """Whether a factor is the same for every term and of the operand's type: kernel
+    parameters of that type the kernel never assigns, integer literals, literals of
+    the type (`2.0f` for float), their products and negations."""
+    if isinstance(node, c_ast.ID):
+        return node.name in scalars
+    if isinstance(node, c_ast.Constant):
+        if node.type == "int":
+            return True
+        return node.type in ("float", "double") and (
+            element == "double" or node.value.lower().endswith("f"))
+    if isinstance(node, c_ast.UnaryOp) and node.op == "-":
+        return _invariant(node.expr, scalars, element)
+    if isinstance(node, c_ast.BinaryOp) and node.op == "*":
+        return _invariant(node.left, scalars, element) and \
+            _invariant(node.right, scalars, element)
+    return False
+
+
+def staged_factors(terms: list, operands: dict[str, str],
+                   scalars: dict[str, set[str]]) -> dict[str, object]:
+    """For each operand (text -> element type), the largest product of it with factors
+    the same for every term (`alpha * a[i][k]` in `alpha * a[i][k] * b[k][j]`: C
+    multiplies alpha by a[i][k] first), where every occurrence of the operand in the
+    terms is inside that same product: the value staged in shared memory instead of the
+    element, computed once per element and chunk instead of once per term; the sums
+    take the same values (one rounding of the same product)."""
+    tops: dict[str, set[str]] = {}
+    nodes: dict[str, object] = {}
+
+    def walk(node, path):
+        if isinstance(node, c_ast.ArrayRef) and text(node) in operands:
+            ref, top = text(node), node
+            for parent in reversed(path):
+                if not (isinstance(parent, c_ast.BinaryOp) and parent.op == "*"):
+                    break
+                other = parent.right if parent.left is top else parent.left
+                if not _invariant(other, scalars[operands[ref]], operands[ref]):
+                    break
+                top = parent
+            tops.setdefault(ref, set()).add(text(top))
+            nodes[ref] = top
+            return
+        for _, child in node.children():
+            walk(child, path + [node])
+    for term in terms:
+        walk(term, [])
+    return {ref: nodes[ref] for ref, found in tops.items()
+            if len(found) == 1 and nodes[ref] is not None and
+            not isinstance(nodes[ref], c_ast.ArrayRef)}
 
 
 def _check(used: set[str], others: set[str], what: str) -> None:
@@ -81,49 +153,78 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # the model's other dims (a padding loop, a single-valued thread index) have no
     # variable in the tiles
     others = set(isl_helpers.all_dims(model)) - {plan.i, plan.j, plan.k}
-    tile, bk, threads = plan.tile, plan.sizes.chunk, plan.sizes.threads
+    bk, threads = plan.sizes.chunk, plan.sizes.threads
+    block_threads = threads * threads
     only_update = replace(model, statements=[update])
     ri, rj = thread_range(only_update, plan.i, "y"), thread_range(only_update, plan.j, "x")
     rk = thread_range(only_update, plan.k, "x")
     reads = references(update.node, {text for text, _, _ in plan.operands})
     element = next(a for a in update.accesses if a.kind == "write").element_type
     vector = vector_width(model, plan)
+    along_i, along_j = placements(plan.sizes, vector)
     value_node = accumulation(update.node).value
+    terms = additive_terms(value_node) if plan.split else [("+", value_node)]
+    accesses = {text: next(a for a in update.accesses if a.text == text and a.kind == "read")
+                for text, _, _ in plan.operands}
+    assigned = _assigned_names(kernel.ast.body) if kernel.ast is not None else set()
+    scalars = {t: {p.name for p in kernel.parameters
+                   if not p.is_pointer and p.type == t and p.name not in assigned}
+               for t in {a.element_type for a in accesses.values()}}
+    factors = staged_factors([t for _, t in terms],
+                             {t: a.element_type for t, a in accesses.items()}, scalars)
     operands, replace_with = [], {}
     for n, (reference, side, unit) in enumerate(plan.operands):
-        access = next(a for a in update.accesses if a.text == reference and a.kind == "read")
+        access = accesses[reference]
         r = renderer(model, kernel, update, names)
         read = r.visit(reads[reference])
         _check(r.used, others, reference)
         unit_k = unit == plan.k
+        extent = plan.sizes.rows if side == "i" else plan.tile
+        per_thread = extent * bk // block_threads
+        stage = "pc_x"
+        if reference in factors:
+            r = renderer(model, kernel, update, names)
+            r.replace = {reference: "pc_x"}
+            stage = r.visit(factors[reference])
+            _check(r.used, others, reference)
+        wide, width = _WIDE.get(access.element_type, ("", 1))
+        # whole chunks of whole tiles read `width` adjacent elements at once where the
+        # operand's unit dim has unit stride and the shares split into whole vectors
+        if not (wide and access.space == "global" and access.flat is not None and
+                access.flat.terms.get((unit,)) == 1 and per_thread % width == 0 and
+                (bk if unit_k else extent) % width == 0):
+            wide, width = "", 1
         operands.append({
-            "type": access.element_type, "side": side, "read": read,
+            "type": access.element_type, "side": side, "read": read, "extent": extent,
+            "per_thread": per_thread, "unit_k": unit_k, "stage": stage,
             # copied along k, a padded row keeps the lanes of one row apart in banks
             # (a whole vector longer: the rows stay aligned for vector reads)
             "pad": vector if unit_k else 0,
             "hi": (ri if side == "i" else rj).hi,
-            **_share(unit_k, tile, bk, threads * threads),
-            "lane": "threadIdx.y" if side == "i" else "threadIdx.x",
+            **_share(unit_k, extent, bk, block_threads),
+            **(_wide_share(unit_k, extent, bk, block_threads, width) if wide else {}),
+            "wide": wide, "width": width,
             "vector_type": _VECTOR_TYPES.get((access.element_type, vector), ""),
             # the operands are arrays the kernel does not write (optimize/products.py)
             # and no written pointer aliases (the transform's pointer analysis): the
             # read-only path, where CUDA overloads __ldg for the type
             "load": f"__ldg(&({read}))" if access.element_type in _LDG else read})
-        replace_with[reference] = f"pc_f{n}[{'pc_a' if side == 'i' else 'pc_b'}]"
+        staged = text(factors[reference]) if reference in factors else reference
+        replace_with[staged] = f"pc_f{n}[{'pc_a' if side == 'i' else 'pc_b'}]"
     # a private accumulator is the register itself: no load, no store
     register = {plan.private: "pc_acc[pc_a][pc_b]"} if plan.private else {}
     replace_with.update(register)
     target = "" if plan.private else render_accumulation(model, kernel, update, names).target
     # the accumulator's updates of one step: the value, or each of its terms in turn
     updates = []
-    for sign, term in additive_terms(value_node) if plan.split else [("+", value_node)]:
+    for sign, term in terms:
         r = renderer(model, kernel, update, names)
         r.replace = replace_with
         updates.append({"op": f"{sign}=", "value": r.visit(term)})
         _check(r.used, others, update.text)
-    rows = [{"inside": condition_to_c(row_set(model, n, plan.i)),
-             "text": _rendered(model, kernel, by_name[n], names, others, {})}
-            for n in plan.rows]
+    row_statements = [{"inside": condition_to_c(row_set(model, n, plan.i)),
+                       "text": _rendered(model, kernel, by_name[n], names, others, {})}
+                      for n in plan.rows]
     before = [_rendered(model, kernel, by_name[n], names, others, register)
               for n in plan.before]
     after = [_rendered(model, kernel, by_name[n], names, others, register)
@@ -131,32 +232,50 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     inside = condition_to_c(output_set(model, plan))
     tiles = tile_set(model, plan)
     tile_inside = "" if tiles.complement().is_empty() else condition_to_c(tiles)
+    full = condition_to_c(full_set(model, plan))
     texts = [ri.lo, ri.hi, rj.lo, rj.hi, rk.lo, rk.hi, inside, target] + \
-        [u["value"] for u in updates] + \
+        [u["value"] for u in updates] + [o["stage"] for o in operands] + \
         before + after + [o["read"] for o in operands] + \
-        [r["inside"] + r["text"] for r in rows] + [tile_inside]
+        [r["inside"] + r["text"] for r in row_statements] + [tile_inside, full]
     hidden = geometry_read(texts, model)
     for rr in (ri, rj, rk):
         rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
     for o in operands:
-        o["load"], o["hi"] = passed_geometry(o["load"], hidden), passed_geometry(o["hi"], hidden)
+        for key in ("load", "hi", "read", "stage"):
+            o[key] = passed_geometry(o[key], hidden)
     block = (threads, threads, 1)
-    body = render_template(
-        "product_tiles.cu.j2",
-        signature=with_geometry(_signature(original, kernel, block, plan.sizes.blocks),
-                                hidden),
+    signature = with_geometry(_signature(original, kernel, block, plan.sizes.blocks), hidden)
+    # tall tiles: the full tiles in a kernel of their own, launched first (in one kernel
+    # with the others' code, the compiler schedules the full tiles' loop worse: GEMM at
+    # 4096 2.88 -> 3.39 ms); other sizes: one kernel, every tile clamped
+    split = plan.sizes.layout == "warps" and not kernel.is_template
+    full_kernel = kernel.name + "__pc_full"
+    values = dict(
         i_dim=describe_dim(model, plan.i), j_dim=describe_dim(model, plan.j),
-        k_dim=describe_dim(model, plan.k), tile=tile, block=threads, micro=plan.micro,
-        bk=bk, vector=vector, per_thread=tile * bk // (threads * threads),
-        operands=operands, acc_type=element,
-        tile_inside=passed_geometry(tile_inside, hidden),
+        k_dim=describe_dim(model, plan.k), rows=plan.sizes.rows, tile=plan.tile, block=threads,
+        micro=plan.micro, micro_i=plan.micro_i, bk=bk, vector=vector,
+        layout=plan.sizes.layout, i_base=along_i.base_c("pc_t"),
+        j_base=along_j.base_c("pc_t"), i_stride=along_i.stride, j_stride=along_j.stride,
+        operands=operands, acc_type=element, any_wide=any(o["wide"] for o in operands),
+        wide_width=max(o["width"] for o in operands), full_kernel=full_kernel,
+        tile_inside=passed_geometry(tile_inside, hidden), full=passed_geometry(full, hidden),
         inside=passed_geometry(inside, hidden), target=passed_geometry(target, hidden),
         updates=[{**u, "value": passed_geometry(u["value"], hidden)} for u in updates],
         before=[passed_geometry(t, hidden) for t in before],
-        rows=[{k: passed_geometry(v, hidden) for k, v in r.items()} for r in rows],
+        row_statements=[{k: passed_geometry(v, hidden) for k, v in r.items()}
+                        for r in row_statements],
         after=[passed_geometry(t, hidden) for t in after],
         i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi)
+    body = render_template("product_tiles.cu.j2", signature=signature,
+                           mode="edges" if split else "single", **values)
+    first = []
+    if split:
+        body = render_template("product_tiles.cu.j2", mode="full",
+                               signature=_renamed(signature, kernel.name, full_kernel),
+                               **values) + "\n\n" + body
+        first = [Stage(full_kernel, [rj, ri], block, (plan.tile, plan.sizes.rows, 1))]
     return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,
                            {"x": "pc_j", "y": "pc_i"}, "pc_i",
-                           axis_dims={"x": plan.j, "y": plan.i}, per_block=(tile, tile, 1),
-                           tiles=plan)
+                           axis_dims={"x": plan.j, "y": plan.i},
+                           per_block=(plan.tile, plan.sizes.rows, 1), tiles=plan,
+                           first_stages=first)

@@ -46,10 +46,11 @@ class _Renderer(c_generator.CGenerator):
         self.scope = scope
         self.names = names
         self.used: set[str] = set()
-        self.replace: dict[str, str] = {}     # text of a reference -> its new text
+        # text of a reference (or of a product holding one) -> its new text
+        self.replace: dict[str, str] = {}
 
     def visit(self, node):
-        if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID)) and \
+        if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID, c_ast.BinaryOp)) and \
                 text(node) in self.replace:
             return self.replace[text(node)]
         if isinstance(node, _INDEX_NODES) and not (isinstance(node, c_ast.UnaryOp)

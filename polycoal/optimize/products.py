@@ -51,24 +51,44 @@ SHARED_BYTES = 48 * 1024    # static shared memory of one block
 @dataclass(frozen=True)
 class TileSizes:
     """The shape of a tiled product: a block of `threads` x `threads` threads, each
-    `micro` x `micro` accumulators in registers, so tiles of `tile` x `tile` outputs; the
-    reduction in chunks of `chunk` steps, each chunk of each operand staged in shared
-    memory (two buffers: the next chunk is loaded while this one is used); `blocks`
-    blocks asked to fit on a multiprocessor at once (registers capped to allow it; 0:
-    the compiler's choice)."""
+    `micro_i` x `micro` accumulators in registers, so tiles of `rows` x `tile` outputs
+    (`tall` rows where given, else square); the reduction in chunks of `chunk` steps,
+    each chunk of each operand staged in shared memory (two buffers: the next chunk is
+    loaded while this one is used); `blocks` blocks asked to fit on a multiprocessor at
+    once (registers capped to allow it; 0: the compiler's choice).
+
+    Square tiles give the thread at (threadIdx.y, threadIdx.x) the rows and columns of
+    its lanes across the whole tile (`layout` "block"); tall tiles give each warp a
+    region of (4 micro_i) x (8 micro) outputs, its lanes 4 x 8 over it (`layout`
+    "warps": a warp's shared-memory reads of a step touch 4 and 8 vectors, one
+    wavefront each)."""
     tile: int = 64
     threads: int = 16
     chunk: int = 16
     blocks: int = 0
+    tall: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.tall or self.tile
 
     @property
     def micro(self) -> int:
         return self.tile // self.threads
 
     @property
+    def micro_i(self) -> int:
+        return self.rows // self.threads
+
+    @property
+    def layout(self) -> str:
+        return "warps" if self.tall else "block"
+
+    @property
     def text(self) -> str:
         """The `--sizes` spelling (options.parse_sizes reads it back)."""
-        return f"tile={self.tile},threads={self.threads},chunk={self.chunk}" + \
+        return f"tile={self.tile}" + (f",tall={self.tall}" if self.tall else "") + \
+            f",threads={self.threads},chunk={self.chunk}" + \
             (f",blocks={self.blocks}" if self.blocks else "")
 
     def problem(self) -> str:
@@ -77,10 +97,14 @@ class TileSizes:
                 self.micro not in (1, 2, 4, 8):
             return (f"tile={self.tile},threads={self.threads}: tiles of 1, 2, 4 or 8 "
                     "outputs per thread along each dim, 8, 16 or 32 threads")
-        if self.chunk < 1 or (self.tile * self.chunk) % (self.threads * self.threads):
-            return (f"chunk={self.chunk}: a chunk of each operand ({self.tile} x chunk "
-                    f"values) must split evenly over the {self.threads * self.threads} "
-                    "threads")
+        if self.tall and (self.tall % self.threads or self.micro_i not in (2, 4, 8, 16)
+                          or self.threads < 8 or self.micro_i < self.micro):
+            return (f"tall={self.tall}: 2, 4, 8 or 16 rows per thread, no fewer than its "
+                    "columns")
+        if self.chunk < 1 or (self.rows * self.chunk) % (self.threads * self.threads) or \
+                (self.tile * self.chunk) % (self.threads * self.threads):
+            return (f"chunk={self.chunk}: a chunk of each operand (tile x chunk values) "
+                    f"must split evenly over the {self.threads * self.threads} threads")
         if not 0 <= self.blocks <= 32:
             return f"blocks={self.blocks}: 0 to 32 blocks per multiprocessor"
         return ""
@@ -96,9 +120,22 @@ class TileSizes:
 # GEMM at 512 0.031 ms with tiles of 32 (256), 0.040 with 64 (64). Registers capped so
 # that 2 blocks of 128 x 128 (3 of 64 x 64) share a multiprocessor: GEMM at 2048 0.67
 # -> 0.55 ms, SYRK at 1024 0.106 -> 0.099 ms, SYR2K at 2048 1.11 -> 0.97 ms.
-CANDIDATES = (TileSizes(128, 16, 8, 2), TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
-DEFAULT = CANDIDATES[1]          # outputs whose number is known only at run time
+#
+# Tiles of 256 x 128 (16 x 8 accumulators a thread, warps of 64 x 64 outputs, one
+# block a multiprocessor) where there is one for nearly every multiprocessor: GEMM
+# at 2048 0.395 ms, 1.08x cuBLAS SGEMM (128 x 128, two blocks a multiprocessor: 0.45),
+# at 4096 2.94 ms (3.34), measured in one kernel with its whole tiles in a loop of
+# whole chunks (`tile_whole` in the template).
+CANDIDATES = (TileSizes(128, 16, 8, 1, 256), TileSizes(128, 16, 8, 2),
+              TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
+DEFAULT = CANDIDATES[2]          # outputs whose number is known only at run time
 MIN_TILES = 1.5 * MULTIPROCESSORS
+
+
+def needed_tiles(sizes: TileSizes) -> float:
+    """Tiles a launch needs to fill the multiprocessors at these sizes: 1.5 a
+    multiprocessor, nearly one where a block fills a multiprocessor alone."""
+    return 0.95 * MULTIPROCESSORS if sizes.blocks == 1 else MIN_TILES
 
 
 def element_bytes(type_name: str) -> int:
@@ -107,50 +144,97 @@ def element_bytes(type_name: str) -> int:
             "char": 1, "half": 2, "__half": 2}.get(type_name, 8)
 
 
-def shared_bytes(sizes: TileSizes, operands: int, element: int, padded: int) -> int:
-    """Shared memory of the two buffers of every operand's chunk (`padded` operands'
-    rows one vector longer, codegen/product.py)."""
-    return 2 * sizes.chunk * element * (operands * sizes.tile + padded * 4)
+def shared_bytes(sizes: TileSizes, staged: tuple[tuple[str, bool], ...],
+                 element: int) -> int:
+    """Shared memory of the two buffers of every operand's chunk, given as (side,
+    padded): an operand of side i is `rows` long, of side j `tile`; a padded one's rows
+    one vector longer (codegen/product.py)."""
+    return 2 * sizes.chunk * element * sum(
+        (sizes.rows if side == "i" else sizes.tile) + (4 if padded else 0)
+        for side, padded in staged)
 
 
-def tile_count(spans: tuple[int, int], tile: int, rectangle: bool) -> int:
-    """Tiles holding an output: all of the box's, or about half for a triangle (those
-    on the diagonal and above it)."""
-    rows, cols = -(-spans[0] // tile), -(-spans[1] // tile)
+def tile_count(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> int:
+    """Tiles holding an output (spans along i and j): all of the box's, or about half
+    for a triangle (those on the diagonal and above it)."""
+    rows, cols = -(-spans[0] // sizes.rows), -(-spans[1] // sizes.tile)
     return rows * cols if rectangle else (rows * cols + min(rows, cols) + 1) // 2
 
 
-def choose_sizes(spans: list[int | None], operands: int, element: int, padded: int,
-                 rectangle: bool = True, forced: TileSizes | None = None) -> TileSizes | str:
+def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
+                 element: int, rectangle: bool = True,
+                 forced: TileSizes | None = None, tall: bool = True) -> TileSizes | str:
     """The tile shape (module comment on CANDIDATES), `forced` if given; or why none
-    fits the block's shared memory. The chunk follows how the operands are read: along
-    the tile's dim (covariance's data[k][j1], data[k][j2]), each chunk row is a whole
-    tile row in memory, and tiles of 64 take chunks of 8 (covariance 0.36 ms, 0.41 in
-    chunks of 16); along k (SYRK's a[i][k], a[j][k]), each chunk row is `chunk`
+    fits the block's shared memory. `spans`: the outputs along i and j; `staged`: each
+    operand's (side, padded: read along k). The chunk follows how the operands are read:
+    along the tile's dim (covariance's data[k][j1], data[k][j2]), each chunk row is a
+    whole tile row in memory, and tiles of 64 take chunks of 8 (covariance 0.36 ms, 0.41
+    in chunks of 16); along k (SYRK's a[i][k], a[j][k]), each chunk row is `chunk`
     elements, and tiles of 128 take chunks of 16 where they fit (64 bytes a row: SYRK at
     2048 0.54 -> 0.50 ms, uncapped: 0.54 with 2 blocks); SYR2K's 4 operands do not, and
-    keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped)."""
+    keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped). Tall tiles are taken
+    only at their own chunk, where it fits, and where `tall` allows them (a template
+    kernel: the full tiles' kernel of its own is not made, and tall tiles are not
+    measured without it)."""
+    padded = sum(1 for _, p in staged if p)
     if forced is not None:
         choice = forced
     else:
         if None in spans:
             choice = DEFAULT
         else:
-            choice = next((s for s in CANDIDATES
-                           if tile_count(spans, s.tile, rectangle) >= MIN_TILES),
+            choice = next((s for s in CANDIDATES if (tall or not s.tall) and
+                           tile_count(spans, s, rectangle) >= needed_tiles(s) and
+                           (not s.tall or shared_bytes(s, staged, element) <= SHARED_BYTES)),
                           CANDIDATES[-1])
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
-        elif padded == operands and choice.tile == 128 and shared_bytes(
-                replace(choice, chunk=16), operands, element, padded) <= SHARED_BYTES:
+        elif padded == len(staged) and choice.tile == 128 and not choice.tall and \
+                shared_bytes(replace(choice, chunk=16), staged, element) <= SHARED_BYTES:
             choice = replace(choice, chunk=16, blocks=0)
-    while shared_bytes(choice, operands, element, padded) > SHARED_BYTES and \
+    while shared_bytes(choice, staged, element) > SHARED_BYTES and \
             not forced and choice.chunk > 4:
         choice = replace(choice, chunk=choice.chunk // 2)
-    if shared_bytes(choice, operands, element, padded) > SHARED_BYTES:
-        return (f"{operands} operands in tiles of {choice.tile} x {choice.chunk} need "
-                f"{shared_bytes(choice, operands, element, padded)} bytes of shared memory")
+    if shared_bytes(choice, staged, element) > SHARED_BYTES:
+        return (f"{len(staged)} operands in tiles of {choice.rows} x {choice.tile} x "
+                f"{choice.chunk} need {shared_bytes(choice, staged, element)} bytes of "
+                "shared memory")
     return choice.problem() or choice
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a thread's accumulators lie along one dim of a tile: accumulator m of the
+    thread t at base(t) + (m / vector) * stride + m % vector, base(t) the sum of
+    c * ((t / d) % r) over `terms` (c, d, r): groups of `vector` adjacent outputs,
+    `stride` apart (validate/tiles.py checks that the two dims' placements cover a tile
+    once)."""
+    terms: tuple[tuple[int, int, int], ...]
+    stride: int
+    micro: int
+    vector: int
+
+    def base_c(self, thread: str) -> str:
+        return " + ".join(f"{c} * (({thread} / {d}) % {r})" for c, d, r in self.terms)
+
+    def offset_isl(self, t: str, m: str) -> str:
+        base = " + ".join(f"{c} * (floor({t}/{d}) mod {r})" for c, d, r in self.terms)
+        return f"{base} + {self.stride} * floor({m}/{self.vector}) + ({m} mod {self.vector})"
+
+
+def placements(sizes: TileSizes, vector: int) -> tuple[Placement, Placement]:
+    """The placements along i and j of the thread pc_t = threadIdx.y * B + threadIdx.x
+    (B = threads): square tiles give it the rows of lane threadIdx.y and the columns of
+    lane threadIdx.x across the tile (groups B vectors apart); tall tiles give warp w =
+    t / 32 the region (w / (B / 8), w % (B / 8)) of (4 micro_i) x (8 micro) outputs and
+    its lane l = t % 32 the rows of lane l / 8 and the columns of lane l % 8 in it."""
+    b, w = sizes.threads, vector
+    if sizes.layout == "block":
+        return (Placement(((w, b, b),), w * b, sizes.micro_i, w),
+                Placement(((w, 1, b),), w * b, sizes.micro, w))
+    return (Placement(((4 * sizes.micro_i, 4 * b, b // 4), (w, 8, 4)), 4 * w,
+                      sizes.micro_i, w),
+            Placement(((8 * sizes.micro, 32, b // 8), (w, 1, 8)), 8 * w, sizes.micro, w))
 
 
 @dataclass(frozen=True)
@@ -171,11 +255,16 @@ class ProductPlan:
 
     @property
     def tile(self) -> int:
+        """The tile's columns (along j)."""
         return self.sizes.tile
 
     @property
     def micro(self) -> int:
         return self.sizes.micro
+
+    @property
+    def micro_i(self) -> int:
+        return self.sizes.micro_i
 
     @property
     def output_statement(self) -> str:
@@ -187,11 +276,12 @@ class ProductPlan:
     def describe(self) -> str:
         t = self.sizes.threads
         staged = ", ".join(text for text, _, _ in self.operands)
-        return (f"{self.tile}x{self.tile} tiles of outputs per block of {t}x{t} "
-                f"threads, {self.micro}x{self.micro} accumulators per thread in registers, "
+        return (f"{self.sizes.rows}x{self.tile} tiles of outputs per block of {t}x{t} "
+                f"threads, {self.micro_i}x{self.micro} accumulators per thread in registers"
+                f"{' (warps of 64x64 outputs)' if self.sizes.layout == 'warps' else ''}, "
                 f"{self.sizes.chunk}-step chunks of {staged} in shared memory (double-buffered; "
                 f"each element read from global memory once per tile, not once per "
-                f"output: {self.tile}-fold reuse; sizes {self.sizes.text})")
+                f"output: {self.tile}-fold reuse or more; sizes {self.sizes.text})")
 
 
 def additive_terms(value) -> list[tuple[str, object]]:
@@ -207,7 +297,7 @@ def additive_terms(value) -> list[tuple[str, object]]:
 
 
 def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None = None,
-                 reassociate: bool = True) -> ProductPlan | Obstacle:
+                 reassociate: bool = True, tall: bool = True) -> ProductPlan | Obstacle:
     """The tiled form of the kernel, or why it does not apply; `sizes` forces the tile
     shape (None: by the sizes of the outputs, choose_sizes). With `reassociate`, a value
     of several terms is added to the accumulator one term at a time (`acc += p; acc +=
@@ -319,14 +409,14 @@ def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None 
                not (private and a.array == target.array) for a in s.accesses):
             return Obstacle("product-shape", f"{s.text}: private or shared values")
         (before if s.beta < update.beta else after).append(s.name)
-    spans = [isl_helpers.known_span(model, name) for name in varying]
-    for name, span in zip(varying, spans):
+    spans = [isl_helpers.known_span(model, name) for name in (i, j)]
+    for name, span in zip((i, j), spans):
         if span is not None and span < MIN_OUTPUTS:
             return Obstacle("product-shape", f"{name} has {span} values, fewer than a tile")
     element = max(element_bytes(a.element_type) for a in update.accesses
                   if a.text in {o[0] for o in operands})
-    chosen = choose_sizes(spans, len(operands), element,
-                          sum(1 for o in operands if o[2] == k), _is_box(ij), sizes)
+    chosen = choose_sizes(spans, tuple((o[1], o[2] == k) for o in operands), element,
+                          _is_box(ij), sizes, tall)
     if isinstance(chosen, str):
         return Obstacle("product-shape", chosen)
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, chosen,
@@ -374,23 +464,38 @@ def _is_box(values: isl.Set) -> bool:
     return values.is_equal(_box(values))
 
 
-def tile_cover(tile: int) -> isl.Map:
-    """Each point (i, j) to the origins (pc_i0, pc_j0) of the tile x tile tiles, aligned
+def tile_cover(rows: int, cols: int) -> isl.Map:
+    """Each point (i, j) to the origins (pc_i0, pc_j0) of the rows x cols tiles, aligned
     or not, that hold it."""
-    last = tile - 1
-    return isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {last} and "
-                   f"pc_j0 <= j <= pc_j0 + {last} }}")
+    return isl.Map(f"{{ [i, j] -> [pc_i0, pc_j0] : pc_i0 <= i <= pc_i0 + {rows - 1} and "
+                   f"pc_j0 <= j <= pc_j0 + {cols - 1} }}")
 
 
 def tile_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     """The tile origins (pc_i0, pc_j0, as parameters) whose tile holds an output, where
     the tile loops can reach them (each origin within the outputs' range along its dim):
     the universe for a rectangle of outputs; for covariance's triangle j2 >= j1, the
-    tiles on or above the diagonal (pc_i0 <= pc_j0 + tile - 1). A block skips the others
+    tiles on or above the diagonal (pc_i0 <= pc_j0 + cols - 1). A block skips the others
     whole: half the work of a triangle."""
     outputs = statement_points(model, plan.output_statement, [plan.i, plan.j])
-    cover = tile_cover(plan.tile).align_params(outputs.get_space())
+    cover = tile_cover(plan.sizes.rows, plan.tile).align_params(outputs.get_space())
     origins = outputs.apply(cover).gist(_box(outputs).apply(cover))
+    origins = origins.set_dim_name(isl.dim_type.set, 0, "pc_i0") \
+        .set_dim_name(isl.dim_type.set, 1, "pc_j0")
+    return origins.move_dims(isl.dim_type.param, origins.dim(isl.dim_type.param),
+                             isl.dim_type.set, 0, 2)
+
+
+def full_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
+    """The tile origins (pc_i0, pc_j0, as parameters) whose whole tile is outputs: no
+    point of the tile lies outside the outputs' set (covariance's triangle: the tiles
+    above the diagonal; a rectangle: the tiles inside it). Such a tile runs every
+    accumulator's statements unconditionally."""
+    outputs = statement_points(model, plan.output_statement, [plan.i, plan.j])
+    cover = tile_cover(plan.sizes.rows, plan.tile).align_params(outputs.get_space())
+    # exact, not simplified against the tiles the loops visit: a tile the loops reach
+    # must never count as full by a simplification (nk < 0: no output at all)
+    origins = outputs.complement().apply(cover).complement().coalesce()
     origins = origins.set_dim_name(isl.dim_type.set, 0, "pc_i0") \
         .set_dim_name(isl.dim_type.set, 1, "pc_j0")
     return origins.move_dims(isl.dim_type.param, origins.dim(isl.dim_type.param),
@@ -407,7 +512,9 @@ def product_geometry(model: KernelModel, plan: ProductPlan) -> Geometry:
     block = sizes.threads * sizes.threads
     scalars = frozenset(model.parameters) | frozenset(model.private)
     return Geometry(coalesced=True, registers=True, axes=(plan.i, plan.j),
-                    per_thread=float(sizes.micro * sizes.micro), block_threads=block,
-                    resident=(sizes.blocks or 2) * block / 32, reuse=float(sizes.tile),
-                    staged=1.0 / sizes.micro, ilp=float(sizes.micro * sizes.micro),
+                    per_thread=float(sizes.micro_i * sizes.micro), block_threads=block,
+                    resident=(sizes.blocks or 2) * block / 32,
+                    reuse=2.0 * sizes.rows * sizes.tile / (sizes.rows + sizes.tile),
+                    staged=(sizes.micro + sizes.micro_i) / (2.0 * sizes.micro * sizes.micro_i),
+                    ilp=float(sizes.micro_i * sizes.micro),
                     unrolled=True, hoisted=scalars)
