@@ -44,6 +44,9 @@ OPTION_SETS: dict[str, list[str]] = {
     "reduction=tiles": ["--reduction", "tiles"],
     "reduction=none": ["--reduction", "none"],
     "no-promotion": ["--no-promotion"],
+    # products in tall tiles (256 x 128, the full tiles in a kernel of their own)
+    # whatever the sizes of the outputs
+    "tall-tiles": ["--sizes", "tile=128,tall=256,chunk=8,blocks=1"],
     "collapse": ["--collapse-redundant-threads"],
     "layout=soa": ["--layout", "soa"],
     "layout=none": ["--layout", "none"],
