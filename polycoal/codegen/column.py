@@ -11,11 +11,10 @@ the original's stream replace one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
-                                     generate_kernel, thread_range)
+                                     generate_kernel, renamed_kernel, thread_range)
 from polycoal.codegen.statements import render_accumulation
 from polycoal.frontend.program import Kernel
 from polycoal.model.isl_helpers import known_extent
@@ -97,10 +96,6 @@ def _loop_statements(model: KernelModel) -> KernelModel:
     return replace(model, statements=[s for s in model.statements if s.loops])
 
 
-def _renamed(text: str, name: str, new: str) -> str:
-    return re.sub(rf"\b{re.escape(name)}\b", new, text, count=1)
-
-
 def _before_after(original: str, kernel: Kernel, model: KernelModel, column: str,
                   counter: str) -> tuple[list[Stage], list[Stage], list[str], list[str]]:
     """Kernels for the statements before and after the loop: (stages, stages, texts, texts)."""
@@ -115,7 +110,7 @@ def _before_after(original: str, kernel: Kernel, model: KernelModel, column: str
         g = generate_kernel(original, kernel, replace(model, statements=part),
                             Mapping((column,), (counter,), {}, ()), (256, 1, 1))
         name = kernel.name + suffix
-        texts[k].append(_renamed(g.text, kernel.name, name))
+        texts[k].append(renamed_kernel(g.text, kernel.name, name))
         stages[k].append(Stage(name, g.ranges, g.block, g.per_block))
     return stages[0], stages[1], texts[0], texts[1]
 

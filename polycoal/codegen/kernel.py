@@ -127,6 +127,11 @@ def capped_y_blocks(y_blocks: int, x_blocks: int, target_blocks: int) -> int:
     return max(1, min(y_blocks, -(-target_blocks // max(1, x_blocks))))
 
 
+def renamed_kernel(text: str, name: str, new: str) -> str:
+    """A kernel's text (or signature) with its name, the first `name` in it, now `new`."""
+    return re.sub(rf"\b{re.escape(name)}\b", new, text, count=1)
+
+
 def _fresh(base: str, taken: set[str]) -> str:
     name = base
     while name in taken:

@@ -9,16 +9,15 @@ from dataclasses import replace
 from pycparser import c_ast
 
 from polycoal.model.isl_c import condition_to_c
-from polycoal.codegen.column import _renamed
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
-                                     geometry_read, passed_geometry, thread_range,
-                                     with_geometry)
+                                     geometry_read, passed_geometry, renamed_kernel,
+                                     thread_range, with_geometry)
 from polycoal.codegen.statements import references, render_accumulation, renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
-from polycoal.frontend.normalise import _assigned_names
+from polycoal.frontend.normalise import assigned_names
 from polycoal.model.accumulation import text
 from polycoal.optimize.products import (ProductPlan, additive_terms, full_set,
                                         output_set, placements, row_set, tile_set)
@@ -166,7 +165,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     terms = additive_terms(value_node) if plan.split else [("+", value_node)]
     accesses = {text: next(a for a in update.accesses if a.text == text and a.kind == "read")
                 for text, _, _ in plan.operands}
-    assigned = _assigned_names(kernel.ast.body) if kernel.ast is not None else set()
+    assigned = assigned_names(kernel.ast.body) if kernel.ast is not None else set()
     scalars = {t: {p.name for p in kernel.parameters
                    if not p.is_pointer and p.type == t and p.name not in assigned}
                for t in {a.element_type for a in accesses.values()}}
@@ -271,7 +270,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     first = []
     if split:
         body = render_template("product_tiles.cu.j2", mode="full",
-                               signature=_renamed(signature, kernel.name, full_kernel),
+                               signature=renamed_kernel(signature, kernel.name, full_kernel),
                                **values) + "\n\n" + body
         first = [Stage(full_kernel, [rj, ri], block, (plan.tile, plan.sizes.rows, 1))]
     return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,

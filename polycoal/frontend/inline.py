@@ -34,7 +34,7 @@ import copy
 
 from pycparser import c_ast
 
-from polycoal.frontend.normalise import _assigned_names, _pure, _put, _uses
+from polycoal.frontend.normalise import assigned_names, _pure, _put, _uses
 
 MAX_DEPTH = 4          # helpers calling helpers, inlined this many levels deep
 
@@ -70,7 +70,7 @@ def _inlinable(fn: c_ast.FuncDef) -> bool:
     params = _params(fn)
     if fn.body is None or not any(_is_pointer_decl(p) for p in params):
         return False
-    if _assigned_names(fn.body) & {p.name for p in params}:
+    if assigned_names(fn.body) & {p.name for p in params}:
         return False
     return _expression_body(fn) is not None or _statement_body(fn) is not None
 
@@ -200,7 +200,7 @@ def _statement_slot(parent: c_ast.Node, slot: str) -> bool:
 def forward_pointers(funcdef: c_ast.FuncDef, pointers: set[str]) -> c_ast.FuncDef:
     """`funcdef` with its local pointers into the `pointers` (parameters) replaced by
     their initialisers (rule 2 of the module's text), in place."""
-    assigned = _assigned_names(funcdef.body)      # assigned, or their address taken
+    assigned = assigned_names(funcdef.body)      # assigned, or their address taken
     declared: dict[str, int] = {}
 
     class Count(c_ast.NodeVisitor):
@@ -235,7 +235,7 @@ def _forward_in_block(block: c_ast.Compound, pointers: set[str], assigned: set[s
         if isinstance(decl, c_ast.Decl) and isinstance(decl.type, c_ast.PtrDecl) and \
                 decl.init is not None and decl.name not in assigned and \
                 declared.get(decl.name) == 1 and _points_into(decl.init, pointers) and \
-                not (_assigned_names(c_ast.Compound(items[k + 1:])) &
+                not (assigned_names(c_ast.Compound(items[k + 1:])) &
                      _names_in(decl.init)) and not (addressed & _names_in(decl.init)):
             value = decl.init
             del items[k]

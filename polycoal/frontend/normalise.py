@@ -113,7 +113,7 @@ def forward_temporaries(funcdef: c_ast.FuncDef) -> c_ast.FuncDef:
     that the statement is an update of one element (the reduction forms need that).
     Nothing between its definition and its use can change what it read: the next
     statement evaluates its right-hand side before it stores."""
-    assigned = _assigned_names(funcdef.body)
+    assigned = assigned_names(funcdef.body)
 
     class Blocks(c_ast.NodeVisitor):
         def visit_Compound(self, node):
@@ -158,7 +158,7 @@ def _pure(node: c_ast.Node) -> bool:
     return all(_pure(child) for _, child in node.children())
 
 
-def _assigned_names(node: c_ast.Node) -> set[str]:
+def assigned_names(node: c_ast.Node) -> set[str]:
     """Names assigned, incremented or whose address is taken anywhere in `node` (the
     declarations' own initialisations aside)."""
     out = set()

@@ -85,6 +85,11 @@ class TileSizes:
         return "warps" if self.tall else "block"
 
     @property
+    def warp_region(self) -> str:
+        """The outputs of one warp in the "warps" layout (its lanes 4 x 8)."""
+        return f"{4 * self.micro_i}x{8 * self.micro}"
+
+    @property
     def text(self) -> str:
         """The `--sizes` spelling (options.parse_sizes reads it back)."""
         return f"tile={self.tile}" + (f",tall={self.tall}" if self.tall else "") + \
@@ -122,10 +127,10 @@ class TileSizes:
 # -> 0.55 ms, SYRK at 1024 0.106 -> 0.099 ms, SYR2K at 2048 1.11 -> 0.97 ms.
 #
 # Tiles of 256 x 128 (16 x 8 accumulators a thread, warps of 64 x 64 outputs, one
-# block a multiprocessor) where there is one for nearly every multiprocessor: GEMM
-# at 2048 0.395 ms, 1.08x cuBLAS SGEMM (128 x 128, two blocks a multiprocessor: 0.45),
-# at 4096 2.94 ms (3.34), measured in one kernel with its whole tiles in a loop of
-# whole chunks (`tile_whole` in the template).
+# block a multiprocessor) where there is one for nearly every multiprocessor, their
+# full tiles in a kernel of their own (codegen/product.py): GEMM at 2048 0.41 ms, 1.04x
+# cuBLAS SGEMM in the same run (128 x 128, two blocks a multiprocessor: 0.51), at 4096
+# 3.10 ms (3.86).
 CANDIDATES = (TileSizes(128, 16, 8, 1, 256), TileSizes(128, 16, 8, 2),
               TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
 DEFAULT = CANDIDATES[2]          # outputs whose number is known only at run time
@@ -276,10 +281,11 @@ class ProductPlan:
     def describe(self) -> str:
         t = self.sizes.threads
         staged = ", ".join(text for text, _, _ in self.operands)
+        warps = f" (warps of {self.sizes.warp_region} outputs)" \
+            if self.sizes.layout == "warps" else ""
         return (f"{self.sizes.rows}x{self.tile} tiles of outputs per block of {t}x{t} "
                 f"threads, {self.micro_i}x{self.micro} accumulators per thread in registers"
-                f"{' (warps of 64x64 outputs)' if self.sizes.layout == 'warps' else ''}, "
-                f"{self.sizes.chunk}-step chunks of {staged} in shared memory (double-buffered; "
+                f"{warps}, {self.sizes.chunk}-step chunks of {staged} in shared memory (double-buffered; "
                 f"each element read from global memory once per tile, not once per "
                 f"output: {self.tile}-fold reuse or more; sizes {self.sizes.text})")
 
