@@ -108,6 +108,19 @@ template <typename T> inline cudaError_t cudaMemcpyToSymbolAsync(T& symbol, cons
     size_t count, size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice,
     cudaStream_t = 0) { return cudaMemcpyToSymbol(symbol, src, count, offset, kind); }
 
+// dynamic shared memory past 48 KiB needs the kernel's attribute raised first; the
+// runtime keeps the largest raised for any kernel (so a kernel launched past 48 KiB
+// without its own attribute raised is caught only when no kernel raised one)
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+                         cudaFuncAttributePreferredSharedMemoryCarveout = 9 };
+extern size_t pc_raised_shared;
+template <typename T> inline cudaError_t cudaFuncSetAttribute(T*, cudaFuncAttribute a, int v) {
+  if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (v < 0 || v > 227 * 1024) return cudaErrorInvalidValue;
+    if ((size_t)v > pc_raised_shared) pc_raised_shared = (size_t)v;
+  }
+  return cudaSuccess; }
+
 // ---- launches ----
 typedef void (*pc_body_fn)(void*);
 void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared,

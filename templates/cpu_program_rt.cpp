@@ -323,6 +323,8 @@ static void pc_run_block_fibers(unsigned n) {
   pc_current = nullptr;
 }
 
+size_t pc_raised_shared = 0;       // cudaFuncSetAttribute's largest dynamic shared memory
+
 void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared, const char* name,
                  pc_body_fn body, void* closure) {
   pc_install();
@@ -333,7 +335,7 @@ void pc_run_grid(bool synchronising, dim3 grid, dim3 block, size_t shared, const
   unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 ||
       block.z == 0 || threads > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 ||
-      grid.x > 2147483647u || shared > 48 * 1024) {
+      grid.x > 2147483647u || shared > std::max<size_t>(48 * 1024, pc_raised_shared)) {
     char msg[200];
     std::snprintf(msg, sizeof msg, "invalid launch configuration: grid %u,%u,%u block %u,%u,%u "
                   "dynamic shared %zu (CUDA would not run the kernel)", grid.x, grid.y, grid.z,

@@ -16,6 +16,11 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))   // anywhere among the specifiers, as nvcc
 
+// a block's dynamic shared memory (the most sm_90 gives one block): every `extern
+// __shared__ T name[];` of a kernel is rewritten into a pointer to it (runtime/
+// cpu_program.py, dynamic_shared_for_cpu), so that they alias as on the device
+alignas(256) inline unsigned char pc_dynamic_shared[227 * 1024];
+
 struct uint3 { unsigned x, y, z; };
 struct dim3 {
   unsigned x, y, z;

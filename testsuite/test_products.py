@@ -57,6 +57,9 @@ CASES = [
      (("", 128, 16, 8, 1, 256),)),
     ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
      (("", 128, 16, 4, 1, 256),)),
+    # SYR2K's four in chunks of 8: 50,176 bytes, past the static 48 KiB (dynamic)
+    ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
+     (("", 128, 16, 8, 1, 256),)),
 ]
 
 
@@ -100,9 +103,17 @@ def test_the_tile_follows_the_sizes():
     assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
     assert sizes(2048) == ("tile=128,tall=256,threads=16,chunk=8,blocks=1", (128, 256, 1))
     assert sizes(1920) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
-    # SYR2K's four operands in tall tiles need 49,664 bytes of shared memory: square
+    # SYR2K's four operands in tall tiles need 50,176 bytes of shared memory: the
+    # launch's dynamic shared memory; a double GEMM's accumulators would not fit the
+    # registers of tall tiles: square
     syr2k = _transformed("syr2k", ("NI=2048", "NJ=2048"))[1].decisions[0]
-    assert syr2k.generated.tiles.sizes.text == "tile=128,threads=16,chunk=8,blocks=2"
+    assert syr2k.generated.tiles.sizes.text == "tile=128,tall=256,threads=16,chunk=8,blocks=1"
+    assert [st.shared for st in syr2k.generated.stages] == [50176, 50176]
+    assert sizes(2048)[0] and _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048"))[1] \
+        .decisions[0].generated.shared == 0
+    dgemm = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048", "DATA_TYPE=double"))
+    assert dgemm[1].decisions[0].generated.tiles.sizes.text == \
+        "tile=128,threads=16,chunk=8,blocks=2"
     syrk = _transformed("syrk", ("NI=1920", "NJ=1920"))[1].decisions[0]
     assert syrk.generated.tiles.sizes.text == "tile=128,threads=16,chunk=16"  # along k
     assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \
@@ -350,3 +361,105 @@ def test_tall_tiles_compile(tmp_path):
                             "-I", str(POLYBENCH / "common"), str(tmp_path / "out.cu"),
                             "-o", str(tmp_path / "out.o")], capture_output=True, text=True)
         assert r.returncode == 0, (name, r.stderr[-2000:])
+
+
+SYR2K_PROGRAM = """\
+#include <cstdio>
+#define NI 270
+#define NJ 64
+__global__ void syr2k_rows(int ni, int nj, float alpha, float beta, const float *a,
+                           const float *b, float *c)
+{
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < ni && j < ni) {
+    c[i * NI + j] *= beta;
+    for (int k = 0; k < nj; k++)
+      c[i * NI + j] += alpha * a[i * NJ + k] * b[j * NJ + k] + alpha * b[i * NJ + k] * a[j * NJ + k];
+  }
+}
+int main()
+{
+  static float a[NI * NJ], b[NI * NJ], c[NI * NI];
+  for (int n = 0; n < NI * NJ; n++) { a[n] = (n % 13) / 13.0f; b[n] = (n % 7) / 7.0f - 0.5f; }
+  for (int n = 0; n < NI * NI; n++) c[n] = (n % 5) / 5.0f;
+  float *da, *db, *dc;
+  cudaMalloc(&da, sizeof a); cudaMalloc(&db, sizeof b); cudaMalloc(&dc, sizeof c);
+  cudaMemcpy(da, a, sizeof a, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b, sizeof b, cudaMemcpyHostToDevice);
+  cudaMemcpy(dc, c, sizeof c, cudaMemcpyHostToDevice);
+  syr2k_rows<<<dim3((NI + 31) / 32, (NI + 7) / 8), dim3(32, 8)>>>(NI, NJ, 1.5f, 0.5f, da, db, dc);
+  cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost);
+  double sum = 0;
+  for (int n = 0; n < NI * NI; n++) sum += c[n] * (1 + n % 3);
+  printf("%.6f %.6f %.6f %.6f\\n", sum, c[0], c[NI * NI - 1], c[129 * NI + 200]);
+  return 0;
+}
+"""
+
+
+def test_buffers_past_48_kib_are_dynamic_shared_memory(tmp_path):
+    """SYR2K's four operands in tall tiles take 50,176 bytes: the kernels declare them in
+    the launch's dynamic shared memory, the launches raise each kernel's limit first and
+    pass the bytes; the whole program runs on the CPU runtime (which refuses a launch past
+    48 KiB whose limit was not raised) and prints what the original prints; nvcc compiles
+    it."""
+    from conftest import compile_sm90, cpu_runner, runs_alike
+    source = tmp_path / "syr2k_rows.cu"
+    source.write_text(SYR2K_PROGRAM)
+    options = TransformOptions(sizes=(("", 128, 16, 8, 1, 256),))
+    result = transform_program(read_program(str(source), options.preprocessor), options)
+    assert [d.action for d in result.decisions] == ["product"]
+    text = result.text
+    assert text.count("extern __shared__ __align__(16) unsigned char pc_dynamic[];") == 2
+    for kernel in ("syr2k_rows__pc_full", "syr2k_rows__pc_checked"):   # the copy launched
+        raised = text.index(f"(void)cudaFuncSetAttribute({kernel}, "
+                            "cudaFuncAttributeMaxDynamicSharedMemorySize, 50176);")
+        assert raised < text.index(f"{kernel}<<<", raised)
+    assert text.count(", 50176>>>(") == 2
+    runs_alike(SYR2K_PROGRAM, text, tmp_path, tolerance=1e-5)
+    unraised = text.replace("(void)cudaFuncSetAttribute(", "(void)sizeof(")
+    run, _ = cpu_runner().compile_and_run(unraised)
+    assert run is not None and run.failure == "invalid-launch", run and run.stderr
+    if shutil.which("nvcc"):
+        out = tmp_path / "out.cu"
+        out.write_text(text)
+        compile_sm90(shutil.which("nvcc"), out)
+
+
+def test_a_kernel_with_dynamic_shared_memory_runs_on_the_cpu_runtime():
+    """`extern __shared__` arrays (every one of a kernel at the same address, as on the
+    device) in a program's own kernel: a block sum whose partial sums live in dynamic
+    shared memory, aliased as ints and floats."""
+    from conftest import cpu_runner
+    text = """\
+#include <cstdio>
+__global__ void block_sums(const float *in, float *out, int n)
+{
+  extern __shared__ float partial[];
+  extern __shared__ __align__(16) int counted[];
+  int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  partial[t] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (t < s) partial[t] += partial[t + s];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = partial[0] + (counted == (int *)partial ? 1000.0f : 0.0f);
+}
+int main()
+{
+  float h[300], r[3], *d, *o;
+  for (int i = 0; i < 300; i++) h[i] = i;
+  cudaMalloc(&d, sizeof h); cudaMalloc(&o, sizeof r);
+  cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+  block_sums<<<3, 128, 128 * sizeof(float)>>>(d, o, 300);
+  cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost);
+  printf("%.1f %.1f %.1f\\n", r[0], r[1], r[2]);
+  return 0;
+}
+"""
+    run, error = cpu_runner().compile_and_run(text)
+    assert run is not None and run.failure is None, error
+    assert run.stdout.split() == [f"{1000 + sum(range(a, min(a + 128, 300))):.1f}"
+                                  for a in (0, 128, 256)]

@@ -66,11 +66,13 @@ class GeneratedKernel:
     phases: dict[str, str] = field(default_factory=dict)   # statement -> phase kind
     target_blocks: int = 0                # see Stage
     tiles: object = None                  # the StagingPlan or ProductPlan it carries out
+    shared: int = 0                       # dynamic shared memory of a block (see Stage)
 
     @property
     def stages(self) -> list["Stage"]:
         """The launches that replace one launch of the original, in order."""
-        main = Stage(self.name, self.ranges, self.block, self.per_block, self.target_blocks)
+        main = Stage(self.name, self.ranges, self.block, self.per_block, self.target_blocks,
+                     self.shared)
         return self.first_stages + [main] + self.extra_stages
 
 
@@ -117,6 +119,9 @@ class Stage:
     # kernel whose blocks loop over y (grid-stride) then has about T blocks whatever
     # the extents the launch finds (column splits sized on the host)
     target_blocks: int = 0
+    # bytes of dynamic shared memory the launch gives each block (past 48 KiB: the
+    # kernel's attribute raised first, codegen/launch.py)
+    shared: int = 0
 
 
 def capped_y_blocks(y_blocks: int, x_blocks: int, target_blocks: int) -> int:

@@ -35,6 +35,7 @@ from polycoal.frontend.launch_text import (has_side_effects, launch_parts, plain
                                           qualified_names)
 from polycoal.frontend.lexer import apply_edits, line_ending, tokenize
 from polycoal.frontend.program import Kernel, Launch
+from polycoal.optimize.products import SHARED_BYTES as STATIC_SHARED_BYTES
 from polycoal.templates import render_template
 
 GRID_LIMITS = {"x": 2147483647, "y": 65535, "z": 65535}
@@ -142,7 +143,8 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
         suffix = template_args if st.kernel == kernel.name else ""
         named = copy if copy and st.kernel == kernel.name else st.kernel
         launches.append({"name": qualifier + named + suffix, "grid": grid,
-                         "block": list(st.block)})
+                         "block": list(st.block), "shared": st.shared,
+                         "raise": st.shared > STATIC_SHARED_BYTES})
     indent = statement_indent(original, launch)
     main = next(k for k, st in enumerate(stages) if st.kernel == kernel.name)
     checks, fallback = [], None

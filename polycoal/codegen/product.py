@@ -19,8 +19,9 @@ from polycoal.model.accumulation import accumulation
 from polycoal.model.kernel_model import KernelModel
 from polycoal.frontend.normalise import assigned_names
 from polycoal.model.accumulation import text
-from polycoal.optimize.products import (ProductPlan, additive_terms, full_set,
-                                        output_set, placements, row_set, tile_set)
+from polycoal.optimize.products import (SHARED_BYTES, ProductPlan, additive_terms,
+                                        element_bytes, full_set, output_set, placements,
+                                        row_set, tile_set)
 from polycoal.templates import render_template
 
 
@@ -249,6 +250,13 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # 4096 2.88 -> 3.39 ms); other sizes: one kernel, every tile clamped
     split = plan.sizes.layout == "warps" and not kernel.is_template
     full_kernel = kernel.name + "__pc_full"
+    # the operands' buffers past the static 48 KiB: in dynamic shared memory, one
+    # allocation carved in order (each buffer a multiple of 16 bytes)
+    offset = 0
+    for o in operands:
+        o["offset"] = offset
+        offset += 2 * bk * (o["extent"] + o["pad"]) * element_bytes(o["type"])
+    dynamic = offset if offset > SHARED_BYTES else 0
     values = dict(
         i_dim=describe_dim(model, plan.i), j_dim=describe_dim(model, plan.j),
         k_dim=describe_dim(model, plan.k), rows=plan.sizes.rows, tile=plan.tile, block=threads,
@@ -264,7 +272,8 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         row_statements=[{k: passed_geometry(v, hidden) for k, v in r.items()}
                         for r in row_statements],
         after=[passed_geometry(t, hidden) for t in after],
-        i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi)
+        i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi,
+        dynamic=dynamic)
     body = render_template("product_tiles.cu.j2", signature=signature,
                            mode="edges" if split else "single", **values)
     first = []
@@ -272,9 +281,10 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         body = render_template("product_tiles.cu.j2", mode="full",
                                signature=renamed_kernel(signature, kernel.name, full_kernel),
                                **values) + "\n\n" + body
-        first = [Stage(full_kernel, [rj, ri], block, (plan.tile, plan.sizes.rows, 1))]
+        first = [Stage(full_kernel, [rj, ri], block, (plan.tile, plan.sizes.rows, 1),
+                       shared=dynamic)]
     return GeneratedKernel(kernel.name, body, [rj, ri], block, hidden,
                            {"x": "pc_j", "y": "pc_i"}, "pc_i",
                            axis_dims={"x": plan.j, "y": plan.i},
                            per_block=(plan.tile, plan.sizes.rows, 1), tiles=plan,
-                           first_stages=first)
+                           first_stages=first, shared=dynamic)

@@ -46,6 +46,11 @@ from polycoal.optimize.reduction import Obstacle
 MIN_OUTPUTS = 64    # a dim of fewer values does not fill one tile
 MULTIPROCESSORS = 132   # H100 and H200 (sm_90): a launch of fewer tiles leaves some idle
 SHARED_BYTES = 48 * 1024    # static shared memory of one block
+# shared memory a block of sm_90 may ask for at launch (dynamic, past the 48 KiB after
+# cudaFuncSetAttribute's cudaFuncAttributeMaxDynamicSharedMemorySize): tiles of one block
+# a multiprocessor take their buffers so where they need more than the static 48 KiB
+# (SYR2K's four operands in 256 x 128 tiles: 50 KiB; a double GEMM's two: 50 KiB)
+OPTIN_SHARED_BYTES = 227 * 1024
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,12 @@ def shared_bytes(sizes: TileSizes, staged: tuple[tuple[str, bool], ...],
         for side, padded in staged)
 
 
+def shared_limit(sizes: TileSizes) -> int:
+    """The shared memory a block of these sizes may use: past the static 48 KiB (in
+    dynamic shared memory) only for one block a multiprocessor."""
+    return OPTIN_SHARED_BYTES if sizes.blocks == 1 else SHARED_BYTES
+
+
 def tile_count(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> int:
     """Tiles holding an output (spans along i and j): all of the box's, or about half
     for a triangle (those on the diagonal and above it)."""
@@ -178,7 +189,9 @@ def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
     elements, and tiles of 128 take chunks of 16 where they fit (64 bytes a row: SYRK at
     2048 0.54 -> 0.50 ms, uncapped: 0.54 with 2 blocks); SYR2K's 4 operands do not, and
     keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped). Tall tiles are taken
-    only at their own chunk, where it fits, and where `tall` allows them (a template
+    only at their own chunk, where it fits (past 48 KiB in dynamic shared memory:
+    shared_limit), for elements of 4 bytes (a thread's 128 accumulators of 8-byte values
+    would take every register), and where `tall` allows them (a template
     kernel: the full tiles' kernel of its own is not made, and tall tiles are not
     measured without it)."""
     padded = sum(1 for _, p in staged if p)
@@ -190,17 +203,18 @@ def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
         else:
             choice = next((s for s in CANDIDATES if (tall or not s.tall) and
                            tile_count(spans, s, rectangle) >= needed_tiles(s) and
-                           (not s.tall or shared_bytes(s, staged, element) <= SHARED_BYTES)),
+                           (not s.tall or (element <= 4 and shared_bytes(s, staged, element)
+                                           <= shared_limit(s)))),
                           CANDIDATES[-1])
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
         elif padded == len(staged) and choice.tile == 128 and not choice.tall and \
                 shared_bytes(replace(choice, chunk=16), staged, element) <= SHARED_BYTES:
             choice = replace(choice, chunk=16, blocks=0)
-    while shared_bytes(choice, staged, element) > SHARED_BYTES and \
+    while shared_bytes(choice, staged, element) > shared_limit(choice) and \
             not forced and choice.chunk > 4:
         choice = replace(choice, chunk=choice.chunk // 2)
-    if shared_bytes(choice, staged, element) > SHARED_BYTES:
+    if shared_bytes(choice, staged, element) > shared_limit(choice):
         return (f"{len(staged)} operands in tiles of {choice.rows} x {choice.tile} x "
                 f"{choice.chunk} need {shared_bytes(choice, staged, element)} bytes of "
                 "shared memory")

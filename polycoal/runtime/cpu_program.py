@@ -286,9 +286,28 @@ def synchronising_kernels(text: str, toks: list[Tok] | None = None) -> set[str]:
     return sync
 
 
+_PARENTHESISED = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"      # three levels deep
+_EXTERN_SHARED = re.compile(rf"\bextern\s+__shared__\s+((?:[^;\[\]{{}}()]|{_PARENTHESISED})*?)"
+                            r"\b(\w+)\s*\[[^\[\];]*\]\s*;")
+_ALIGNMENT = re.compile(r"__align__\s*\([^()]*\)|__attribute__\s*\(\([^()]*(?:\([^()]*\))?\)\)")
+
+
+def dynamic_shared_for_cpu(text: str) -> str:
+    """Each `extern __shared__ T name[];` (a block's dynamic shared memory) as a pointer
+    `T *const name` to the CPU runtimes' one buffer (cuda_types.h's pc_dynamic_shared,
+    aligned): every such array of a kernel starts at the same address, as on the
+    device. (With `#define __shared__ static`, `extern static` would not compile.)"""
+    def pointer(m: re.Match) -> str:
+        element = " ".join(_ALIGNMENT.sub(" ", m.group(1)).split())
+        return f"{element} *const {m.group(2)} = ({element} *)pc_dynamic_shared;"
+    return _EXTERN_SHARED.sub(pointer, text)
+
+
 def rewrite_for_cpu(text: str) -> str:
     """The program with each launch rewritten into a call of the emulated launcher,
-    launches written in the bodies of `#define`s included."""
+    launches written in the bodies of `#define`s included, and dynamic shared memory
+    made the runtime's buffer (dynamic_shared_for_cpu)."""
+    text = dynamic_shared_for_cpu(text)
     toks = tokens(text)
     sites = find_launches(text, toks)
     sync = synchronising_kernels(text, toks)

@@ -19,6 +19,7 @@ from importlib import resources
 from polycoal.analysis.counting import count_statement
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.kernel_model import KernelModel
+from polycoal.runtime.cpu_program import dynamic_shared_for_cpu
 from polycoal.templates import render_template
 from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
 from polycoal.validate.experiment import NotRunnable, prepare, run_changed
@@ -71,15 +72,16 @@ def harness_arguments(kernel: Kernel, values: dict[str, int]) -> tuple[list[str]
 
 def build_harness(directory: str, source: str, headers: tuple[str, ...] = ("cpu_runtime.h",)
                   ) -> tuple[str | None, str]:
-    """Compile the harness `source` with the runtime headers in `directory`:
-    (executable, "") or (None, the compiler's first error line)."""
+    """Compile the harness `source` (its dynamic shared memory the runtime's buffer:
+    dynamic_shared_for_cpu) with the runtime headers in `directory`: (executable, "")
+    or (None, the compiler's first error line)."""
     for header in ("cuda_types.h",) + headers:      # the types both CPU runtimes include
         text = (resources.files("polycoal.templates") / header).read_text()
         with open(os.path.join(directory, header), "w") as f:
             f.write(text)
     src = os.path.join(directory, "harness.cpp")
     with open(src, "w") as f:
-        f.write(source)
+        f.write(dynamic_shared_for_cpu(source))
     exe = os.path.join(directory, "harness")
     cxx = os.environ.get("CXX", "g++")
     build = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w",

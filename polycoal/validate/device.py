@@ -6,8 +6,8 @@ the access footprint and filled with fresh random values on every run (never zer
 they hide unwritten outputs), so any element one version fails to write keeps its
 random value and shows up as a difference. Both kernels run on identical copies with
 their own geometries; every array is compared (relative L2 error, NaN never passes).
-Timing: CUDA events around each launch after a warm-up, the median of the repeats;
-when the inputs fit in the L2 cache several input sets are rotated, so that the
+Timing: CUDA events around each launch after a warm-up, the median of the repeats (as
+many as fit in TIMING_MS, at least one: a naive product at 4096 takes seconds); when the inputs fit in the L2 cache several input sets are rotated, so that the
 figures measure memory, not the cache.
 """
 
@@ -58,6 +58,9 @@ class DeviceVerdict:
     def slower(self) -> bool:
         """The transformed kernel ran slower than the original, beyond timing noise."""
         return self.speedup is not None and self.speedup < SLOWER_BELOW
+
+
+TIMING_MS = 5000.0        # the most the timed repeats of one kernel take together
 
 
 def load_pycuda():
@@ -191,8 +194,14 @@ class DeviceInputs:
         pool = [self.upload(self.fresh()) for _ in range(self.sets)]
         if before:
             before(pool[0])
+        start, end = driver.Event(), driver.Event()
+        start.record()
         self.launch(fn, pool[0], grid, block, extra)          # warm-up
-        driver.Context.synchronize()
+        end.record()
+        end.synchronize()
+        # a launch of seconds (a naive product at 4096) is timed fewer times: the
+        # repeats together take about TIMING_MS, at least one
+        repeats = max(1, min(repeats, int(TIMING_MS / max(start.time_till(end), 1e-3))))
         times = []
         for k in range(repeats):
             bufs = pool[k % self.sets]
@@ -209,6 +218,14 @@ class DeviceInputs:
         return statistics.median(times)
 
 
+def dynamic_shared(driver, fn, shared: int):
+    """`fn` allowed `shared` bytes of dynamic shared memory (past the 48 KiB any launch
+    may ask for, as the rewritten launch's cudaFuncSetAttribute does)."""
+    if shared > 48 * 1024:
+        fn.set_attribute(driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+    return fn
+
+
 def validate_kernel_device(program: Program, new_program: Program, d: KernelDecision,
                            arguments: dict[str, int], repeats: int = 10,
                            tolerance: float = 1e-5, time_original: bool = True) -> DeviceVerdict:
@@ -222,11 +239,12 @@ def validate_kernel_device(program: Program, new_program: Program, d: KernelDeci
         inputs = DeviceInputs(driver, e.kernel, e.values, e.arrays)
         module = compile_on_device(driver, SourceModule, source, ["-O3"])
         original = module.get_function(e.original_name)
-        stages = [(module.get_function(st.kernel), st.grid, st.block) for st in e.stages]
+        stages = [(dynamic_shared(driver, module.get_function(st.kernel), st.shared),
+                   st.grid, st.block, st.shared) for st in e.stages]
 
         def transformed(*args, grid=None, block=None):
-            for fn, g, b in stages:
-                fn(*args, grid=g, block=b)
+            for fn, g, b, shared in stages:
+                fn(*args, grid=g, block=b, shared=shared)
 
         host = inputs.fresh()
         bufs_o, bufs_n = inputs.upload(host), inputs.upload(host)

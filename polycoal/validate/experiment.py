@@ -110,6 +110,7 @@ class StageRun:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     synchronising: bool
+    shared: int = 0                       # dynamic shared memory (codegen/kernel.Stage)
 
 
 def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
@@ -136,7 +137,7 @@ def new_launches(d: KernelDecision, grid, block, values: dict[str, int],
             new_grid[1] = capped_y_blocks(new_grid[1], new_grid[0], st.target_blocks)
         new_grid += [1] * (3 - len(new_grid))
         runs.append(StageRun(renamed.get(st.kernel, st.kernel), tuple(new_grid),
-                             tuple(st.block), d.action in SYNCHRONISING))
+                             tuple(st.block), d.action in SYNCHRONISING, st.shared))
     return runs
 
 
