@@ -266,14 +266,20 @@ def test_split_axis_count_estimate_within_launch(write_cu):
     assert count.value <= 1024
 
 
-def test_count_of_data_dependent_statement_not_exact(analysis):
+def test_count_of_data_dependent_statement_not_exact(analysis, write_cu):
+    """A statement under a condition on data the model drops (two assignments under
+    it) is counted as an upper bound; correlation's clamp `if (std[j] <= EPS) std[j] =
+    1.0f;` is one statement, counted once a column (its write as its if-conversion's)."""
     pa = analysis(_corpus("correlation"), ("M=64", "N=32"))
     ka = next(ka for ka in pa.kernels if ka.kernel.name == "std_kernel")
     (clamp,) = [r for r in ka.global_references
-                if r.access.kind == "write" and r.statement.text == "std[j] = 1.0f"]
-    assert clamp.statement.exact is False
-    assert clamp.count.exact is False
-    assert ka.totals()[2] is False
+                if r.access.kind == "write" and r.statement.text.startswith("if")]
+    assert clamp.statement.exact and clamp.count.exact and clamp.count.value == 64
+    p, _ = _single_statement_model(
+        write_cu, "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i < n && A[i] > 0.0f) { A[i] = 1.0f; A[i] += 2.0f; }\n")
+    (ka,) = analyze_program(p).kernels
+    assert ka.global_references and ka.totals()[2] is False
 
 
 def test_count_after_break_not_claimed_exact(write_cu):

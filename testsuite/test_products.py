@@ -111,6 +111,14 @@ def test_the_tile_follows_the_sizes():
     assert [st.shared for st in syr2k.generated.stages] == [50176, 50176]
     assert sizes(2048)[0] and _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048"))[1] \
         .decisions[0].generated.shared == 0
+    # tiles by their waves: covariance's triangle at 4096 takes 2 + 1 waves of tall tiles
+    # (full tiles, then the diagonal's), 2 of square ones; at 8192 9 and 8 (x 1.26)
+    for n, chosen in ((4096, "tile=128,threads=16,chunk=8,blocks=2"),
+                      (8192, "tile=128,tall=256,threads=16,chunk=8,blocks=1")):
+        covariance = _transformed("covariance", (f"M={n}", f"N={n}"))[1]
+        d = next(x for x in covariance.decisions if x.kernel == "covar_kernel")
+        assert d.generated.tiles.sizes.text == chosen, n
+    assert sizes(2000)[0] == "tile=128,threads=16,chunk=8,blocks=2"     # 105 + 23 tall
     dgemm = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048", "DATA_TYPE=double"))
     assert dgemm[1].decisions[0].generated.tiles.sizes.text == \
         "tile=128,threads=16,chunk=8,blocks=2"
@@ -350,10 +358,10 @@ def test_factors_the_same_for_every_term_are_staged():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_tall_tiles_compile(tmp_path):
-    """GEMM and SYRK at 2048 (tall tiles chosen, two kernels) and covariance at 4096."""
+    """GEMM and SYRK at 2048 (tall tiles chosen, two kernels) and covariance at 8192."""
     for name, defines in (("gemm", ("NI=2048", "NJ=2048", "NK=2048")),
                           ("syrk", ("NI=2048", "NJ=2048")),
-                          ("covariance", ("M=4096", "N=4096"))):
+                          ("covariance", ("M=8192", "N=8192"))):
         _, result, _ = _transformed(name, defines)
         assert "__pc_full<<<" in result.text, name
         (tmp_path / "out.cu").write_text(result.text)

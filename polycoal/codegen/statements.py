@@ -64,6 +64,17 @@ class _Renderer(c_generator.CGenerator):
                 return "(" + poly_to_c(p, self.names) + ")"
         return super().visit(node)
 
+    def visit_If(self, n: c_ast.If) -> str:
+        """A guarded assignment (model/extract.guarded_assignments) on one line:
+        `if (c) { X = e; } else { X = f; }`."""
+        def branch(stmt) -> str:
+            if isinstance(stmt, c_ast.Compound) and stmt.block_items and \
+                    len(stmt.block_items) == 1:
+                stmt = stmt.block_items[0]
+            return "{ " + self.visit(stmt).rstrip().rstrip(";") + "; }"
+        out = f"if ({self.visit(n.cond)}) {branch(n.iftrue)}"
+        return out + (f" else {branch(n.iffalse)}" if n.iffalse is not None else "")
+
 
 def render_statement(model: KernelModel, kernel: Kernel, s: Statement,
                      names: dict[str, str]) -> tuple[str, set[str]]:

@@ -47,6 +47,35 @@ def _text(node: c_ast.Node) -> str:
     return c_generator.CGenerator().visit(node)
 
 
+def guarded_assignments(node: c_ast.If) -> list[c_ast.Assignment]:
+    """The assignments of `if (c) X = e;` or `if (c) X = e; else X = f;` (each branch one
+    plain assignment to the same array element, braced or not; no side effect in c, e
+    or f besides it), or [] for any other if."""
+    def one(stmt):
+        if isinstance(stmt, c_ast.Compound) and stmt.block_items and \
+                len(stmt.block_items) == 1:
+            stmt = stmt.block_items[0]
+        return stmt if isinstance(stmt, c_ast.Assignment) and stmt.op == "=" and \
+            isinstance(stmt.lvalue, (c_ast.ArrayRef, c_ast.StructRef)) else None
+
+    def pure(expr) -> bool:
+        return not any(isinstance(n, c_ast.Assignment) or
+                       (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"))
+                       for n in _walk(expr))
+    branches = [one(node.iftrue)] + ([one(node.iffalse)] if node.iffalse is not None else [])
+    if None in branches or not pure(node.cond) or \
+            not all(pure(a.rvalue) and pure(a.lvalue) for a in branches) or \
+            len({_text(a.lvalue) for a in branches}) != 1:
+        return []
+    return branches
+
+
+def _walk(node: c_ast.Node):
+    yield node
+    for _, child in node.children():
+        yield from _walk(child)
+
+
 @dataclass
 class _Context:
     loops: tuple[Loop, ...] = ()
@@ -280,6 +309,9 @@ class _Extractor:
             cond = self.scope.condition(node.cond)
             negated = self.scope.condition(node.cond, negate=True)
         except NonAffine as e:
+            branches = guarded_assignments(node)
+            if branches and self.guarded_statement(node, branches, ctx):
+                return self._next(ctx)
             self.outside_model("data-dependent condition", node.cond,
                                f"condition '{_text(node.cond)}': {e.reason}", _GEOMETRY_ONLY)
             self.collect_condition_reads(node.cond, ctx)
@@ -292,6 +324,35 @@ class _Extractor:
         if node.iffalse is not None:
             self.item(node.iffalse, replace(ctx, guards=ctx.guards + (negated,)))
         return self._next(ctx)
+
+    def guarded_statement(self, node: c_ast.If, branches: list[c_ast.Assignment],
+                          ctx: _Context) -> bool:
+        """`if (c) X = e;` (`else X = f;`) under a condition the model cannot express (it
+        reads memory), as one statement modelled as its if-conversion `X = c ? e : X`:
+        it reads what the condition and the values read, and X's old value, and writes
+        X every time. Its dataflow is then exact (a later read of X depends on it, and
+        it on X's earlier writes); a race or dependence it may not have is only
+        conservative; the code keeps the `if` (codegen/statements.py). Only where every
+        element it touches is one an earlier statement of the same loops touches
+        whenever it runs (same loops, no guard it lacks, no data-dependent one): a pass
+        may then read those elements unconditionally (load them ahead, stage them), as
+        the thread reads them anyway; an element read only when the condition holds
+        (`if (k < *count) y[i] = x[k];`) may not be valid. False (nothing added) where
+        that does not hold."""
+        refs: list[Access] = []
+        self.references(node.cond, "read", refs, ctx)
+        for a in branches:
+            self.references(a.rvalue, "read", refs, ctx)
+        self.references(branches[0].lvalue, "read", refs, ctx)
+        guards = set(ctx.guards) | set(self.returned)
+        touched = {a.text for st in self.statements
+                   if st.exact and st.loops == ctx.loops and set(st.constraints) <= guards
+                   and not isinstance(st.node, c_ast.If) for a in st.accesses}
+        if not ctx.exact or not all(a.text in touched for a in refs):
+            return False
+        self.references(branches[0].lvalue, "write", refs, ctx)
+        self.add_statement(node, ctx, refs, text=_text(node).strip())
+        return True
 
     def collect_condition_reads(self, cond: c_ast.Node, ctx: _Context) -> None:
         refs = []

@@ -177,6 +177,44 @@ def tile_count(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> int
     return rows * cols if rectangle else (rows * cols + min(rows, cols) + 1) // 2
 
 
+# A launch runs its tiles `slots` at a time (blocks a multiprocessor times the
+# multiprocessors): ceil(tiles / slots) waves. Tall tiles run their full tiles and the
+# others in two launches, one after the other: the waves of each. A wave of tall tiles
+# (132 tiles of 256 x 128) and one of square tiles of 128 two a multiprocessor (264 of
+# 128 x 128: as many outputs) took 0.765 and 0.965 ms at k = 4096 (GEMM at 4096 on the
+# H200, 4 waves each: 3.06 and 3.86 ms; BENCHMARKS.md, issue 34): the time of a wave,
+# relative. Covariance's triangle at 4096: 240 full tall tiles and 32 on the diagonal
+# take 2 + 1 waves (3.0), 528 square tiles 2 (2.52): square.
+WAVE_TIME = {"warps": 1.0, "block": 1.26}
+
+
+def tile_counts(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> tuple[int, int]:
+    """(tiles whose every element is an output, tiles holding some outputs but not
+    only) of the box of `spans`, or of its triangle j >= i (j <= i counts about the
+    same)."""
+    rows, cols = -(-spans[0] // sizes.rows), -(-spans[1] // sizes.tile)
+    whole_cols = spans[1] // sizes.tile          # tiles not past the box's last column
+    if rectangle:
+        full = (spans[0] // sizes.rows) * whole_cols
+        return full, rows * cols - full
+    full = some = 0
+    for bi in range(rows):
+        first, last = bi * sizes.rows, bi * sizes.rows + sizes.rows - 1
+        some += max(0, cols - first // sizes.tile)     # a column j >= first in the tile
+        if last < spans[0]:                            # whole rows: j >= last throughout
+            full += max(0, whole_cols - -(-last // sizes.tile))
+    return full, some - full
+
+
+def predicted_waves(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> float:
+    """The launch's time in waves of tall tiles (WAVE_TIME)."""
+    full, partial = tile_counts(spans, sizes, rectangle)
+    slots = MULTIPROCESSORS * (sizes.blocks or 2)
+    waves = -(-full // slots) + -(-partial // slots) if sizes.layout == "warps" else \
+        -(-(full + partial) // slots)
+    return waves * WAVE_TIME[sizes.layout]
+
+
 def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
                  element: int, rectangle: bool = True,
                  forced: TileSizes | None = None, tall: bool = True) -> TileSizes | str:
@@ -191,7 +229,8 @@ def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
     keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped). Tall tiles are taken
     only at their own chunk, where it fits (past 48 KiB in dynamic shared memory:
     shared_limit), for elements of 4 bytes (a thread's 128 accumulators of 8-byte values
-    would take every register), and where `tall` allows them (a template
+    would take every register), where they take less time than square tiles of 128
+    (predicted_waves), and where `tall` allows them (a template
     kernel: the full tiles' kernel of its own is not made, and tall tiles are not
     measured without it)."""
     padded = sum(1 for _, p in staged if p)
@@ -206,6 +245,10 @@ def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
                            (not s.tall or (element <= 4 and shared_bytes(s, staged, element)
                                            <= shared_limit(s)))),
                           CANDIDATES[-1])
+        square = CANDIDATES[1]
+        if choice.tall and predicted_waves(spans, square, rectangle) < \
+                predicted_waves(spans, choice, rectangle):
+            choice = square              # fewer waves (WAVE_TIME)
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
         elif padded == len(staged) and choice.tile == 128 and not choice.tall and \
