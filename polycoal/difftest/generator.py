@@ -1618,10 +1618,11 @@ def fam_nearmiss(b: Builder) -> None:
     """Shapes just outside the model, which polycoal must leave alone or permute
     correctly: CSR rows, data-dependent conditions, while loops, break, nested reduction
     loops, two reduction loops, shared-memory tiles with __syncthreads, user-written warp
-    shuffles, atomicAdd, indirect rows."""
+    shuffles, atomicAdd, indirect rows; and just inside it: assignments under conditions
+    on data after a row sum."""
     rng = b.rng
     form = rng.choice(("csr", "datacond", "while", "break", "nested", "two-loops", "tiled",
-                       "shuffle", "atomic", "indirect"))
+                       "shuffle", "atomic", "indirect", "guarded"))
     b.variant = f"nearmiss:{form}"
     ctype = "float" if form in ("tiled", "shuffle", "atomic") else choose_type(rng, (4, 1, 1))
     N = b.size("N", rng.choice((31, 33, 64, 100)))
@@ -1698,6 +1699,16 @@ def fam_nearmiss(b: Builder) -> None:
         body = [f"for (int j = 0; j < {m}; j++)", f"  {yn}[i] += {an}[i * {m} + j];",
                 f"for (int j = 0; j < {m}; j++)",
                 f"  {zn}[i] += {an}[i * {m} + j] * {yn}[i];"]
+    elif form == "guarded":
+        # a row sum, then assignments under conditions on the sum (one statement each:
+        # model/extract.guarded_statement: y[i] is written before the loop), with or
+        # without an else
+        body = [f"{yn}[i] = {zero};", f"for (int j = 0; j < {m}; j++)",
+                f"  {yn}[i] += {an}[i * {m} + j];",
+                f"if ({yn}[i] < {zero}) {yn}[i] = -{yn}[i];" if rng.random() < 0.5 else
+                f"if ({yn}[i] < {zero}) {{ {yn}[i] = -{yn}[i]; }} else "
+                f"{{ {yn}[i] = {yn}[i] * {literal(ctype, 2.0)}; }}",
+                f"if ({yn}[i] > {literal(ctype, 4.0)}) {yn}[i] = {literal(ctype, 4.0)};"]
     elif form == "atomic":
         body = [f"for (int j = 0; j < {m}; j++)",
                 f"  atomicAdd(&{yn}[j], {an}[i * {m} + j]);"]
