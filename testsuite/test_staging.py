@@ -92,6 +92,50 @@ def test_a_triangle_is_not_staged(write_cu):
     assert not isinstance(plan, StagingPlan) and "rectangle" in plan.text
 
 
+def test_a_loop_of_one_trip_for_some_parameters_is_not_staged(write_cu, tmp_path):
+    """`for (l = lo; l < 1; l++)` around the statement: one trip (l = 0) where lo = 0,
+    none where lo > 0 (the model's context, from C[l] within its one element): the
+    tiles would run it at l = 0 whatever lo (the random tester's bounds-9311, lo = 3).
+    Not staged; the program runs as the original does."""
+    source = write_cu("""\
+#include <cstdio>
+#include <cstdlib>
+#define NI 32
+#define NJ 64
+__global__ void scale(int lo, float *res, const float *C, const float *B)
+{
+  int i = blockDim.x * blockIdx.x + threadIdx.x;
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < NI && j < NJ)
+    for (int l = lo; l < 1; l++)
+      res[i * NJ + j] = 0.5f * C[l] - B[j * NI + i] + res[i * NJ + j];
+}
+int main(int argc, char **argv)
+{
+  static float h[NI * NJ];
+  for (int k = 0; k < NI * NJ; k++) h[k] = (float)(k % 7) - 2.0f;
+  float *res, *C, *B;
+  cudaMalloc(&res, sizeof h); cudaMalloc(&C, sizeof h); cudaMalloc(&B, sizeof h);
+  cudaMemcpy(res, h, sizeof h, cudaMemcpyHostToDevice);
+  cudaMemcpy(C, h, sizeof h, cudaMemcpyHostToDevice);
+  cudaMemcpy(B, h, sizeof h, cudaMemcpyHostToDevice);
+  scale<<<dim3(NI, (NJ + 31) / 32), dim3(1, 32)>>>(atoi(argc > 1 ? argv[1] : "3"), res, C, B);
+  cudaMemcpy(h, res, sizeof h, cudaMemcpyDeviceToHost);
+  double s = 0;
+  for (int k = 0; k < NI * NJ; k++) s += h[k] * (k % 5 + 1);
+  printf("%.3f\\n", s);
+  return 0;
+}
+""")
+    analysis = first_kernel_analysis(source)
+    plan = staging_plan(analysis.model, analysis)
+    assert not isinstance(plan, StagingPlan) and "some values of a parameter" in plan.text
+    program = read_program(str(source))
+    result = transform_program(program, TransformOptions(model=False))
+    for argv in ((), ("0",)):
+        runs_alike(program.text, result.text, tmp_path, argv=argv)
+
+
 def test_the_validator_rejects_tiles_that_are_not_the_plan():
     """The staged kernel is emitted only when the plan, made again from the original's
     model, is the one it carries out."""

@@ -3,6 +3,7 @@ loaded once into registers (optimize/window.py, codegen/window.py; issue 34)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -14,7 +15,7 @@ from polycoal.transform import TransformOptions, transform_program
 
 ROWS = FIXTURES / "stencil_rows.cu"
 POLYBENCH = FIXTURES.parent.parent / "polybench_inputs"
-LARGE = TransformOptions(price_at=(("n", 8192), ("m", 8192)))
+LARGE = TransformOptions(price_at=(("n", 8192), ("m", 8192), ("k", 0)))
 
 
 def _decisions(path=ROWS, options=LARGE):
@@ -43,13 +44,16 @@ def test_the_window_of_a_convolution():
 def test_row_invariant_reads_and_two_statements():
     _, _, d = _decisions()
     rank = d["rank_one"].generated.tiles
-    # u[i] one load a row, v[j] one load for the four rows; a[...] is written: not hoisted
+    # u[i] one load a row, v[j] one load for the four rows; a[...], updated in place,
+    # one load a row (test_an_update_in_place_loads_its_elements_ahead)
     assert sorted((l.array, len(l.uses)) for l in rank.loads) == \
-        [("u", 1)] * 4 + [("v", 4)]
+        [("a", 1)] * 4 + [("u", 1)] * 4 + [("v", 4)]
     step = d["field_step"]
     assert step.action == "windowed", step.reason
-    # fict[t] once for the four rows' first statement, hz's rows i - 1 .. i + 3
-    assert sorted(l.array for l in step.generated.tiles.loads) == ["fict"] + ["hz"] * 5
+    # fict[t] once for the four rows' first statement, hz's rows i - 1 .. i + 3, ey's
+    # own element a row (the second statement's, in place)
+    assert sorted(l.array for l in step.generated.tiles.loads) == \
+        ["ey"] * 4 + ["fict"] + ["hz"] * 5
 
 
 def test_reads_under_a_condition_stay_where_they_are():
@@ -88,8 +92,23 @@ def test_windowed_kernels_run_like_the_originals(tmp_path, argv):
     """Row counts that are not multiples of 4 (the last group's rows guarded), fewer rows
     than a group, one row, the largest."""
     program, result, d = _decisions()
-    assert sum(x.action == "windowed" for x in d.values()) == 5
+    assert sum(x.action == "windowed" for x in d.values()) == 6
     runs_alike(program.text, result.text, tmp_path, argv=argv)
+
+
+def test_an_update_in_place_loads_its_elements_ahead():
+    """LU's step and the rank-one update write the array they read: each instance's own
+    element (no other instance writes it: they would race) is loaded ahead with the
+    others, and stored where the instance stores it: `a[i][j] -= ...` is printed `a[..] =
+    reg - (...)`, `+=` as `a[..] = reg + (...)`."""
+    _, result, d = _decisions()
+    lu = d["lu_step"]
+    assert lu.action == "windowed", lu.reason
+    assert "9 loads into registers for 12 reads of a" in lu.reason
+    text = lu.generated.text
+    assert "a[(pc_y0 * m + pc_x)] = pc_w0 - (pc_w1 * pc_w2);" in text, text
+    rank = d["rank_one"].generated.text
+    assert re.search(r"a\[[^]]+\] = pc_w\d+ \+ \(", rank), rank
 
 
 def test_windowed_kernels_compile(tmp_path, nvcc):
@@ -134,7 +153,8 @@ def test_polybench_convolution_is_windowed_and_runs_alike():
     ("B[i * N + j] = B[(i - 1) * N + j] + 1.0f;", "depend"),        # in place: races
     ("for (int k = 0; k < 4; k++) B[i * N + j] += A[(i + k) * N + j];", "loops"),
     ("B[i * N + j] = A[i * N + j];", "share too few"),              # no reuse
-    ("B[i * N + j] = B[i * N + j] * 2.0f;", "reads no array"),
+    # in place: its own element could be loaded ahead, but the rows share nothing
+    ("B[i * N + j] = B[i * N + j] * 2.0f;", "share too few"),
 ])
 def test_what_is_not_windowed(write_cu, body, why):
     source = ("#define N 256\n__global__ void k(float *B, const float *A)\n{\n"

@@ -48,6 +48,10 @@ class _Renderer(c_generator.CGenerator):
         self.used: set[str] = set()
         # text of a reference (or of a product holding one) -> its new text
         self.replace: dict[str, str] = {}
+        # with `keep_targets`, the element an assignment stores to stays in memory (its
+        # value read into a register is replaced where it is read: `a[i] -= x` is
+        # printed `a[i] = reg - (x)`)
+        self.keep_targets = False
 
     def visit(self, node):
         if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID, c_ast.BinaryOp)) and \
@@ -63,6 +67,17 @@ class _Renderer(c_generator.CGenerator):
                 self.used |= p.variables
                 return "(" + poly_to_c(p, self.names) + ")"
         return super().visit(node)
+
+    def visit_Assignment(self, n: c_ast.Assignment) -> str:
+        target = text(n.lvalue)
+        if not (self.keep_targets and target in self.replace):
+            return super().visit_Assignment(n)
+        saved, self.replace = self.replace, {}
+        lvalue = self.visit(n.lvalue)
+        self.replace = saved
+        if n.op == "=":
+            return f"{lvalue} = {self.visit(n.rvalue)}"
+        return f"{lvalue} = {self.replace[target]} {n.op[:-1]} ({self.visit(n.rvalue)})"
 
     def visit_If(self, n: c_ast.If) -> str:
         """A guarded assignment (model/extract.guarded_assignments) on one line:

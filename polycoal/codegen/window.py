@@ -1,7 +1,6 @@
 """Generate the register-window form of a stencil (optimize/window.py,
 templates/window_rows.cu.j2): each thread `rows` consecutive rows at its column, the
-elements its instances read of the arrays the kernel never writes loaded once each into
-registers."""
+elements its instances read loaded once each into registers (stores stay stores)."""
 
 from __future__ import annotations
 
@@ -89,6 +88,7 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
                 continue
             r = renderer(model, kernel, s, {plan.x: "pc_x", plan.y: row_name(row)})
             r.replace = {t: f"pc_w{k}" for t, k in plan.registers(s.name, row).items()}
+            r.keep_targets = True
             statement = r.visit(s.node)
             if not statement.rstrip().endswith((";", "}")):
                 statement += ";"

@@ -22,7 +22,11 @@ along the same dim.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
+
+import islpy as isl
 
 from polycoal.analysis.work import Geometry
 from polycoal.model import isl_helpers
@@ -93,7 +97,18 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
         lowers, uppers = isl_helpers.dim_bounds(model, name)
         if len(lowers) != 1 or not uppers:
             return Obstacle("staging-shape", f"the range of {name} is not one interval")
-    for name in names:        # the others take one value each, written as their bound
+    # the others take one value each, written as their bound: only where that value
+    # exists whenever the rectangle's instances do (`for (l = lo; l < 1; l++)` runs no
+    # trip for lo > 0; found by the random tester, bounds-9311)
+    condition = dom.params().gist(isl_helpers.context(model))
+    bounded = {v for d in dims for p in sum(isl_helpers.dim_bounds(model, d), [])
+               for v in p.variables}
+    named = set(re.findall(r"[A-Za-z_]\w*", str(condition).split(":", 1)[-1])) & \
+        set(condition.get_var_names(isl.dim_type.param))
+    if named - bounded:
+        return Obstacle("staging-shape", "its instances run for some values of a "
+                        "parameter the rectangle's bounds do not name")
+    for name in names:
         if name not in dims and any(_moves(a, [name]) for a in s.accesses) and \
                 len(isl_helpers.dim_bounds(model, name)[0]) != 1:
             return Obstacle("staging-shape", f"the value of {name} has no single bound")

@@ -28,11 +28,16 @@ read it. That is the same computation when, as checked here:
   function of global memory alone;
 - no two instances depend on each other or race (isl's dependences and race analysis):
   any order of the instances, one thread's included, computes what the original does;
-- a hoisted read is of an array the kernel never writes (nothing the load could miss
-  is stored in between; a pointer the model takes as another array is, as for every
-  form, proven or checked at run time not to overlap), evaluated by its statement
-  whenever the statement runs (not under `?:`, `&&` or `||`): the load happens exactly
-  where the instance reading it would have read that element.
+- a hoisted read loads an element no other instance writes (in the original each
+  instance is a thread of its own: a write of another's element would race) and no
+  statement of its own instance writes before it (that would be a dependence), so
+  nothing the load could miss is stored in between: an array the kernel updates in
+  place (LU's a[i][j] -= ..., covariance's data[i][j] -= mean[j]) is loaded ahead as
+  well, its stores staying stores (a pointer the model takes as another array is, as
+  for every form, proven or checked at run time not to overlap); and the read is
+  evaluated by its statement whenever the statement runs (not under `?:`, `&&` or
+  `||`): the load happens exactly where the instance reading it would have read that
+  element.
 """
 
 from __future__ import annotations
@@ -160,7 +165,6 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
     if isinstance(shape, Obstacle):
         return shape
     x, y = shape
-    written = {a.array for s in model.statements for a in s.accesses if a.kind == "write"}
     found: dict = {}                  # (array, element) -> Load
     reads = 0
     for row in range(rows):
@@ -169,7 +173,7 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
             # a struct element, a pointer's dereference stay where they are)
             always, sometimes = array_references(s.node)
             for a in s.accesses:
-                if a.kind != "read" or a.space != "global" or a.array in written or \
+                if a.kind != "read" or a.space != "global" or \
                         a.flat is None or a.member is not None or \
                         a.text not in always or a.text in sometimes:
                     continue
@@ -179,7 +183,8 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
                 if (s.name, row, a.text) not in load.uses:
                     found[key] = replace(load, uses=load.uses + ((s.name, row, a.text),))
     if not found:
-        return Obstacle("window-reuse", "it reads no array it does not write")
+        return Obstacle("window-reuse", "it reads no element of global memory a load "
+                        "could take ahead")
     if len(found) > MAX_LOADS:
         return Obstacle("window-reuse", f"its window holds more than {MAX_LOADS} elements")
     if len(found) > MAX_SHARE * reads:
