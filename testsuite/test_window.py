@@ -213,3 +213,26 @@ int main() {
     assert d["kern"].action == "windowed", d["kern"].reason
     assert "pc_y1 + pc_x" not in result.text
     runs_alike(program.text, result.text, tmp_path)
+
+
+def test_a_second_statement_reads_what_the_first_wrote_in_place():
+    """Correlation's centring: data[i][j] -= mean[j]; data[i][j] /= sqrt(n) * std[j]. The
+    second statement reads what the first wrote: its read stays in place (a statement
+    before it writes data), the first's is loaded ahead with mean[j] and std[j] (one
+    load each for the four rows); on the CPU at ragged sizes, as the original."""
+    from polycoal.frontend.preprocess import PreprocessorOptions
+    from polycoal.validate.cpu import validate_cpu
+    path = POLYBENCH / "correlation" / "correlation.cu"
+    options = TransformOptions(price_at=(("m", 4096), ("n", 4096)),
+                               preprocessor=PreprocessorOptions(defines=("M=4096", "N=4096")))
+    program, result, d = _decisions(path, options)
+    reduce = d["reduce_kernel"]
+    assert reduce.action == "windowed", reduce.reason
+    assert "6 loads into registers for 12 reads of mean, data, std" in reduce.reason
+    text = reduce.generated.text
+    assert "data[(pc_x + 4096 * pc_y0)] = pc_w1 - (pc_w0);" in text
+    assert "data[(pc_x + 4096 * pc_y0)] /= sqrtf((float_n)) * pc_w2;" in text
+    verdicts = validate_cpu(program, result, options, {"m": 40, "n": 37}, seed=5)
+    assert all(v.ok for v in verdicts if v.kernel == "reduce_kernel"), \
+        [(v.kernel, v.message) for v in verdicts]
+    assert any(v.kernel == "reduce_kernel" for v in verdicts)

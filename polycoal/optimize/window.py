@@ -26,11 +26,14 @@ read it. That is the same computation when, as checked here:
   statement's condition is exact (affine, no data-dependent guard), and no statement
   keeps a private value or touches shared, local or atomic memory: each instance is a
   function of global memory alone;
-- no two instances depend on each other or race (isl's dependences and race analysis):
-  any order of the instances, one thread's included, computes what the original does;
+- no two threads race (isl's race analysis): any order of the instances, one
+  thread's included, computes what the original does; the statements of one instance
+  (a thread of the original) keep their order, and a read of an array a statement
+  before it writes there (a flow dependence) is not loaded ahead;
 - a hoisted read loads an element no other instance writes (in the original each
   instance is a thread of its own: a write of another's element would race) and no
-  statement of its own instance writes before it (that would be a dependence), so
+  statement of its own instance writes before it (no flow dependence into its
+  statement on its array), so
   nothing the load could miss is stored in between: an array the kernel updates in
   place (LU's a[i][j] -= ..., covariance's data[i][j] -= mean[j]) is loaded ahead as
   well, its stores staying stores (a pointer the model takes as another array is, as
@@ -134,7 +137,10 @@ def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obs
         return Obstacle("window-shape", "not an affine kernel")
     if model.depth or any(s.loops for s in model.statements):
         return Obstacle("window-shape", "its threads run loops")
-    if analysis.races or analysis.dependences:
+    # no loop: a thread runs one instance of each statement, so every dependence is
+    # between statements of one instance, kept by their textual order (the reads they
+    # order are not loaded ahead: window_plan); threads must not race
+    if analysis.races:
         return Obstacle("window-dependence", "its instances depend on each other")
     if model.private or model.synchronises:
         return Obstacle("window-shape", "it keeps private values or synchronises")
@@ -167,6 +173,13 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
     x, y = shape
     found: dict = {}                  # (array, element) -> Load
     reads = 0
+    # arrays a statement before it in the instance writes where it reads (a flow
+    # dependence: its reads of them stay in place; correlation's data[i][j] -= mean[j];
+    # data[i][j] /= ...)
+    written_before: dict[str, set[str]] = {s.name: set() for s in model.statements}
+    for d in analysis.dependences:
+        if d.kind == "flow":
+            written_before[d.sink].add(d.array)
     for row in range(rows):
         for s in model.statements:
             # a subscripted reference evaluated whenever its statement runs (a member of
@@ -174,6 +187,7 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
             always, sometimes = array_references(s.node)
             for a in s.accesses:
                 if a.kind != "read" or a.space != "global" or \
+                        a.array in written_before[s.name] or \
                         a.flat is None or a.member is not None or \
                         a.text not in always or a.text in sometimes:
                     continue
