@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 from pycparser import c_ast, c_generator
 
+from polycoal.frontend.normalise import walk
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, builtin
 from polycoal.model.isl_helpers import domain, value_range, without_gaps
 from polycoal.model.kernel_model import Access, KernelModel, Statement
@@ -106,22 +107,16 @@ def _parents(root: c_ast.Node) -> dict[int, c_ast.Node]:
     return out
 
 
-def _walk(node: c_ast.Node):
-    yield node
-    for _, child in node.children():
-        yield from _walk(child)
-
-
 def _reads_memory(node: c_ast.Node) -> bool:
     return any(isinstance(n, (c_ast.ArrayRef, c_ast.FuncCall, c_ast.StructRef)) or
-               isinstance(n, c_ast.UnaryOp) and n.op == "*" for n in _walk(node))
+               isinstance(n, c_ast.UnaryOp) and n.op == "*" for n in walk(node))
 
 
 def _assigned(body: c_ast.Node) -> dict[str, int]:
     """How many times each plain variable is written (declaration initialisers,
     assignments, increments)."""
     out: dict[str, int] = {}
-    for n in _walk(body):
+    for n in walk(body):
         name = None
         if isinstance(n, c_ast.Decl) and n.init is not None:
             name = n.name
@@ -172,7 +167,7 @@ def read_only_parameters(kernel) -> set[str] | None:
     parents = _parents(body)
     names = {p.name for p in kernel.parameters if p.is_pointer}
     out = set(names)
-    for n in _walk(body):
+    for n in walk(body):
         if not (isinstance(n, c_ast.ID) and n.name in names):
             continue
         parent = parents.get(id(n))
@@ -209,7 +204,7 @@ def _kernel(kernel, model: KernelModel) -> _Kernel | None:
     flat = [d.name for d in model.thread_dims] == ["gx"] and \
         not model.thread_dims[0].strided and not kernel.shared_lines and \
         not any(isinstance(n, c_ast.Decl) and "__shared__" in (n.quals or []) + (n.storage or [])
-                for n in _walk(body))
+                for n in walk(body))
     k = _Kernel(model, body, _parents(body), writes, pointers, written, definitions, flat)
     k.order = _reorderable(k)
     return k
@@ -236,12 +231,12 @@ def _reorderable(k: _Kernel) -> tuple[str, str] | None:
         if flat is None or not flat.is_affine() or flat.variables - {"gx"} or \
                 flat.coefficient("gx") == Poly.const(0):
             return None
-    builtins = [n for n in _walk(k.body) if builtin(n) is not None]
-    decls = [n for n in _walk(k.body) if isinstance(n, c_ast.Decl) and n.init is not None
-             and any(builtin(x) is not None for x in _walk(n.init))]
+    builtins = [n for n in walk(k.body) if builtin(n) is not None]
+    decls = [n for n in walk(k.body) if isinstance(n, c_ast.Decl) and n.init is not None
+             and any(builtin(x) is not None for x in walk(n.init))]
     if len(decls) != 1 or k.writes.get(decls[0].name) != 1:
         return None
-    inside = {id(x) for x in _walk(decls[0].init)}
+    inside = {id(x) for x in walk(decls[0].init)}
     if any(id(n) not in inside for n in builtins):
         return None
     if not any(s.bindings.get(decls[0].name) == gx for s in k.model.statements):
@@ -412,7 +407,7 @@ def _data_free(k: _Kernel, condition: c_ast.Node, s: Statement) -> bool:
     if _reads_memory(condition):
         return False
     known = set(k.model.parameters) | set(s.bindings) | set(_BUILTINS)
-    return all(n.name in known for n in _walk(condition) if isinstance(n, c_ast.ID))
+    return all(n.name in known for n in walk(condition) if isinstance(n, c_ast.ID))
 
 
 def _reached_exactly(k: _Kernel, loop: c_ast.Node, s: Statement) -> bool:
@@ -427,9 +422,9 @@ def _reached_exactly(k: _Kernel, loop: c_ast.Node, s: Statement) -> bool:
         if isinstance(parent, c_ast.For):
             return False                    # inside another loop: not a thread's row
         parent = k.parents.get(id(parent))
-    for n in _walk(k.body):
+    for n in walk(k.body):
         if isinstance(n, c_ast.If) and not _data_free(k, n.cond, s) and \
-                any(isinstance(x, (c_ast.Return, c_ast.Goto)) for x in _walk(n)):
+                any(isinstance(x, (c_ast.Return, c_ast.Goto)) for x in walk(n)):
             return False
     return True
 
@@ -506,7 +501,7 @@ def _second_indirections(inside: list[Statement], refs) -> dict[str, tuple[str, 
 
 def _segments(k: _Kernel) -> list[Irregular]:
     out = []
-    for loop in (n for n in _walk(k.body) if isinstance(n, c_ast.For)):
+    for loop in (n for n in walk(k.body) if isinstance(n, c_ast.For)):
         parts = _loop_parts(loop)
         if parts is None:
             continue
@@ -521,7 +516,7 @@ def _segments(k: _Kernel) -> list[Irregular]:
         begin_array, row, length, begin_read, start_text = runs
         body_writes = _assigned(loop.stmt)
         refs: dict[tuple, list] = {}
-        for n in _walk(loop.stmt):
+        for n in walk(loop.stmt):
             if not (isinstance(n, c_ast.ArrayRef) and isinstance(n.name, c_ast.ID)):
                 continue
             if begin_read is not None:
@@ -556,7 +551,7 @@ def _segments(k: _Kernel) -> list[Irregular]:
             elif counter in body_writes:
                 obstacle = f"the loop's body writes its counter '{counter}'"
             elif any(isinstance(x, (c_ast.Break, c_ast.Return, c_ast.Goto, c_ast.Continue))
-                     for x in _walk(loop.stmt)):
+                     for x in walk(loop.stmt)):
                 obstacle = "the loop may end or skip an iteration before its reads"
             elif not all(_unconditional(k, n, loop) for n in nodes):
                 obstacle = f"'{item.text}' is read under a condition"
@@ -581,7 +576,7 @@ def _within(k: _Kernel, s: Statement, loop: c_ast.For) -> bool:
         if node is loop.stmt:
             return True
         node = k.parents.get(id(node))
-    lines = [n.coord.line for n in _walk(loop.stmt) if n.coord is not None]
+    lines = [n.coord.line for n in walk(loop.stmt) if n.coord is not None]
     line, col = s.location.line, s.location.col
     first = loop.stmt.coord
     return bool(lines) and first is not None and \

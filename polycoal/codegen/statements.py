@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
 
+from polycoal.frontend.normalise import single_statement
 from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import accumulation, text
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope
@@ -83,10 +84,7 @@ class _Renderer(c_generator.CGenerator):
         """A guarded assignment (model/extract.guarded_assignments) on one line:
         `if (c) { X = e; } else { X = f; }`."""
         def branch(stmt) -> str:
-            if isinstance(stmt, c_ast.Compound) and stmt.block_items and \
-                    len(stmt.block_items) == 1:
-                stmt = stmt.block_items[0]
-            return "{ " + self.visit(stmt).rstrip().rstrip(";") + "; }"
+            return "{ " + self.visit(single_statement(stmt)).rstrip().rstrip(";") + "; }"
         out = f"if ({self.visit(n.cond)}) {branch(n.iftrue)}"
         return out + (f" else {branch(n.iffalse)}" if n.iffalse is not None else "")
 

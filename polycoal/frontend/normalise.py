@@ -158,6 +158,20 @@ def _pure(node: c_ast.Node) -> bool:
     return all(_pure(child) for _, child in node.children())
 
 
+def walk(node: c_ast.Node):
+    """`node` and every node below it, depth first."""
+    yield node
+    for _, child in node.children():
+        yield from walk(child)
+
+
+def single_statement(stmt: c_ast.Node | None) -> c_ast.Node | None:
+    """The statement of a block of one (`{ x = e; }`), else `stmt` itself."""
+    if isinstance(stmt, c_ast.Compound) and stmt.block_items and len(stmt.block_items) == 1:
+        return stmt.block_items[0]
+    return stmt
+
+
 def assigned_names(node: c_ast.Node) -> set[str]:
     """Names assigned, incremented or whose address is taken anywhere in `node` (the
     declarations' own initialisations aside)."""

@@ -20,6 +20,7 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
+from polycoal.frontend.normalise import single_statement, walk
 from polycoal.frontend.opaque import MARK as OPAQUE
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.accumulation import accumulation
@@ -52,28 +53,20 @@ def guarded_assignments(node: c_ast.If) -> list[c_ast.Assignment]:
     plain assignment to the same array element, braced or not; no side effect in c, e
     or f besides it), or [] for any other if."""
     def one(stmt):
-        if isinstance(stmt, c_ast.Compound) and stmt.block_items and \
-                len(stmt.block_items) == 1:
-            stmt = stmt.block_items[0]
+        stmt = single_statement(stmt)
         return stmt if isinstance(stmt, c_ast.Assignment) and stmt.op == "=" and \
             isinstance(stmt.lvalue, (c_ast.ArrayRef, c_ast.StructRef)) else None
 
     def pure(expr) -> bool:
         return not any(isinstance(n, c_ast.Assignment) or
                        (isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"))
-                       for n in _walk(expr))
+                       for n in walk(expr))
     branches = [one(node.iftrue)] + ([one(node.iffalse)] if node.iffalse is not None else [])
     if None in branches or not pure(node.cond) or \
             not all(pure(a.rvalue) and pure(a.lvalue) for a in branches) or \
             len({_text(a.lvalue) for a in branches}) != 1:
         return []
     return branches
-
-
-def _walk(node: c_ast.Node):
-    yield node
-    for _, child in node.children():
-        yield from _walk(child)
 
 
 @dataclass

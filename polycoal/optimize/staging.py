@@ -22,8 +22,6 @@ along the same dim.
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass
 
 import islpy as isl
@@ -103,8 +101,9 @@ def staging_plan(model: KernelModel, analysis) -> StagingPlan | Obstacle:
     condition = dom.params().gist(isl_helpers.context(model))
     bounded = {v for d in dims for p in sum(isl_helpers.dim_bounds(model, d), [])
                for v in p.variables}
-    named = set(re.findall(r"[A-Za-z_]\w*", str(condition).split(":", 1)[-1])) & \
-        set(condition.get_var_names(isl.dim_type.param))
+    named = {condition.get_dim_name(isl.dim_type.param, k)
+             for k in range(condition.dim(isl.dim_type.param))
+             if condition.involves_dims(isl.dim_type.param, k, 1)}
     if named - bounded:
         return Obstacle("staging-shape", "its instances run for some values of a "
                         "parameter the rectangle's bounds do not name")

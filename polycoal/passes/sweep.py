@@ -9,6 +9,7 @@ from pycparser import c_ast
 from polycoal.codegen.kernel import describe_dim
 from polycoal.codegen.sweep import generate_sweep
 from polycoal.decisions import KernelDecision, TransformOptions
+from polycoal.frontend.normalise import walk
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.isl_helpers import known_extent
 from polycoal.optimize.sweep import SweepPlan, sweep_geometry, sweep_plan
@@ -27,13 +28,7 @@ MANY_ROWS = 32768
 def long_trips(model) -> bool:
     """Whether a trip divides (a division costs some 16 fused multiply-adds' issue)."""
     return any(isinstance(n, c_ast.BinaryOp) and n.op == "/"
-               for s in model.statements for n in _nodes(s.node))
-
-
-def _nodes(node):
-    yield node
-    for _, child in node.children():
-        yield from _nodes(child)
+               for s in model.statements for n in walk(s.node))
 
 
 def propose(program: Program, kernel: Kernel, d: KernelDecision,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from polycoal.diagnostics import InputError
 from polycoal.frontend.program import Program
+from polycoal.optimize.products import SHARED_BYTES
 from polycoal.decisions import KernelDecision, TransformOptions, TransformResult
 from polycoal.validate.experiment import (NotRunnable, prepare, rename_kernel, run_changed,
                                           setup_launch)
@@ -221,7 +222,7 @@ class DeviceInputs:
 def dynamic_shared(driver, fn, shared: int):
     """`fn` allowed `shared` bytes of dynamic shared memory (past the 48 KiB any launch
     may ask for, as the rewritten launch's cudaFuncSetAttribute does)."""
-    if shared > 48 * 1024:
+    if shared > SHARED_BYTES:
         fn.set_attribute(driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
     return fn
 
