@@ -40,7 +40,8 @@ def test_reason_codes_name_why_a_kernel_is_kept():
     racy = _decisions(FIXTURES / "race_atax.cu")
     assert {d.code for d in racy.values()} <= {"race", "redundant-copies", "may-alias",
                                                 "already-coalesced", "best-axis-order",
-                                                "restructured", "reduced", "split"}
+                                                "restructured", "reduced", "split",
+                                                "no-predicted-gain"}
     # ATAX's copies along y run as one (proven: each reads only its own writes of tmp);
     # the kernel whose neighbours collide stays as written
     assert racy["atax_kernel1"].collapsed == {"y"} and racy["atax_kernel1"].collapse_proof

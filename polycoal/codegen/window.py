@@ -1,6 +1,7 @@
 """Generate the register-window form of a stencil (optimize/window.py,
-templates/window_rows.cu.j2): each thread `rows` consecutive rows at its column, the
-elements its instances read loaded once each into registers (stores stay stores)."""
+templates/window_rows.cu.j2): each thread `rows` consecutive rows at its column (on a
+1-D grid `rows` elements a block's width apart), the elements its instances read loaded
+once each into registers (stores stay stores)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry, within_range)
 from polycoal.codegen.statements import references, renderer
+from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.isl_c import expr_to_c, wide_parameters
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.window import BLOCK, ROW0, WindowPlan
+from polycoal.optimize.window import ROW0, WindowPlan
+
+WARP = 32
 from polycoal.templates import render_template
 
 
@@ -27,16 +31,17 @@ def row_name(row: int) -> str:
 
 def instance_conditions(model: KernelModel, plan: WindowPlan) -> dict:
     """(statement, row offset) -> the parameter set (the kernel's parameters, pc_x and
-    pc_y0) where that instance of the statement runs: its domain at x = pc_x,
-    y = pc_y0 + row."""
-    names = [*model.parameters, "pc_x", ROW0]
+    pc_y0; on a 1-D grid pc_y0 alone) where that instance of the statement runs: its
+    domain at x = pc_x, y = pc_y0 + row * step."""
+    names = [*model.parameters, *_lane_names(plan)]
     dims = ", ".join(model.dims)
     out = {}
     for s in model.statements:
         dom = isl_helpers.domain(model, s)
         for row in range(plan.rows):
+            at_x = "" if plan.one_dim else f"{plan.x} = pc_x and "
             at = isl.Set(f"[{', '.join(names)}] -> {{ {s.name}[{dims}] : "
-                         f"{plan.x} = pc_x and {plan.y} = {ROW0} + {row} }}")
+                         f"{at_x}{plan.y} = {ROW0} + {row * plan.step} }}")
             out[(s.name, row)] = at.intersect(dom.align_params(at.get_space())).params()
     return out
 
@@ -45,11 +50,21 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
                     plan: WindowPlan) -> GeneratedKernel:
     """The kernel with a register window down plan.y (the module's doc)."""
     wide = wide_parameters(kernel.parameters)
-    rx, ry = thread_range(model, plan.x, "x", wide), thread_range(model, plan.y, "y", wide)
+    ry = thread_range(model, plan.y, "x" if plan.one_dim else "y", wide)
+    rx = ry if plan.one_dim else thread_range(model, plan.x, "x", wide)
     conditions = instance_conditions(model, plan)
+    # the lanes' first value rounded down to a multiple of a warp, as the original's
+    # warps are (gx = blockIdx.x * blockDim.x + threadIdx.x): a range from 1 (Jacobi's
+    # j > 0) would put every warp's accesses across two 128-byte lines (measured on the
+    # H200: a copy at 8192 x 8192 67% of its bound from 1, 92% aligned); the values
+    # below the range are guarded off
+    lane, lane_var = (ry, ROW0) if plan.one_dim else (rx, "pc_x")
     # what the loops guarantee of pc_x and pc_y0: isl leaves those conditions out
-    names = [*model.parameters, "pc_x", ROW0]
-    known = list(model.context) + within_range("pc_x", rx) + within_range(ROW0, ry)
+    names = [*model.parameters, *_lane_names(plan)]
+    known = list(model.context) + \
+        [f"{lane_var} >= {lane.lo_bounds[0].to_c('*')} - {WARP - 1}"] + \
+        within_range(lane_var, lane)[1:] + \
+        ([] if plan.one_dim else within_range(ROW0, ry))
     context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(known)} }}")
     build = isl.AstBuild.from_context(context)
 
@@ -63,12 +78,15 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
             return ""
         return expr_to_c(build.expr_from_set(condition), wide, device=True)
 
+    def names_at(row: int) -> dict[str, str]:
+        return {plan.y: row_name(row)} if plan.one_dim else \
+            {plan.x: "pc_x", plan.y: row_name(row)}
+
     by_name = {s.name: s for s in model.statements}
     loads = []
     for load in plan.loads:
         statement, row, reference = load.uses[0]
         s = by_name[statement]
-        names_at = {plan.x: "pc_x", plan.y: row_name(row)}
         node = references(s.node, {reference})[reference]
         readers = conditions[load.readers[0]]
         for reader in load.readers[1:]:
@@ -77,7 +95,7 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
         # a load whose readers never run (rows past the range: one row of a group of
         # four) is not made: its element may lie outside the array
         loads.append({"type": _unqualified(load.element_type),
-                      "read": renderer(model, kernel, s, names_at).visit(node),
+                      "read": renderer(model, kernel, s, names_at(row)).visit(node),
                       "guard": where or "", "never": where is None,
                       "index": len(loads)})
     instances = []
@@ -86,32 +104,54 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
             condition = guard(conditions[(s.name, row)])
             if condition is None:
                 continue
-            r = renderer(model, kernel, s, {plan.x: "pc_x", plan.y: row_name(row)})
+            r = renderer(model, kernel, s, names_at(row))
             r.replace = {t: f"pc_w{k}" for t, k in plan.registers(s.name, row).items()}
             r.keep_targets = True
             statement = r.visit(s.node)
             if not statement.rstrip().endswith((";", "}")):
                 statement += ";"
             instances.append({"guard": condition, "statement": statement})
-    texts = [rx.lo, rx.hi, ry.lo, ry.hi] + [l["read"] + " " + l["guard"] for l in loads] + \
+    ranges = [ry] if plan.one_dim else [rx, ry]
+    texts = [t for r in ranges for t in (r.lo, r.hi)] + \
+        [l["read"] + " " + l["guard"] for l in loads] + \
         [i["statement"] + " " + i["guard"] for i in instances]
     hidden = geometry_read(texts, model)
-    for r in (rx, ry):
+    for r in ranges:
         r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)
+    lane.lo, lane.host_lo = _warp_aligned(lane.lo), _warp_aligned(lane.host_lo)
     for item in loads + instances:
         for key in ("read", "guard", "statement"):
             if key in item:
                 item[key] = passed_geometry(item[key], hidden)
+    block = plan.block
     text = render_template(
-        "window_rows.cu.j2", signature=with_geometry(_signature(original, kernel, BLOCK),
+        "window_rows.cu.j2", signature=with_geometry(_signature(original, kernel, block),
                                                      hidden),
         x_dim=describe_dim(model, plan.x), y_dim=describe_dim(model, plan.y),
-        rows=plan.rows, arrays=", ".join(plan.arrays), reads=plan.reads, block=BLOCK,
+        rows=plan.rows, step=plan.step, one_dim=plan.one_dim, shares=plan.shares,
+        arrays=", ".join(plan.arrays), reads=plan.reads, block=block,
         loads=loads, instances=instances, x_lo=rx.lo, x_hi=rx.hi, y_lo=ry.lo, y_hi=ry.hi)
-    return GeneratedKernel(kernel.name, text, [rx, ry], BLOCK, hidden,
+    if plan.one_dim:
+        return GeneratedKernel(kernel.name, text, [ry], block, hidden, {"x": ROW0}, "pc_i",
+                               axis_dims={"x": plan.y},
+                               per_block=(block[0] * plan.rows, 1, 1), tiles=plan)
+    return GeneratedKernel(kernel.name, text, [rx, ry], block, hidden,
                            {"x": "pc_x", "y": ROW0}, "pc_i",
                            axis_dims={"x": plan.x, "y": plan.y},
-                           per_block=(BLOCK[0], BLOCK[1] * plan.rows, 1), tiles=plan)
+                           per_block=(block[0], block[1] * plan.rows, 1), tiles=plan)
+
+
+def _warp_aligned(lo: str) -> str:
+    """C text of the greatest multiple of WARP not above `lo` (lo may be negative)."""
+    value = evaluate(lo)
+    if isinstance(value, int):
+        return str(value // WARP * WARP)
+    return f"(({lo}) - ((({lo}) % {WARP} + {WARP}) % {WARP}))"
+
+
+def _lane_names(plan: WindowPlan) -> list[str]:
+    """The variables an instance's condition takes besides the kernel's parameters."""
+    return [ROW0] if plan.one_dim else ["pc_x", ROW0]
 
 
 def _unqualified(element_type: str) -> str:

@@ -9,20 +9,31 @@ times, through the L1 and the L2. The remedy is unroll-and-jam of the row dim: a
 runs `ROWS` consecutive rows at its column and loads each element its rows read once,
 into a register (the window slides down the rows): (ROWS + 2) x 3 loads for ROWS
 outputs instead of 9 x ROWS. Measured by hand first (tools/explore_stencil_forms.py):
-85-96% of a copy's bandwidth, 1.5-1.6x the kernel as written. Rows that share
-nothing are not enough: ROWS rows a thread put more loads in flight, and the
-performance model predicts that gain for a kernel of one output a thread, but on the
-H200 it was measured both ways (a copy 1.21x, FDTD's second step 0.88x at 8192 x 8192):
-the form is proposed only where the rows share at least a fifth of their reads.
+85-96% of a copy's bandwidth, 1.5-1.6x the kernel as written.
+
+Rows that share nothing gain too, past the L2: a kernel of one element a thread keeps
+one load a thread in flight, too few bytes to cover the memory's latency (Jacobi's copy
+at 64% of a copy's bandwidth at 8192 x 8192, LU's update 62%, FDTD's second step 82%),
+and ROWS elements a thread with every load issued before the first store reach it
+(102%, 96%, 108%: tools/explore_stream_forms.py; a row apart, blockDim.y apart or
+blockDim.x apart alike). A kernel over a 1-D grid (Jacobi-1D) runs its ROWS elements
+`STEP1` apart (a block's width: each warp's accesses stay contiguous): 75% -> 106%.
+As generated (its lanes from a multiple of a warp: codegen/window.py), at 8192 x 8192
+on the H200 (tools/roofline_report.py): Jacobi's copy 57% -> 94% of its roofline
+bound, LU's update 55% -> 90%, FDTD's second step 74% -> 97%.
+The performance model prices the form against the kernel as written (fewer, longer
+threads lose on grids of few waves: Jacobi-2D at 1000 x 1000 measured 0.88x).
 
 The form runs the same statement instances, each under its own domain's condition, in
 another assignment to threads: the (x, y) instance by the thread of column x and row
-group (y - lo) / ROWS, the instances of one thread in the order of their rows, the
+group (y - lo) / ROWS (on a 1-D grid the x instance by the thread of x's residue in its
+group of ROWS x STEP1 values), the instances of one thread in the order of their rows, the
 statements of one instance in their textual order. The loads are hoisted before the
 thread's first instance, each under the union of the conditions of the instances that
 read it. That is the same computation when, as checked here:
 
-- the kernel runs only over its two thread dims (no loop, no other dim), every
+- the kernel runs only over its two thread dims, or its one on a 1-D grid (no loop,
+  no other dim), every
   statement's condition is exact (affine, no data-dependent guard), and no statement
   keeps a private value or touches shared, local or atomic memory: each instance is a
   function of global memory alone;
@@ -45,6 +56,7 @@ read it. That is the same computation when, as checked here:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from pycparser import c_ast
@@ -57,8 +69,9 @@ from polycoal.optimize.reduction import Obstacle
 
 ROWS = 4             # rows a thread runs (measured: 4 rows reach 85-96% of a copy)
 BLOCK = (32, 8, 1)   # a warp along x, 8 row groups a block
+BLOCK1 = (256, 1, 1)  # a 1-D grid's blocks
+STEP1 = BLOCK1[0]    # a 1-D grid: a thread's elements a block's width apart
 MAX_LOADS = 64       # registers a thread's window may hold
-MAX_SHARE = 0.8      # the form must load at most this share of the reads as written
 ROW0 = "pc_y0"       # the first row of a thread's group, in the plan's keys
 
 
@@ -81,10 +94,25 @@ class Load:
 @dataclass(frozen=True)
 class WindowPlan:
     x: str                            # the dim along the lanes (threadIdx.x)
-    y: str                            # the dim a thread runs `rows` values of
+    y: str                            # the dim a thread runs `rows` values of (x on a 1-D grid)
     rows: int
     loads: tuple[Load, ...]
     reads: int                        # global reads of the hoisted arrays, as written
+    step: int = 1                     # between a thread's values of y
+
+    @property
+    def one_dim(self) -> bool:
+        """A 1-D grid: each thread runs `rows` values of x, `step` apart."""
+        return self.x == self.y
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return BLOCK1 if self.one_dim else BLOCK
+
+    @property
+    def shares(self) -> bool:
+        """Do a thread's instances read some element more than once?"""
+        return len(self.loads) < self.reads
 
     @property
     def arrays(self) -> tuple[str, ...]:
@@ -98,7 +126,9 @@ class WindowPlan:
 
     @property
     def describe(self) -> str:
-        return (f"{self.rows} rows a thread, {len(self.loads)} load"
+        what = f"{self.rows} values a thread {self.step} apart" if self.one_dim else \
+            f"{self.rows} rows a thread"
+        return (f"{what}, {len(self.loads)} load"
                 f"{'s' if len(self.loads) > 1 else ''} into registers for {self.reads} reads "
                 f"of {', '.join(self.arrays)}")
 
@@ -132,7 +162,7 @@ def array_references(node) -> tuple[set[str], set[str]]:
 
 def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obstacle:
     """(x, y): the kernel's two thread dims, `x` (by default the one on threadIdx.x) on
-    the lanes, or why the form does not apply."""
+    the lanes (on a 1-D grid its one dim twice), or why the form does not apply."""
     if not model.is_affine or not model.statements:
         return Obstacle("window-shape", "not an affine kernel")
     if model.depth or any(s.loops for s in model.statements):
@@ -150,6 +180,10 @@ def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obs
            for s in model.statements for a in s.accesses):
         return Obstacle("window-shape", "it uses private, local, shared or atomic values")
     axes = {d.axis: d for d in model.thread_dims}
+    if len(model.thread_dims) == 1 and set(axes) == {"x"} and \
+            axes["x"].kind == "global" and not axes["x"].strided and \
+            set(model.dims) == {axes["x"].name} and x in (None, axes["x"].name):
+        return axes["x"].name, axes["x"].name
     if len(model.thread_dims) != 2 or set(axes) != {"x", "y"} or \
             any(d.kind != "global" or d.strided for d in model.thread_dims) or \
             set(model.dims) != {d.name for d in model.thread_dims}:
@@ -171,6 +205,7 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
     if isinstance(shape, Obstacle):
         return shape
     x, y = shape
+    step = STEP1 if x == y else 1
     found: dict = {}                  # (array, element) -> Load
     reads = 0
     # arrays a statement before it in the instance writes where it reads (a flow
@@ -192,7 +227,7 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
                         a.text not in always or a.text in sometimes:
                     continue
                 reads += 1
-                key = (a.array, a.flat.substitute({y: Poly.var(ROW0) + row}))
+                key = (a.array, a.flat.substitute({y: Poly.var(ROW0) + row * step}))
                 load = found.get(key, Load(a.array, a.element_type, ()))
                 if (s.name, row, a.text) not in load.uses:
                     found[key] = replace(load, uses=load.uses + ((s.name, row, a.text),))
@@ -201,9 +236,7 @@ def window_plan(model: KernelModel, analysis, x: str | None = None, rows: int = 
                         "could take ahead")
     if len(found) > MAX_LOADS:
         return Obstacle("window-reuse", f"its window holds more than {MAX_LOADS} elements")
-    if len(found) > MAX_SHARE * reads:
-        return Obstacle("window-reuse", "neighbouring rows share too few of its reads")
-    return WindowPlan(x, y, rows, tuple(found.values()), reads)
+    return WindowPlan(x, y, rows, tuple(found.values()), reads, step)
 
 
 def window_geometry(plan: WindowPlan) -> Geometry:
@@ -214,7 +247,7 @@ def window_geometry(plan: WindowPlan) -> Geometry:
         counts = per_array.setdefault(l.array, [0, 0])
         counts[0] += 1
         counts[1] += len(l.uses)
-    return Geometry(x=plan.x, axes=(plan.x, plan.y), per_thread=plan.rows,
-                    block_threads=BLOCK[0] * BLOCK[1], unroll=plan.rows,
+    return Geometry(x=plan.x, axes=tuple(dict.fromkeys((plan.x, plan.y))),
+                    per_thread=plan.rows, block_threads=math.prod(plan.block), unroll=plan.rows,
                     windowed=tuple((a, reads / loads) for a, (loads, reads)
                                    in sorted(per_array.items())))

@@ -1,6 +1,7 @@
 """The register-window pass: a stencil whose threads read overlapping windows of rows
-runs several rows a thread, each element of the window loaded once into a register
-(optimize/window.py plans it, codegen/window.py emits it)."""
+runs several rows a thread, each element of the window loaded once into a register; a
+kernel of one element a thread that shares nothing runs several elements a thread, its
+loads in flight together (optimize/window.py plans it, codegen/window.py emits it)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,16 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     plan = window_plan(model, d.analysis, x)
     if not isinstance(plan, WindowPlan):
         return None
+    # rows that share nothing gain only by the bytes they put in flight, past the L2
+    # and over many waves: the model's to price, not a form to take unpriced
+    if not plan.shares and not options.model:
+        return None
+    y = describe_dim(model, plan.y)
+    why = f"neighbouring values of {y} read the same elements" if plan.shares else \
+        f"more bytes in flight: each thread runs several values of {y}, its loads " \
+        "issued before its stores"
     return Candidate(d.change(
-        "windowed", f"neighbouring values of {describe_dim(model, plan.y)} read the same "
-        f"elements: {plan.describe}",
+        "windowed", f"{why}: {plan.describe}",
         generated=generate_window(program.text, kernel, model, plan),
         mapping=mapping_of(d, (plan.x, plan.y), ())), window_geometry(plan))
 
