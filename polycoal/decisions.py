@@ -54,6 +54,7 @@ class TransformOptions:
     runtime_checks: bool = True     # transform under conditions checked at each launch
     staging: bool = True            # shared-memory tiles for two-direction kernels
     window: bool = True             # stencils: rows a thread, the window in registers
+    window_always: bool = False     # ... proposed at unknown sizes, rows sharing nothing too
     sweep: bool = True              # a thread's dependent loop along its row on tiles
     # host loops of launches: the waits for the device between them dropped, one after
     # the loop (optimize/launch_waits.py)

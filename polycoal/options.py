@@ -71,6 +71,10 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-window", action="store_true",
                    help="do not run stencils several rows a thread with their windows' "
                    "reads in registers")
+    p.add_argument("--window-always", action="store_true",
+                   help="propose the register window wherever it applies, kernels that "
+                   "share no element and launches of unknown sizes included (with "
+                   "--no-model: taken; the random tester's `window` set)")
     p.add_argument("--no-sweep", action="store_true",
                    help="do not stage a thread's loop along its row through shared memory "
                    "(kernels whose trips depend on each other: ADI's sweeps, a prefix sum "
@@ -196,6 +200,7 @@ def transform_options(args, environ=None):
                             assume_no_alias=args.assume_no_alias,
                             runtime_checks=not args.no_runtime_checks,
                             staging=not args.no_staging, window=not args.no_window,
+                            window_always=getattr(args, "window_always", False),
                             sweep=not getattr(args, "no_sweep", False),
                             launch_waits=not getattr(args, "keep_waits", False),
                             launch_trips=not getattr(args, "keep_trips", False),

@@ -311,3 +311,17 @@ def test_kernels_that_share_nothing_stay_at_small_sizes():
         _, _, d = _decisions(STREAM, TransformOptions(price_at=values))
         assert all(k.action != "windowed" for k in d.values()), \
             {k: v.reason for k, v in d.items()}
+
+
+def test_window_always_proposes_it_at_unknown_sizes(tmp_path):
+    """`--window-always` (the random tester's `window` set): proposed at unknown sizes,
+    rows sharing nothing included; with --no-model taken, and the program runs alike."""
+    from polycoal.cli import main
+    out = tmp_path / "out.cu"
+    assert main(["transform", str(STREAM), "-o", str(out), "--no-model",
+                 "--window-always"]) == 0
+    assert out.read_text().count("a thread, 256 apart") == 2
+    assert out.read_text().count("4 rows a thread down") == 2
+    runs_alike(STREAM.read_text(), out.read_text(), tmp_path, argv=("11", "97"))
+    assert main(["transform", str(STREAM), "-o", str(out), "--no-model"]) == 0
+    assert "a thread, 256 apart" not in out.read_text()

@@ -48,6 +48,8 @@ OPTION_SETS: dict[str, list[str]] = {
     # whatever the sizes of the outputs
     "tall-tiles": ["--sizes", "tile=128,tall=256,chunk=8,blocks=1"],
     "collapse": ["--collapse-redundant-threads"],
+    # the register window wherever it applies (small grids, rows sharing nothing)
+    "window": ["--no-model", "--window-always"],
     "layout=soa": ["--layout", "soa"],
     "layout=none": ["--layout", "none"],
     "reorganise=none": ["--reorganise", "none"],

@@ -22,7 +22,8 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     # fewer, longer threads gain only on grids of many waves (measured: 1.3-1.5x at
     # 8192 x 8192, 0.88x at 1000 x 1000): proposed only where the launch's sizes are
     # known, for the model to price it at them
-    if form_work(d.analysis, shipped_machine(), values=dict(options.price_at)).assumed:
+    if not options.window_always and \
+            form_work(d.analysis, shipped_machine(), values=dict(options.price_at)).assumed:
         return None
     model = d.analysis.model
     # the lanes along the dim the restructuring ILP puts on x (the writes coalesce along it)
@@ -32,7 +33,7 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
         return None
     # rows that share nothing gain only by the bytes they put in flight, past the L2
     # and over many waves: the model's to price, not a form to take unpriced
-    if not plan.shares and not options.model:
+    if not plan.shares and not options.model and not options.window_always:
         return None
     y = describe_dim(model, plan.y)
     why = f"neighbouring values of {y} read the same elements" if plan.shares else \
