@@ -154,14 +154,19 @@ def test_polybench_convolution_is_windowed_and_runs_alike():
     ("for (int k = 0; k < 4; k++) B[i * N + j] += A[(i + k) * N + j];", "loops"),
 ])
 def test_what_is_not_windowed(write_cu, body, why):
+    plan = _plan_of(write_cu, "i > 0 && i < N - 4 && j < N", body)
+    assert not isinstance(plan, WindowPlan) and why in plan.text, plan
+
+
+def _plan_of(write_cu, condition: str, body: str):
+    """The window plan of a kernel over a 2-D grid: `body` under `condition`."""
     source = ("#define N 256\n__global__ void k(float *B, const float *A)\n{\n"
               "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
               "  int i = blockIdx.y * blockDim.y + threadIdx.y;\n"
-              f"  if (i > 0 && i < N - 4 && j < N)\n    {body}\n}}\n"
+              f"  if ({condition})\n    {body}\n}}\n"
               "int main() { float *a, *b; k<<<dim3(8, 32), dim3(32, 8)>>>(b, a); }\n")
     analysis = first_kernel_analysis(write_cu(source))
-    plan = window_plan(analysis.model, analysis)
-    assert not isinstance(plan, WindowPlan) and why in plan.text, plan
+    return window_plan(analysis.model, analysis)
 
 
 @pytest.mark.parametrize("body", [
@@ -173,13 +178,7 @@ def test_rows_that_share_nothing_still_run_four_a_thread(write_cu, body):
     """No element read twice: the form still runs four rows a thread, each load issued
     before the first store (bytes in flight: 64% -> 102% of a copy at 8192 x 8192,
     tools/explore_stream_forms.py); one load a reference."""
-    source = ("#define N 256\n__global__ void k(float *B, const float *A)\n{\n"
-              "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
-              "  int i = blockIdx.y * blockDim.y + threadIdx.y;\n"
-              f"  if (i > 0 && i < N - 4 && j > 0 && j < N)\n    {body}\n}}\n"
-              "int main() { float *a, *b; k<<<dim3(8, 32), dim3(32, 8)>>>(b, a); }\n")
-    analysis = first_kernel_analysis(write_cu(source))
-    plan = window_plan(analysis.model, analysis)
+    plan = _plan_of(write_cu, "i > 0 && i < N - 4 && j > 0 && j < N", body)
     assert isinstance(plan, WindowPlan) and not plan.shares and not plan.one_dim
     assert len(plan.loads) == plan.reads == 4 * body.count("[", body.index("="))
     assert plan.block == (32, 8, 1) and plan.step == 1

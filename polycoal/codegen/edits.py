@@ -72,7 +72,7 @@ def replacements(program: Program, decisions: list[KernelDecision]) -> list[tupl
                 "columns": "one block per 32 columns: ",
                 "tiled": "row reduction in tiles: ",
                 "staged": "32x32 tiles staged in shared memory: ",
-                "windowed": "rows a thread, the window in registers: ",
+                "windowed": "several rows or elements a thread, loads in registers: ",
                 "swept": "the row's loop on shared-memory tiles: ",
                 "product": "a product in register and shared-memory tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(

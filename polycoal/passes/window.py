@@ -42,7 +42,8 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     return Candidate(d.change(
         "windowed", f"{why}: {plan.describe}",
         generated=generate_window(program.text, kernel, model, plan),
-        mapping=mapping_of(d, (plan.x, plan.y), ())), window_geometry(plan))
+        mapping=mapping_of(d, tuple(dict.fromkeys((plan.x, plan.y))), ())),
+        window_geometry(plan))
 
 
 PASS = Pass("window", propose)
