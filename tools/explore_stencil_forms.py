@@ -7,9 +7,9 @@ generate.
 
 Needs CuPy. v0: as PolyBench writes it (blocks of 32 x 8, a thread an output); v1: v0
 with A read through __restrict__ const (the read-only path, what placement gives it);
-v1 also in blocks of 128 x 2; v3 (in both shapes): each thread four outputs down a
+v1 also in blocks of 128 x 2; v3<4> (in both shapes): each thread four outputs down a
 column, the three rows of its window kept in registers as it slides (six rows read for
-four outputs instead of twelve). Each timed alone between two events (launch included), the median of --repeat
+four outputs instead of twelve); v3<8> eight. Each timed alone between two events (launch included), the median of --repeat
 after a warm-up; each result checked against v0's. The reference: CuPy's copy of A into
 B (the bound's bytes, read + written). Not a unit test: an exploration whose figures
 BENCHMARKS.md quotes.
@@ -38,8 +38,9 @@ extern "C" __global__ void v1(int n, const float *__restrict__ A, float *__restr
   int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
   if (i < n - 1 && j < n - 1 && i > 0 && j > 0) B[i * n + j] = %(plain)s;
 }
-extern "C" __global__ void v3(int n, const float *__restrict__ A, float *__restrict__ B) {
-  int j = blockIdx.x * blockDim.x + threadIdx.x, i0 = (blockIdx.y * blockDim.y + threadIdx.y) * 4;
+template <int R>
+__global__ void v3(int n, const float *__restrict__ A, float *__restrict__ B) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x, i0 = (blockIdx.y * blockDim.y + threadIdx.y) * R;
   if (j <= 0 || j >= n - 1) return;
   float r[3][3];
   for (int d = 0; d < 2; ++d) {
@@ -47,7 +48,7 @@ extern "C" __global__ void v3(int n, const float *__restrict__ A, float *__restr
     for (int c = 0; c < 3; ++c) r[d + 1][c] = (i >= 0 && i < n) ? A[i * n + j - 1 + c] : 0.0f;
   }
   #pragma unroll
-  for (int q = 0; q < 4; ++q) {
+  for (int q = 0; q < R; ++q) {
     int i = i0 + q;
     #pragma unroll
     for (int c = 0; c < 3; ++c) { r[0][c] = r[1][c]; r[1][c] = r[2][c];
@@ -67,15 +68,15 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
     n = args.n
-    module = cp.RawModule(code=SOURCE)
+    module = cp.RawModule(code=SOURCE, name_expressions=("v3<4>", "v3<8>"))
     A = cp.random.standard_normal((n, n), dtype=cp.float32)
     ref = cp.zeros_like(A)
     out = cp.zeros_like(A)
     copy = timed(cp, lambda: cp.copyto(out, A), args.repeat)
     print(f"n={n} copy {copy * 1e3:.1f} us ({2 * A.nbytes / (copy * 1e-3) / 1e9:.0f} GB/s)")
     module.get_function("v0")(((n + 31) // 32, (n + 7) // 8), (32, 8), (cp.int32(n), A, ref))
-    shapes = (("v0", (32, 8), 1), ("v1", (32, 8), 1), ("v1", (128, 2), 1), ("v3", (32, 8), 4),
-              ("v3", (128, 2), 4))
+    shapes = (("v0", (32, 8), 1), ("v1", (32, 8), 1), ("v1", (128, 2), 1), ("v3<4>", (32, 8), 4),
+              ("v3<4>", (128, 2), 4), ("v3<8>", (32, 8), 8), ("v3<8>", (32, 4), 8))
     for name, (bx, by), rows in shapes:
         kernel = module.get_function(name)
         grid = ((n + bx - 1) // bx, (n + by * rows - 1) // (by * rows))
