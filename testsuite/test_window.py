@@ -272,10 +272,10 @@ def test_kernels_that_share_nothing_run_several_elements_a_thread():
     assert one.one_dim and one.step == 256 and one.block == (256, 1, 1)
     assert "4 values a thread 256 apart, 12 loads into registers" in d["smooth_1d"].reason
     text = d["smooth_1d"].generated.text
-    assert "const int pc_y3 = pc_y0 + 768;" in text
+    assert "const long long pc_y3 = pc_y0 + 768;" in text
     # the lanes start at a multiple of a warp, as the original's warps do (the range
     # starts at 1: i > 0), the values below the range guarded off
-    assert "const int pc_y0 = (0) + (int)pc_g;" in text
+    assert "const long long pc_y0 = (long long)(0) + pc_g;" in text
     assert "if ((pc_y0 >= 1)) pc_w0 = A[(pc_y0 - 1)];" in text
     assert "for (int pc_x = (0) + (int)(blockIdx.x" in d["copy_back"].generated.text
     # every load before the first store
@@ -324,3 +324,29 @@ def test_window_always_proposes_it_at_unknown_sizes(tmp_path):
     runs_alike(STREAM.read_text(), out.read_text(), tmp_path, argv=("11", "97"))
     assert main(["transform", str(STREAM), "-o", str(out), "--no-model"]) == 0
     assert "a thread, 256 apart" not in out.read_text()
+
+
+@pytest.mark.parametrize("value", ["A[i * N + j] * blockDim.x", "A[i * N + j] + threadIdx.x",
+                                   "A[i * N + j] + blockIdx.y", "A[i * N + j] * gridDim.x"])
+def test_a_statement_reading_the_geometry_is_not_windowed(write_cu, value):
+    """The form changes the blocks and each thread's elements: a value read from
+    threadIdx, blockIdx, blockDim or gridDim would change with them (found in review:
+    `B[i] = A[i] * blockDim.x` ran with 256 where the original's blocks had 128)."""
+    plan = _plan_of(write_cu, "i > 0 && i < N - 4 && j < N", f"B[i * N + j] = {value};")
+    assert not isinstance(plan, WindowPlan) and "geometry" in plan.text, plan
+
+
+def test_a_1d_window_indexes_in_64_bits(write_cu):
+    """A 1-D range may pass 2^31 elements (and the fourth element of the last group past
+    the range's end): the elements' indices are long long (found in review)."""
+    source = ("__global__ void k(long long n, const float *A, float *B)\n{\n"
+              "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  if (i < n) B[i] = A[i] + 3.0f;\n}\n"
+              "int main() { float *a, *b; long long n = 3000000000LL;\n"
+              "  k<<<(unsigned)((n + 255) / 256), 256>>>(n, a, b); }\n")
+    program = read_program(str(write_cu(source)))
+    result = transform_program(program, TransformOptions(model=False, window_always=True))
+    d = result.decisions[0]
+    assert d.action == "windowed", d.reason
+    assert "const long long pc_y1 = pc_y0 + 256;" in d.generated.text
+    assert "(int)pc_g" not in d.generated.text
