@@ -484,3 +484,24 @@ def test_a_parameter_named_like_a_kernel_is_no_reference_to_it(tmp_path):
         "  cudaFuncSetAttribute(scale, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);\n"
         "  void *f = (void *)&scale; (void)f; }\n")
     assert read_program(str(src)).references == {"scale": (6, 7)}
+
+
+@pytest.mark.parametrize("loop", [
+    "for (n = 1024; n <= 8192; n = n * 2) {\n    dim3 grid((n + 255) / 256);\n"
+    "    k<<<grid, 256>>>(a, n);\n  }",
+    "for (n = 1024; n <= 8192; n = n * 2)\n    k<<<(n + 255) / 256, 256>>>(a, n);",
+    "for (n = 1024; n <= 8192; n = 2 * n) { k<<<n / 256, 256>>>(a, n); }",
+])
+def test_a_variable_the_step_of_a_for_loop_sets_is_not_known(write_cu, loop):
+    """`for (n = 1024; ...; n = n * 2)` runs its launches with every value of n: neither
+    n nor a grid made from it is a constant (found on HeCBench's zerocopy: n taken as
+    2048 x 1024, the 1-D window's range cut there and 5 of 7 sizes wrong)."""
+    from polycoal.frontend.launches import known_values
+    source = ("__global__ void k(float *a, int n) { int i = blockIdx.x * blockDim.x + "
+              "threadIdx.x; if (i < n) a[i] = 1.0f; }\n"
+              f"int main() {{ float *a; int n;\n  {loop}\n  return 0; }}\n")
+    p = read_program(str(write_cu(source)))
+    values = known_values(p.launches[0])
+    assert "n" not in values and "gridDim_x" not in values and "nthreads_x" not in values, \
+        values
+    assert values.get("blockDim_x") == 256

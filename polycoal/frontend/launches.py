@@ -256,8 +256,11 @@ class _Scope:
             nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
             prev = tokens[k - 1].text if k else ""
             if nxt in ASSIGNMENTS and nxt != "=" or prev in ("++", "--", "&") or \
-                    (kind == "dim3" and self._passed_to_call(k)):
-                return unknown  # changed (a loop counter, say), its address taken
+                    (kind == "dim3" and self._passed_to_call(k)) or \
+                    (nxt in ASSIGNMENTS and self._in_loop_step(k)):
+                # changed (a loop counter, say: `for (n = 1; ...; n = n * 2)` runs the
+                # launch with every value), its address taken
+                return unknown
             axis = _member_axis(tokens, k)
             if axis is not None:
                 after = tokens[k + 3].text if k + 3 < len(tokens) else ""
@@ -398,6 +401,21 @@ class _Scope:
                     (prev == "," and not self._in_parentheses(k)):
                 return False          # `int a, name;` declares it again; `f(a, name)` not
         return True
+
+    def _in_loop_step(self, k: int) -> bool:
+        """Whether token k is in the condition or the step of a `for` header (after its
+        first `;`): what it assigns changes from one trip to the next."""
+        depth, semicolons = 0, 0
+        for j in range(k - 1, self.begin - 1, -1):
+            text = self.tokens[j].text
+            if text in ("{", "}"):
+                return False
+            if text == ";" and depth == 0:
+                semicolons += 1
+            depth += (text == ")") - (text == "(")
+            if depth < 0:
+                return j > 0 and self.tokens[j - 1].text == "for" and semicolons > 0
+        return False
 
     def _in_parentheses(self, k: int) -> bool:
         """Whether token k is inside parentheses opened in its statement."""
