@@ -56,6 +56,7 @@ class TransformOptions:
     window: bool = True             # stencils: rows a thread, the window in registers
     window_always: bool = False     # ... proposed at unknown sizes, rows sharing nothing too
     sweep: bool = True              # a thread's dependent loop along its row on tiles
+    sweep_rows: int | None = None   # ... rows a warp runs (None: by the rows' count)
     # host loops of launches: the waits for the device between them dropped, one after
     # the loop (optimize/launch_waits.py)
     launch_waits: bool = True

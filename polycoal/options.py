@@ -79,6 +79,9 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    help="do not stage a thread's loop along its row through shared memory "
                    "(kernels whose trips depend on each other: ADI's sweeps, a prefix sum "
                    "per row)")
+    p.add_argument("--sweep-rows", type=int, choices=(1, 2, 4, 8, 16, 32), default=None,
+                   help="rows of a staged sweep a warp runs (by default from the rows' "
+                   "count: enough warps to keep each multiprocessor's schedulers busy)")
     p.add_argument("--keep-waits", action="store_true",
                    help="keep every wait for the device in host loops of launches (by "
                    "default the waits between launches into the default stream are "
@@ -202,6 +205,7 @@ def transform_options(args, environ=None):
                             staging=not args.no_staging, window=not args.no_window,
                             window_always=getattr(args, "window_always", False),
                             sweep=not getattr(args, "no_sweep", False),
+                            sweep_rows=getattr(args, "sweep_rows", None),
                             launch_waits=not getattr(args, "keep_waits", False),
                             launch_trips=not getattr(args, "keep_trips", False),
                             sizes=_sizes(args),

@@ -505,11 +505,16 @@ def _window(program: Program, new_program: Program | None, d: KernelDecision) ->
 
 def _sweep(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A staged sweep: the plan, made again from the original's model (its conditions:
-    optimize/sweep.py), must be the one the generated kernel carries out."""
+    optimize/sweep.py), must be the one the generated kernel carries out, at the rows a
+    warp runs it chose (any of a warp's lanes: each runs a row of its own)."""
     plan = sweep_plan(d.analysis.model, d.analysis)
     if isinstance(plan, Obstacle):
         return [plan.text]
-    return [] if plan == d.generated.tiles else ["the generated sweep differs from the plan"]
+    made = d.generated.tiles
+    if made.warp_rows not in (1, 2, 4, 8, 16, 32):
+        return [f"a warp runs {made.warp_rows} rows"]
+    return [] if replace(plan, warp_rows=made.warp_rows) == made else \
+        ["the generated sweep differs from the plan"]
 
 
 def _layout(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

@@ -122,3 +122,18 @@ def test_the_device_module_declares_a_template_helper_with_its_header(tmp_path):
         r = subprocess.run(["nvcc", "--cubin", "-arch=sm_90", "-w", str(tmp_path / f"m{k}.cu"),
                             "-o", str(tmp_path / f"m{k}.cubin")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_outputs_agree_with_nan_and_infinities_at_the_same_elements():
+    """A recurrence on random data (ADI's) can reach NaN and infinities as written:
+    the two runs agree where both have them at the same elements and the finite rest
+    agrees; NaN or an infinity at different elements, or a finite value apart, do not."""
+    import numpy as np
+    from polycoal.validate.device import arrays_agree
+    x = np.array([1.0, np.nan, np.inf, -np.inf, 2.0], dtype=np.float32)
+    assert arrays_agree(np, x, x.copy(), 1e-6) == (True, 0.0)
+    for k, value in ((1, 0.0), (2, np.nan), (3, np.inf), (0, np.inf), (4, 2.5)):
+        y = x.copy()
+        y[k] = value
+        assert not arrays_agree(np, x, y, 1e-6)[0], (k, value)
+    assert arrays_agree(np, x, np.where(np.isfinite(x), x * (1 + 1e-7), x), 1e-5)[0]

@@ -61,6 +61,34 @@ def test_row_recurrences_run_alike(tmp_path, monkeypatch, rows, cols):
     runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
 
 
+@pytest.mark.parametrize("rows, cols, warp, prefetch", [
+    (45, 77, 1, True), (70, 31, 2, True), (33, 64, 4, True), (45, 77, 8, True),
+    (100, 200, 16, True), (45, 77, 4, False), (70, 95, 8, False)])
+def test_fewer_rows_a_warp_run_alike(tmp_path, monkeypatch, rows, cols, warp, prefetch):
+    """A warp running `warp` rows (its first lanes; every lane loads), the next chunk's
+    columns loaded ahead or not: the same recurrences bit-identical on the CPU, partial
+    rows and chunks at the end, the columns two windows share carried in the tile."""
+    import polycoal.codegen.sweep as sweep_code
+    import polycoal.passes.sweep as sweep_pass
+    monkeypatch.setattr(sweep_pass, "MANY_ROWS", 0)
+    monkeypatch.setattr(sweep_code, "PREFETCH", prefetch)
+    program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"), sweep_rows=warp)
+    swept = [d for d in result.decisions if d.action == "swept"]
+    assert len(swept) == 3 and {d.generated.tiles.warp_rows for d in swept} == {warp}
+    assert all(f"[{warp}][33]" in d.generated.text for d in swept)
+    defines = f"#define ROWS {rows}\n#define COLS {cols}\n"
+    runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
+
+
+@pytest.mark.parametrize("rows, warp", [(None, 8), (65536, 8), (8192, 8), (8191, 4),
+                                        (4096, 4), (100, 4)])
+def test_rows_a_warp_by_the_rows_count(rows, warp):
+    """As measured on the H200: 8 rows a warp, 4 below 8192 rows; 8 where the rows are
+    not known."""
+    from polycoal.passes.sweep import warp_rows
+    assert warp_rows(rows, None) == warp and warp_rows(rows, 8) == 8
+
+
 @pytest.mark.parametrize("rows, cols, swept", [
     (4096, 4096, {"tridiagonal"}), (1024, 16384, {"tridiagonal"}),
     (65536, 256, {"prefix_rows", "smooth_back", "tridiagonal"})])
@@ -128,8 +156,9 @@ def test_the_validator_rejects_a_sweep_that_is_not_the_plan():
     program, result = _transform(POLYBENCH / "adi" / "adi.cu")
     d = next(x for x in result.decisions if x.kernel == "adi_kernel1")
     assert _sweep(program, None, d) == []
-    wrong = replace(d.generated.tiles, direction=-1)
-    assert _sweep(program, None, replace(d, generated=replace(d.generated, tiles=wrong)))
+    for wrong in (replace(d.generated.tiles, direction=-1),
+                  replace(d.generated.tiles, warp_rows=3)):
+        assert _sweep(program, None, replace(d, generated=replace(d.generated, tiles=wrong)))
 
 
 def test_no_sweep_keeps_them():

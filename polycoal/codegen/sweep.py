@@ -10,16 +10,19 @@ from polycoal.codegen.statements import renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model.isl_c import wide_parameters
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.sweep import CHUNK, SweepPlan
+from polycoal.optimize.sweep import SweepPlan
 from polycoal.templates import render_template
 
 BLOCK = (32, 1, 1)
+# the next chunk's loads issued before this chunk's trips run (measured on the H200,
+# tools/explore_sweep_forms.py; False: each chunk loads its own columns first)
+PREFETCH = True
 
 
 def tile_index(plan: SweepPlan, off: int, low: int) -> str:
     """The tile column of a reference `off` at trip pc_kk of the chunk."""
     sense = plan.direction * plan.step
-    trip = "pc_kk" if sense > 0 else f"({CHUNK - 1} - pc_kk)"
+    trip = "pc_kk" if sense > 0 else f"({plan.chunk - 1} - pc_kk)"
     return f"{trip} + {off - low}"
 
 
@@ -32,11 +35,11 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     base, stride = f"({plan.base.to_c('*')})", f"(long long)({plan.stride.to_c('*')})"
     d, sense = plan.direction, plan.direction * plan.step
     # a reference reaches column d * counter + base + off; a chunk's window starts at
-    # its first trip's column (sense +1) or CHUNK - 1 columns before it (sense -1)
+    # its first trip's column (sense +1) or chunk - 1 columns before it (sense -1)
     arrays = []
     for k, a in enumerate(plan.arrays):
-        width = CHUNK + a.high - a.low
-        back = f" - {CHUNK - 1}" if sense < 0 else ""
+        width = plan.chunk + a.high - a.low
+        back = f" - {plan.chunk - 1}" if sense < 0 else ""
         lo = f"{'' if d > 0 else '-'}pc_cf + {base}{back} + {a.low}"
         # an element some reference reaches at some trip: its counter d * (col - base -
         # off) within the loop's range, for one of the array's offsets
@@ -47,9 +50,9 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
         writer = ""
         if a.written is not None:
             shift = a.written - a.low
-            writer = f"pc_e - {shift}" if sense > 0 else f"{CHUNK - 1} - (pc_e - {shift})"
+            writer = f"pc_e - {shift}" if sense > 0 else f"{plan.chunk - 1} - (pc_e - {shift})"
         arrays.append({"name": a.name, "type": a.element_type, "index": k,
-                       "width": width, "pitch": width | 1, "lo": lo, "reached": reached,
+                       "width": width, "spread": a.high - a.low, "pitch": width | 1, "lo": lo, "reached": reached,
                        "written": a.written is not None, "writer": writer,
                        "window": f"{a.low} to {a.high} from each trip's"})
     lows = {a.name: a.low for a in plan.arrays}
@@ -74,12 +77,12 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
         "sweep_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, BLOCK),
                                                      hidden),
         row_dim=describe_dim(model, plan.row), counter_dim=describe_dim(model, plan.counter),
-        chunk=CHUNK, arrays=arrays, stride=passed_geometry(stride, hidden),
+        chunk=plan.chunk, arrays=arrays, rows=plan.warp_rows, sense=sense, prefetch=PREFETCH, stride=passed_geometry(stride, hidden),
         statements=[f"{ty} {name};" for name, ty in plan.privates] +
         [passed_geometry(t, hidden) for t in statements],
         row_lo=rows.lo, row_hi=rows.hi, k_lo=trips.lo, k_hi=trips.hi, step=plan.step,
         first_trip=passed_geometry(f"(long long)({trips.lo}) + pc_t0" if plan.step > 0
                                    else f"(long long)({trips.hi}) - pc_t0", hidden))
     return GeneratedKernel(kernel.name, text, [rows], BLOCK, hidden, {"x": "pc_row"},
-                           "pc_i", axis_dims={"x": plan.row}, per_block=(32, 1, 1),
+                           "pc_i", axis_dims={"x": plan.row}, per_block=(plan.warp_rows, 1, 1),
                            tiles=plan)

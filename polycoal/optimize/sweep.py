@@ -9,12 +9,15 @@ row, a tridiagonal solve per row):
 
 The loop must stay in its thread, so no permutation helps, and consecutive threads are
 a row apart: every reference is a whole row apart between neighbouring lanes (32
-sectors a request). The remedy stages the rows through shared memory in chunks of
-CHUNK trips: a warp's 32 threads are 32 consecutive rows; for each chunk the warp loads,
-row after row, each array's window of the chunk (the columns its references reach in
-those trips: CHUNK plus the references' spread) into a tile, the lanes along the row
-(coalesced), waits at __syncwarp, runs each thread's trips of the chunk on its row of the
-tiles, waits, and writes the written arrays' columns of the chunk back, coalesced.
+sectors a request). The remedy stages the rows through shared memory in
+chunks of trips: a warp's first R lanes run R consecutive rows; for each chunk the warp
+loads, row after row, each array's window of the chunk (the columns its references
+reach in those trips: the chunk plus the references' spread, 32 in all, one element a
+lane) into a tile, the lanes along the row (coalesced), waits at __syncwarp, runs each
+thread's trips of the chunk on its row of the tiles, waits, and writes the written
+arrays' columns of the chunk back, coalesced. R is 32 where rows are many; fewer rows
+make more warps of fewer rows each (passes/sweep.py), whose loads and chains of
+dependent trips the multiprocessors interleave.
 
 That is the same computation when, as checked here:
 
@@ -48,9 +51,8 @@ from polycoal.model.kernel_model import KernelModel
 from polycoal.model.poly import Poly
 from polycoal.optimize.reduction import Obstacle
 
-CHUNK = 32           # trips of the loop a tile holds (a warp's lanes along the row)
 WARP = 32            # rows a warp stages together (a block is one warp)
-MAX_ARRAYS = 4       # tiles a warp holds (shared memory: 4 x 32 x 40 floats = 20 KiB)
+MAX_ARRAYS = 4       # tiles a warp holds (shared memory: 4 x 32 x 33 doubles = 33 KiB)
 MAX_SPREAD = 8       # columns between a row's references of one array
 
 
@@ -75,11 +77,19 @@ class SweepPlan:
     arrays: tuple[SweptArray, ...]
     offsets: tuple[tuple[str, int], ...]   # reference text -> its `off`
     privates: tuple[tuple[str, str], ...] = ()   # (name, type) of each trip's scalars
+    warp_rows: int = WARP   # rows a warp (a block) stages and runs: its first lanes
+
+    @property
+    def chunk(self) -> int:
+        """Trips a tile holds: a row's window (the chunk plus the references' spread)
+        is one element a lane, one load of the warp a row and array."""
+        return WARP - max(a.high - a.low for a in self.arrays)
 
     @property
     def describe(self) -> str:
         names = ", ".join(a.name for a in self.arrays)
-        return (f"a warp's 32 rows staged through shared memory {CHUNK} trips at a time "
+        return (f"a warp's {self.warp_rows} rows staged through shared memory {self.chunk} trips "
+                f"at a time "
                 f"({names})")
 
 

@@ -4,6 +4,8 @@ coalesced (optimize/sweep.py plans it, codegen/sweep.py emits it)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pycparser import c_ast
 
 from polycoal.codegen.kernel import describe_dim
@@ -23,6 +25,24 @@ from polycoal.passes.base import Candidate, Pass, mapping_of
 # its uncoalesced loads served by the L1 a trip apart while the tiles' fills and
 # write-backs add latency a chunk.
 MANY_ROWS = 32768
+# A warp runs the rows of its first lanes one trip at a time, each trip waiting on the
+# last (a chain of dependent steps), and between chunks on its tiles' loads: with one
+# warp a multiprocessor nothing hides either. Fewer rows a warp give more warps for the
+# same rows, whose loads and chains the schedulers interleave; each warp's loads stay
+# coalesced (a row's window is one load of the warp). Measured on the H200
+# (tools/explore_sweep_forms.py, BENCHMARKS.md): 8 rows a warp the fastest or within 15%
+# of it at 16384 and 65536 rows (a prefix sum per row 0.093 -> 0.061 ms at 65536 x 256
+# against 32 rows a warp, a tridiagonal elimination 0.365 -> 0.268), 4 at 4096 rows
+# (the prefix sum 0.93 -> 0.14 ms at 4096 x 4096; 2 rows or 1 no faster).
+FEW_ROWS = 8192
+WARP_ROWS = (4, 8)      # rows a warp runs below FEW_ROWS rows, and otherwise
+
+
+def warp_rows(rows: int | None, forced: int | None) -> int:
+    """Rows a warp runs: `forced`, else by the rows' count (unknown: many)."""
+    if forced is not None:
+        return forced
+    return WARP_ROWS[0] if rows is not None and rows < FEW_ROWS else WARP_ROWS[1]
 
 
 def long_trips(model) -> bool:
@@ -42,6 +62,7 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
     rows = known_extent(model, plan.row, {**dict(options.price_at), **model.parameter_values})
     if not long_trips(model) and (rows is None or rows < MANY_ROWS):
         return None
+    plan = replace(plan, warp_rows=warp_rows(rows, options.sweep_rows))
     return Candidate(d.change(
         "swept", f"its trips along {describe_dim(model, plan.counter)} depend on each "
         f"other: {plan.describe}",

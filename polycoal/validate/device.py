@@ -35,6 +35,21 @@ _NUMPY = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "
           "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
 
 
+def arrays_agree(np, x, y, tolerance: float) -> tuple[bool, float]:
+    """(whether two runs' values of an array agree, the relative L2 error of their
+    finite elements): NaN and infinities must be at the same elements (the same
+    infinities), the finite rest within `tolerance`; NaN as the error where they are not."""
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    finite = np.isfinite(x64) & np.isfinite(y64)
+    same = bool((np.isnan(x64) == np.isnan(y64)).all() and
+                (x64[~finite] == y64[~finite]).sum() + np.isnan(x64).sum() == (~finite).sum())
+    if not same:
+        return False, float("nan")
+    ref = float(np.linalg.norm(x64[finite])) or 1.0
+    rel = float(np.linalg.norm(x64[finite] - y64[finite])) / ref
+    return rel <= tolerance, rel
+
+
 @dataclass
 class DeviceVerdict:
     kernel: str
@@ -170,22 +185,19 @@ class DeviceInputs:
             fn(*args, grid=tuple(map(int, grid)), block=tuple(map(int, block)))
 
     def compare(self, a: dict, b: dict, tolerance: float) -> tuple[bool, list[dict]]:
-        """Whether every array of two runs agrees (relative L2 error, NaN never does)."""
+        """Whether every array of two runs agrees (relative L2 error of the finite
+        elements; NaN and infinities at the same elements)."""
         np, results, ok = self.np, [], True
         for arr in self.arrays:
             dt = numpy_dtype(np, arr.type)
             x, y = np.empty(arr.size, dt), np.empty(arr.size, dt)
             self.driver.memcpy_dtoh(x, a[arr.name])
             self.driver.memcpy_dtoh(y, b[arr.name])
-            x64, y64 = x.astype(np.float64), y.astype(np.float64)
-            nan = bool(np.isnan(x64).any() or np.isnan(y64).any())
-            ref = float(np.linalg.norm(x64)) or 1.0
-            rel = float("nan") if nan else float(np.linalg.norm(x64 - y64)) / ref
-            good = not nan and rel <= tolerance
+            good, rel = arrays_agree(np, x, y, tolerance)
             ok = ok and good
             results.append({"array": arr.name, "elements": arr.size, "rel_l2": rel,
-                            "ok": good, "nan": [int(np.isnan(x64).sum()),
-                                                int(np.isnan(y64).sum())]})
+                            "ok": good, "nan": [int(np.isnan(x).sum()),
+                                                int(np.isnan(y).sum())]})
         return ok, results
 
     def timed(self, fn, grid, block, repeats: int, extra=(), before=None) -> float:
