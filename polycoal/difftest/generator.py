@@ -1513,7 +1513,7 @@ def fam_recurrence(b: Builder) -> None:
     C = b.size("C", rng.choice((3, 17, 32, 33, 70)))
     A = b.array("A", ctype, [R, C])
     X = b.array("X", ctype, [R, C])
-    k = b.kernel(form)
+    k = b.kernel(f"{form}_rows")      # (`private` alone is a C++ keyword)
     k.lines.append(thread_index(rng, "i", "x"))
     an, xn = k.array(A), k.array(X, const=True)
     r, c = k.size(R), k.size(C)

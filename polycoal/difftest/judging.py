@@ -50,6 +50,9 @@ OPTION_SETS: dict[str, list[str]] = {
     "collapse": ["--collapse-redundant-threads"],
     # the register window wherever it applies (small grids, rows sharing nothing)
     "window": ["--no-model", "--window-always"],
+    # staged sweeps of one row a warp and of sixteen (the default is 4 or 8)
+    "sweep-rows=1": ["--no-model", "--sweep-rows", "1"],
+    "sweep-rows=16": ["--no-model", "--sweep-rows", "16"],
     "layout=soa": ["--layout", "soa"],
     "layout=none": ["--layout", "none"],
     "reorganise=none": ["--reorganise", "none"],
