@@ -57,6 +57,12 @@ def test_rows_are_judged_against_the_goal():
     unbounded = roofline_report._judged({"bound_ms": None, "polycoal_ms": 1.0,
                                          "reason": None}, d)
     assert "outside the affine model" in unbounded["reason"]
+    kept = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 10.0, "reason": None},
+                                   KernelDecision("mvt", "unchanged", "", code="redundant-copies"))
+    assert kept["reason"].startswith("kept:") and "lockstep" in kept["reason"]
+    swept = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 1.0, "reason": None},
+                                    KernelDecision("adi", "swept", ""))
+    assert swept["reason"].startswith("open") and "waits on the last" in swept["reason"]
 
 
 def test_the_table_and_the_plot_show_every_measured_row():

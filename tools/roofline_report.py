@@ -79,6 +79,11 @@ REFERENCE_SIZES = (2048, 4096)
 # int arguments a host loop varies, beside bench_polybench's: one trip of the loop
 HOST_LOOPS = {**HOST_LOOP_ARGUMENTS, "fdtd2d": {"t": 1}, "3dconv": {"i": 1},
               "adi": {"i1": 1}}
+# kernels polycoal keeps on purpose: why, in the table
+KEPT = {"redundant-copies": (
+    "kept: its threads' copies along an axis it never reads race, each adding to what "
+    "the others left; one copy's result is theirs only when they run in lockstep, so "
+    "one copy is run only on request (--collapse-redundant-threads)")}
 GOAL = 0.8                       # the fraction of the bound every kernel should reach
 # a launch timed alone between two events, however little it does (grammars/
 # memory_sm90.toml's launch_us, tools/calibrate_roofline.py)
@@ -199,7 +204,10 @@ def _judged(row: dict, d) -> dict:
         bound = dict(choice.candidates).get(form, choice.original).bound \
             if choice is not None else None
         row["reason"] = (f"open: polycoal's form ({d.action}) is {bound} by the model"
-                         if bound else f"open: polycoal keeps it ({d.code})")
+                         if bound else KEPT.get(d.code, f"open: polycoal keeps it ({d.code})"))
+        if d.action == "swept":
+            row["reason"] += ("; each trip of a row waits on the last (a chain as long as "
+                              "the row), which the bytes alone do not bound")
         # a launch timed alone adds its overhead to any kernel: bound / (bound + launch)
         # is the most a single launch reaches
         cap = row["bound_ms"] / (row["bound_ms"] + LAUNCH_MS)
