@@ -44,6 +44,7 @@ class AxisRange:
     host_hi: str = ""
     lo_bounds: list = field(default_factory=list)    # Poly: lo is the first
     hi_bounds: list = field(default_factory=list)    # Poly: hi is their minimum
+    start: str = ""       # the grid-stride loop's first value where not lo (warp-aligned)
 
 
 @dataclass
@@ -231,6 +232,32 @@ def thread_range(model: KernelModel, dim: str, axis: str,
                      min_max("min", his, False), [lowers[0]], uppers)
 
 
+WARP = 32
+
+
+def warp_aligned(lo: str) -> str:
+    """C text of the greatest multiple of WARP not above `lo` (lo may be negative)."""
+    from polycoal.frontend.cexpr import evaluate
+    value = evaluate(lo)
+    if isinstance(value, int):
+        return str(value // WARP * WARP)
+    return f"(({lo}) - ((({lo}) % {WARP} + {WARP}) % {WARP}))"
+
+
+def aligned_lanes(r: AxisRange) -> bool:
+    """Start the lanes of axis x at a multiple of a warp below the range's first value,
+    as the original's warps are (every warp's accesses then start a 128-byte line:
+    a range from 1 would straddle two lines a warp); the values below the range are
+    guarded off. False where the range starts at a multiple of 32 already."""
+    if r.axis != "x":
+        return False
+    start = warp_aligned(r.lo)
+    if start == r.lo:
+        return False
+    r.start, r.host_lo = start, warp_aligned(r.host_lo)
+    return True
+
+
 def within_range(variable: str, r: AxisRange) -> list[str]:
     """isl constraints a grid-stride loop over `r` guarantees of its `variable`."""
     return [f"{variable} >= {r.lo_bounds[0].to_c('*')}"] + \
@@ -301,8 +328,17 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 f"{isl_helpers.domain_constraints(model, s)} and {ties} }}")
         m = isl.UnionMap(text)
         schedule = m if schedule is None else schedule.union(m)
+    # the lanes of a thread-per-value form (not of a warp's split loop) from a multiple
+    # of a warp: isl then guards the values below the range (the context says only
+    # pc_x >= lo - 31); a column form guards them with its pc_active
+    plain = not warp_reduction
+    aligned = [r for r in ranges if (plain or column_groups) and aligned_lanes(r)]
     # what the grid-stride loops guarantee about pc_a, so that isl omits those guards
     enforced = [c for r in ranges for c in within_range(thread_vars[r.axis], r)]
+    if plain and aligned:
+        var, lo = thread_vars["x"], aligned[0].lo_bounds[0].to_c("*")
+        enforced = [f"{var} >= {lo} - {WARP - 1}" if c == f"{var} >= {lo}" else c
+                    for c in enforced]
     ctx_text = " and ".join(model.context + enforced) or "true"
     ast_ctx = isl.Set(f"[{', '.join(new_params)}] -> {{ : {ctx_text} }}")
     ast_build = isl.AstBuild.from_context(ast_ctx)
@@ -512,6 +548,7 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     body = [passed_geometry(line, hidden) for line in body]
     for r in ranges:
         r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)
+        r.start = passed_geometry(r.start, hidden) if r.start else ""
     privates = [f"{ty} {name};" for name, (ty, _) in sorted(model.private.items())]
     block = block or default_block(len(mapping.axes))
     if not warp_reduction and not column_groups:

@@ -9,7 +9,7 @@ import re
 
 import islpy as isl
 
-from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
+from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature, warp_aligned,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry, within_range)
 from polycoal.codegen.statements import references, renderer
@@ -118,7 +118,7 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
     hidden = geometry_read(texts, model)
     for r in ranges:
         r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)
-    lane.lo, lane.host_lo = _warp_aligned(lane.lo), _warp_aligned(lane.host_lo)
+    lane.lo, lane.host_lo = warp_aligned(lane.lo), warp_aligned(lane.host_lo)
     for item in loads + instances:
         for key in ("read", "guard", "statement"):
             if key in item:
@@ -139,14 +139,6 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
                            {"x": "pc_x", "y": ROW0}, "pc_i",
                            axis_dims={"x": plan.x, "y": plan.y},
                            per_block=(block[0], block[1] * plan.rows, 1), tiles=plan)
-
-
-def _warp_aligned(lo: str) -> str:
-    """C text of the greatest multiple of WARP not above `lo` (lo may be negative)."""
-    value = evaluate(lo)
-    if isinstance(value, int):
-        return str(value // WARP * WARP)
-    return f"(({lo}) - ((({lo}) % {WARP} + {WARP}) % {WARP}))"
 
 
 def _lane_names(plan: WindowPlan) -> list[str]:

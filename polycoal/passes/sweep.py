@@ -18,13 +18,14 @@ from polycoal.optimize.sweep import SweepPlan, sweep_geometry, sweep_plan
 from polycoal.passes.base import Candidate, Pass, mapping_of
 
 
-# Measured on the H200 (BENCHMARKS.md, "Host loops and sweeps"): the staged sweep gains
-# where a trip's own work is long (ADI's sweeps and a tridiagonal elimination, a
-# division a trip: 1.3-2.2x) or where rows are many (65536 rows: 1.3-4.3x); a trip of an
-# addition or a multiply-add over a few thousand rows runs faster as written (0.3-0.7x),
-# its uncoalesced loads served by the L1 a trip apart while the tiles' fills and
-# write-backs add latency a chunk.
-MANY_ROWS = 32768
+# Measured on the H200 (BENCHMARKS.md): the staged sweep gains where a trip's own work
+# is long (ADI's sweeps and a tridiagonal elimination, a division a trip) at every size
+# measured; a trip of an addition or a multiply-add gains from 4096 rows (4096 x 4096:
+# a prefix sum per row 1.07 -> 0.14-0.19 ms, a backward filter 0.71 -> 0.15), while at
+# 1024 rows the first form of the sweep (a warp of 32 rows, no loads ahead) ran slower
+# than as written (0.107 -> 0.212 ms: the L1 serves the thread's next element a trip
+# apart), not measured since.
+MANY_ROWS = 4096
 # A warp runs the rows of its first lanes one trip at a time, each trip waiting on the
 # last (a chain of dependent steps), and between chunks on its tiles' loads: with one
 # warp a multiprocessor nothing hides either. Fewer rows a warp give more warps for the
