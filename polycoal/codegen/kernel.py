@@ -26,6 +26,7 @@ from polycoal.model.isl_c import expr_to_c, min_max, rename_c, wide_parameters
 from polycoal.codegen.isl_text import expr_to_isl
 from polycoal.codegen.statements import (render_accumulation, render_promoted,
                                          render_statement)
+from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
@@ -237,7 +238,6 @@ WARP = 32
 
 def warp_aligned(lo: str) -> str:
     """C text of the greatest multiple of WARP not above `lo` (lo may be negative)."""
-    from polycoal.frontend.cexpr import evaluate
     value = evaluate(lo)
     if isinstance(value, int):
         return str(value // WARP * WARP)

@@ -13,7 +13,6 @@ from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature, 
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry, within_range)
 from polycoal.codegen.statements import references, renderer
-from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.isl_c import expr_to_c, wide_parameters
