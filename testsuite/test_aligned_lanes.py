@@ -38,6 +38,21 @@ def test_a_permuted_kernel_starts_its_lanes_at_a_warp(tmp_path, lo, n, m):
     runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
 
 
+def test_a_symbolic_start_keeps_its_lanes_and_the_transformation(tmp_path):
+    """A thread-per-value form whose range starts at a kernel argument (`j = lo`): its
+    lanes start there as before (the start's remainder by 32 is not affine: translation
+    validation would refuse the kernel), and it is still restructured."""
+    text = SHIFT.read_text().replace("int j = LO;", "int j = lo;").replace(
+        "int n, int m,", "int n, int m, int lo,").replace("(N, M, b, a)", "(N, M, 1, b, a)")
+    path = tmp_path / "shift_lo.cu"
+    path.write_text(text)
+    program, result = _transformed(path, ("N=300", "M=77"))
+    d = result.decisions[0]
+    assert d.action == "restructured", d.reason
+    assert re.search(r"for \(int pc_x = \(lo\)", d.generated.text)
+    runs_alike(program.text, result.text, tmp_path, tolerance=0.0)
+
+
 def test_gramschmidt_column_kernel_from_k_plus_one(tmp_path, nvcc):
     """Gram-Schmidt's third kernel (columns j > k, k a host loop's value) in its column
     form: its tiles from the multiple of 32 below k + 1, the columns below k + 1

@@ -244,15 +244,18 @@ def warp_aligned(lo: str) -> str:
     return f"(({lo}) - ((({lo}) % {WARP} + {WARP}) % {WARP}))"
 
 
-def aligned_lanes(r: AxisRange) -> bool:
+def aligned_lanes(r: AxisRange, symbolic: bool = True) -> bool:
     """Start the lanes of axis x at a multiple of a warp below the range's first value,
     as the original's warps are (every warp's accesses then start a 128-byte line:
     a range from 1 would straddle two lines a warp); the values below the range are
-    guarded off. False where the range starts at a multiple of 32 already."""
+    guarded off. False where the range starts at a multiple of 32 already, or where
+    its start is not a constant and `symbolic` is false (a form whose guards isl
+    writes: translation validation reads the generated kernel's affine conditions,
+    and the start's remainder by 32 is not one)."""
     if r.axis != "x":
         return False
     start = warp_aligned(r.lo)
-    if start == r.lo:
+    if start == r.lo or (not symbolic and not start.lstrip("-").isdigit()):
         return False
     r.start, r.host_lo = start, warp_aligned(r.host_lo)
     return True
@@ -332,7 +335,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     # of a warp: isl then guards the values below the range (the context says only
     # pc_x >= lo - 31); a column form guards them with its pc_active
     plain = not warp_reduction
-    aligned = [r for r in ranges if (plain or column_groups) and aligned_lanes(r)]
+    aligned = [r for r in ranges if (plain or column_groups) and
+               aligned_lanes(r, symbolic=not plain)]
     # what the grid-stride loops guarantee about pc_a, so that isl omits those guards
     enforced = [c for r in ranges for c in within_range(thread_vars[r.axis], r)]
     if plain and aligned:
