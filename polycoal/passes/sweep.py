@@ -20,12 +20,12 @@ from polycoal.passes.base import Candidate, Pass, mapping_of
 
 # Measured on the H200 (BENCHMARKS.md): the staged sweep gains where a trip's own work
 # is long (ADI's sweeps and a tridiagonal elimination, a division a trip) at every size
-# measured; a trip of an addition or a multiply-add gains from 4096 rows (4096 x 4096:
-# a prefix sum per row 1.07 -> 0.14-0.19 ms, a backward filter 0.71 -> 0.15), while at
-# 1024 rows the first form of the sweep (a warp of 32 rows, no loads ahead) ran slower
-# than as written (0.107 -> 0.212 ms: the L1 serves the thread's next element a trip
-# apart), not measured since.
-MANY_ROWS = 4096
+# measured; a trip of an addition or a multiply-add gains from 1024 rows, the fewest
+# measured (1024 x 1024: a prefix sum per row 0.113 -> 0.032 ms, a backward filter 0.181
+# -> 0.043; 4096 x 4096: 1.10 -> 0.18, 0.71 -> 0.15), where the first form of the sweep
+# (a warp of 32 rows, no loads ahead) ran slower than as written (0.107 -> 0.212 ms at
+# 1024 x 1024: the L1 serves the thread's next element a trip apart).
+MANY_ROWS = 1024
 # A warp runs the rows of its first lanes one trip at a time, each trip waiting on the
 # last (a chain of dependent steps), and between chunks on its tiles' loads: with one
 # warp a multiprocessor nothing hides either. Fewer rows a warp give more warps for the
