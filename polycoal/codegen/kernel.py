@@ -261,9 +261,12 @@ def aligned_lanes(r: AxisRange, symbolic: bool = True) -> bool:
     return True
 
 
-def within_range(variable: str, r: AxisRange) -> list[str]:
-    """isl constraints a grid-stride loop over `r` guarantees of its `variable`."""
-    return [f"{variable} >= {r.lo_bounds[0].to_c('*')}"] + \
+def within_range(variable: str, r: AxisRange, below: int = 0) -> list[str]:
+    """isl constraints a grid-stride loop over `r` guarantees of its `variable`; with
+    `below`, a loop whose lanes start up to that many values before the range (isl
+    then guards them off)."""
+    low = f" - {below}" if below else ""
+    return [f"{variable} >= {r.lo_bounds[0].to_c('*')}{low}"] + \
         [f"{variable} <= {b.to_c('*')}" for b in r.hi_bounds]
 
 
@@ -335,14 +338,12 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     # of a warp: isl then guards the values below the range (the context says only
     # pc_x >= lo - 31); a column form guards them with its pc_active
     plain = not warp_reduction
-    aligned = [r for r in ranges if (plain or column_groups) and
-               aligned_lanes(r, symbolic=not plain)]
+    for r in ranges:
+        if plain or column_groups:
+            aligned_lanes(r, symbolic=not plain)
     # what the grid-stride loops guarantee about pc_a, so that isl omits those guards
-    enforced = [c for r in ranges for c in within_range(thread_vars[r.axis], r)]
-    if plain and aligned:
-        var, lo = thread_vars["x"], aligned[0].lo_bounds[0].to_c("*")
-        enforced = [f"{var} >= {lo} - {WARP - 1}" if c == f"{var} >= {lo}" else c
-                    for c in enforced]
+    enforced = [c for r in ranges for c in within_range(
+        thread_vars[r.axis], r, WARP - 1 if plain and r.start else 0)]
     ctx_text = " and ".join(model.context + enforced) or "true"
     ast_ctx = isl.Set(f"[{', '.join(new_params)}] -> {{ : {ctx_text} }}")
     ast_build = isl.AstBuild.from_context(ast_ctx)

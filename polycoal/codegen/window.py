@@ -9,17 +9,15 @@ import re
 
 import islpy as isl
 
-from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature, warp_aligned,
+from polycoal.codegen.kernel import (WARP, GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
-                                     with_geometry, within_range)
+                                     warp_aligned, with_geometry, within_range)
 from polycoal.codegen.statements import references, renderer
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.isl_c import expr_to_c, wide_parameters
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.window import ROW0, WindowPlan
-
-WARP = 32
 from polycoal.templates import render_template
 
 
@@ -60,9 +58,7 @@ def generate_window(original: str, kernel: Kernel, model: KernelModel,
     lane, lane_var = (ry, ROW0) if plan.one_dim else (rx, "pc_x")
     # what the loops guarantee of pc_x and pc_y0: isl leaves those conditions out
     names = [*model.parameters, *_lane_names(plan)]
-    known = list(model.context) + \
-        [f"{lane_var} >= {lane.lo_bounds[0].to_c('*')} - {WARP - 1}"] + \
-        within_range(lane_var, lane)[1:] + \
+    known = list(model.context) + within_range(lane_var, lane, WARP - 1) + \
         ([] if plan.one_dim else within_range(ROW0, ry))
     context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(known)} }}")
     build = isl.AstBuild.from_context(context)

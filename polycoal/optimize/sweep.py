@@ -15,9 +15,10 @@ loads, row after row, each array's window of the chunk (the columns its referenc
 reach in those trips: the chunk plus the references' spread, 32 in all, one element a
 lane) into a tile, the lanes along the row (coalesced), waits at __syncwarp, runs each
 thread's trips of the chunk on its row of the tiles, waits, and writes the written
-arrays' columns of the chunk back, coalesced. R is 32 where rows are many; fewer rows
-make more warps of fewer rows each (passes/sweep.py), whose loads and chains of
-dependent trips the multiprocessors interleave.
+arrays' columns of the chunk back, coalesced. R is 4 or 8 (passes/sweep.py): more
+warps of fewer rows each, whose loads and chains of dependent trips the multiprocessors
+interleave; the next chunk's new columns are loaded while this one runs
+(codegen/sweep.py, the template's comment says why that reads the last values).
 
 That is the same computation when, as checked here:
 
@@ -88,9 +89,8 @@ class SweepPlan:
     @property
     def describe(self) -> str:
         names = ", ".join(a.name for a in self.arrays)
-        return (f"a warp's {self.warp_rows} rows staged through shared memory {self.chunk} trips "
-                f"at a time "
-                f"({names})")
+        return (f"a warp's {self.warp_rows} rows staged through shared memory "
+                f"{self.chunk} trips at a time ({names})")
 
 
 def _split(flat: Poly, row: str, counter: str) -> tuple[Poly, int, Poly] | None:
