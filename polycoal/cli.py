@@ -337,7 +337,7 @@ def cmd_transform(args) -> int:
                                # runs the changed kernel (the original runs otherwise)
                                "runtime_checks": ([{"condition": d.assumption.constraint,
                                                     "kernel": d.emitted,
-                                                    "why": "race freedom"}]
+                                                    "why": d.assumption.purpose}]
                                                   if d.assumption else []) +
                                [{"condition": pair.describe(), "host": pair.to_c(),
                                  "kernel": d.emitted, "why": "pointer arguments distinct"}

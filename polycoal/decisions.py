@@ -165,7 +165,8 @@ class KernelDecision:
 
     def runtime_checks(self) -> list[str]:
         """What each launch checks, in words."""
-        return ([f"{self.assumption.constraint} (race freedom)"] if self.assumption else []) \
+        return ([f"{self.assumption.constraint} ({self.assumption.purpose})"]
+                if self.assumption else []) \
             + [f"{x.describe()} (pointer arguments)" for x in self.disjoint]
 
     @property

@@ -36,7 +36,7 @@ from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_
 from polycoal.frontend.launches import known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
 from polycoal.analysis.dependences import condition_text, copies_proof, racing_values
-from polycoal.optimize.assumptions import (both, decided, disjoint_pointers,
+from polycoal.optimize.assumptions import (both, decided, disjoint_pointers, nonnegative,
                                            race_free_assumption)
 from polycoal.analysis.roofline import Choice, choose
 from polycoal.optimize.phases import plan_phases
@@ -61,7 +61,7 @@ from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.tiles import full_problems, offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
-from polycoal.model.extract import extract_model
+from polycoal.model.extract import UNSIGNED_TYPES, extract_model
 from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
@@ -73,7 +73,7 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     """The decision for one kernel: the first check that refuses keeps the kernel with
     its reason code; otherwise the best change the model allows. A change made under a
     condition on the launch's values is reported with it."""
-    d = _plan(program, kernel, options)
+    d = _signs(program, kernel, _plan(program, kernel, options), options)
     if not d.checked:
         return d
     checks = "; ".join(d.runtime_checks())
@@ -102,7 +102,37 @@ def _takes_checked(d: KernelDecision, launch) -> bool | None:
     return verdict if verdict is False or not d.disjoint else None
 
 
-def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> KernelDecision:
+def _signs(program: Program, kernel: Kernel, d: KernelDecision,
+           options: TransformOptions) -> KernelDecision:
+    """A kernel generated anew under a model that takes its int arguments non-negative
+    (KernelModel.signed: isl drops the bounds the signs imply, the lanes of `j > k`
+    start at k + 1) is legal only where they are. Where the launches do not show that,
+    the kernel is planned again with nothing assumed of the signs: the same kind of
+    change holds for every value then; otherwise the change runs only where each
+    launch checks the signs (the original elsewhere)."""
+    if d.action not in GENERATED or not d.analysis.model.signed:
+        return d
+    model = d.analysis.model
+    launches = program.launches_of(kernel.name)
+    unsigned = {p.name for p in kernel.parameters if p.type in UNSIGNED_TYPES}
+    unknown = [p for p in model.parameters if not _GEOMETRY.fullmatch(p) and
+               p not in unsigned and
+               not all(known_values(l).get(p, -1) >= 0 for l in launches)]
+    if not unknown:
+        return d
+    unsigned = _plan(program, kernel, options, signed=False)
+    if unsigned.action == d.action:
+        return unsigned
+    if not options.runtime_checks:
+        return d.keep("sign", f"the change ({d.reason}) holds only where the int arguments "
+                      f"{', '.join(unknown)} are not negative, which the launches do not "
+                      "show (and run-time checks are off)")
+    signs = nonnegative(model, unknown)
+    return replace(d, assumption=signs if d.assumption is None else both(d.assumption, signs))
+
+
+def _plan(program: Program, kernel: Kernel, options: TransformOptions,
+          signed: bool = True) -> KernelDecision:
     name = kernel.name
     measured = dict(options.keep).get(name)
     if measured is not None:
@@ -110,7 +140,8 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions) -> Kernel
     if kernel.ast is None:
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
                               code="unparsed")
-    d = KernelDecision(name, "unchanged", "", analysis=analyze_kernel(kernel, program))
+    d = KernelDecision(name, "unchanged", "",
+                       analysis=analyze_kernel(kernel, program, signed=signed))
     judged = _judged(kernel, d)
     if judged is not None and judged.code == "opaque-statements" and d.analysis.races:
         return replace(judged, reason=f"{judged.reason}; races not judged: an opaque "
@@ -254,7 +285,8 @@ def _without_races(program: Program, kernel: Kernel, d: KernelDecision,
     redundant = redundant_axes(d.analysis)
     if not redundant:
         return raced
-    collapsed = analyze_kernel(kernel, program, frozenset(redundant))
+    collapsed = analyze_kernel(kernel, program, frozenset(redundant),
+                               signed=d.analysis.model.signed)
     if collapsed.races:
         return raced
     axes = ", ".join(sorted(redundant))
@@ -292,13 +324,15 @@ def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision
     if assumption is None or not all(p in scalars or _GEOMETRY.fullmatch(p)
                                      for p in assumption.parameters):
         return None
-    assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,))
+    signed = d.analysis.model.signed
+    assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,), signed=signed)
     for _ in range(3):      # races the first condition hides (another pair of references)
         more = race_free_assumption(assumed.model, assumed.races)
         if more is None:
             break
         assumption = both(assumption, more)
-        assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,))
+        assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,),
+                                 signed=signed)
     if assumed.races or not _keeps_instances(d.analysis.model, assumed.model):
         return None
     return replace(d, analysis=assumed, assumption=assumption)
@@ -403,7 +437,7 @@ def _read_back(new_program: Program | None, d: KernelDecision):
     new_kernel = new_program.kernel(d.emitted)
     if new_kernel is None or new_kernel.ast is None:
         return "the generated kernel does not parse"
-    model = extract_model(new_kernel, new_program)
+    model = extract_model(new_kernel, new_program, signed=d.analysis.model.signed)
     if d.assumption is not None:       # the copy runs only where the launch's check holds
         model.context = model.context + [d.assumption.constraint]
     return model

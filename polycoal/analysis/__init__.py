@@ -76,15 +76,16 @@ STATEMENT_BUDGET = 150
 
 def analyze_kernel(kernel: Kernel, program: Program,
                    collapse: frozenset[str] = frozenset(),
-                   assumed: tuple[str, ...] = ()) -> KernelAnalysis:
+                   assumed: tuple[str, ...] = (), signed: bool = True) -> KernelAnalysis:
     """The analysis of one kernel; `collapse` names thread axes to model one thread wide
     (the copies along an axis the kernel never reads, see transform's
     --collapse-redundant-threads); `assumed`: constraints on the parameters the analysis
-    may take as true (checked at run time, optimize/assumptions.py)."""
+    may take as true (checked at run time, optimize/assumptions.py); `signed`: the int
+    arguments taken non-negative (KernelModel.signed)."""
     result = KernelAnalysis(kernel, None)
     if kernel.ast is None:
         return result
-    model = extract_model(kernel, program, collapse)
+    model = extract_model(kernel, program, collapse, signed)
     model.context = model.context + list(assumed)
     result.model = model
     result.diagnostics += model.notes

@@ -1409,18 +1409,23 @@ def fam_hostloop(b: Builder) -> None:
     """Kernels launched in a host loop with the loop variable as an argument: a sweep
     over rows (A[(t + 1) * N + i] from A[t * N + i]), a per-step update, a triangular
     inner loop bounded by t, two kernels per step, and uncoalesced 2-D planes or rows
-    per step (which polycoal restructures, the launch inside the loop); each launch
-    followed by a wait for the device or not, as programs write them."""
+    per step (which polycoal restructures, the launch inside the loop), or columns past
+    the loop variable from a negative start (Gram-Schmidt's `j > k`: a form generated
+    under non-negative arguments is legal only where each launch checks them); each
+    launch followed by a wait for the device or not, as programs write them."""
     rng = b.rng
     wait = rng.choice(_LOOP_WAITS)
     ctype = choose_type(rng, (4, 1, 1))
     form = rng.choice(("sweep", "rows", "tri", "two-kernels", "plane", "plane", "rowloop",
-                       "rowloop"))
+                       "rowloop", "past"))
     b.variant = f"hostloop:{form}"
     T = b.size("T", rng.choice((2, 5, 8)))
     tname = rng.choice(("t", "step", "iter"))
     ttype = rng.choice(("int", "int", "long"))
     one = literal(ctype, 1.0)
+    if form == "past":
+        _columns_past(b, T, tname, ttype, ctype, wait)
+        return
     if form in ("plane", "rowloop"):
         NI = b.size("NI", rng.choice((7, 31, 33, 64)))
         NJ = b.size("NJ", rng.choice((8, 31, 33, 64)))
@@ -1497,6 +1502,43 @@ def fam_hostloop(b: Builder) -> None:
         b.main += [f"    {wait}"] if wait else []
     b.main.append("  }")
     b.shape.append(f"{k.name}: launched in a host loop over t, form {form}")
+
+
+def _columns_past(b: Builder, T: Size, tname: str, ttype: str, ctype: str,
+                  wait: str | None) -> None:
+    """A kernel over the columns j past a host loop's value t, which starts below zero:
+    a sum down each column or an update of it, the range spelled as programs do."""
+    rng = b.rng
+    NI = b.size("NI", rng.choice((3, 17, 33, 64)))
+    NJ = b.size("NJ", rng.choice((31, 33, 64, 100)))
+    A = b.array("A", ctype, [NI, NJ])
+    k = b.kernel("past")
+    k.lines.append(thread_index(rng, "j", "x"))
+    an = k.array(A, const=True)
+    k.scalar(f"{ttype} {tname}", "t")
+    ni, nj = k.size(NI), k.size(NJ)
+    past = rng.choice((f"j > {tname}", f"{tname} < j", f"j >= {tname} + 1", f"j - 1 >= {tname}"))
+    k.lines.append(f"if ({past} && j < {nj}) {{")
+    if rng.random() < 0.5:
+        C = b.array("C", ctype, [NJ], "zero")
+        cn = k.array(C)
+        k.lines.append(f"  {ctype} acc = {literal(ctype, 0.0)};")
+        k.lines.append(f"  for (int q = 0; q < {ni}; q++)")
+        k.lines.append(f"    acc += {an}[q * {nj} + j];")
+        k.lines.append(f"  {cn}[j] = acc + ({ctype}){tname};")
+        b.note_reduction(NI.value, ctype)
+    else:
+        C = b.array("C", ctype, [NI, NJ], "zero")
+        cn = k.array(C)
+        k.lines.append(f"  for (int q = 0; q < {ni}; q++)")
+        k.lines.append(f"    {cn}[q * {nj} + j] += {an}[q * {nj} + j] * ({ctype})({tname} + 4);")
+    k.lines.append("}")
+    start = -rng.choice((1, 3, 40, 200))
+    b.main.append(f"  for (int t = {start}; t < {T.h}; t++) {{")
+    b.launch(k, [(NJ, rng.choice(BLOCKS_1D))], indent="    ")
+    b.main += [f"    {wait}"] if wait else []
+    b.main.append("  }")
+    b.shape.append(f"{k.name}: columns past a host loop's t from {start}")
 
 
 def fam_recurrence(b: Builder) -> None:

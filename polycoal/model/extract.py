@@ -26,8 +26,8 @@ from polycoal.frontend.program import Kernel, Program
 from polycoal.model.accumulation import accumulation
 from polycoal.model.delinearize import assign_array_shapes
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, ThreadAxes, builtin
-from polycoal.model.kernel_model import (Access, KernelModel, Loop, OutsideModel, Statement,
-                                         ThreadDim)
+from polycoal.model.kernel_model import (LAUNCH_PARAMS, Access, KernelModel, Loop,
+                                         OutsideModel, Statement, ThreadDim)
 from polycoal.model.poly import Poly
 
 _GEOMETRY_ONLY = "geometry permutation only (the thread dimensions stay parallel)"
@@ -35,6 +35,9 @@ _NOTHING = "analysis only; the kernel is left unchanged"
 _INT_TYPES = {"int", "unsigned", "unsigned int", "long", "unsigned long", "size_t", "short",
               "long long", "unsigned long long", "int32_t", "uint32_t", "int64_t", "uint64_t",
               "uint", "char", "unsigned char", "bool", "_Bool"}
+# those whose values are never negative
+UNSIGNED_TYPES = {"unsigned", "unsigned int", "unsigned long", "size_t", "unsigned long long",
+                  "uint32_t", "uint64_t", "uint", "unsigned char", "bool", "_Bool"}
 
 
 def _loc(node: c_ast.Node | None, fallback: Location) -> Location:
@@ -857,8 +860,9 @@ def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[
 
 
 def extract_model(kernel: Kernel, program: Program,
-                  collapse: frozenset[str] = frozenset()) -> KernelModel:
-    """The polyhedral model of `kernel` (which must have been parsed)."""
+                  collapse: frozenset[str] = frozenset(), signed: bool = True) -> KernelModel:
+    """The polyhedral model of `kernel` (which must have been parsed); `signed`: its
+    context takes the int arguments to be non-negative (KernelModel.signed)."""
     assert kernel.ast is not None, "extract_model needs a parsed kernel"
     axes_names = cuda_dialect().axes
     block, grid, values, notes = _launch_extents(program, kernel)
@@ -909,14 +913,20 @@ def extract_model(kernel: Kernel, program: Program,
             if acc.flat is not None:
                 parameters |= acc.flat.variables - {d.name for d in thread_dims} \
                     - {f"c{k}" for k in range(8)}
+    unsigned = {p.name for p in kernel.parameters if p.type in UNSIGNED_TYPES}
     for p in sorted(parameters):
-        # launch geometry is positive; int arguments (sizes, offsets such as a host
-        # loop's k) are taken to be non-negative, as kernels index arrays with them
-        context.append(f"{p} >= 1" if p.startswith(("blockDim", "gridDim", "nthreads"))
-                       else f"{p} >= 0")
+        # launch geometry is positive, unsigned arguments are not negative; int
+        # arguments (sizes, offsets such as a host loop's k) are taken to be non-negative
+        # where `signed`, as kernels index arrays with them (a change made so is checked
+        # at the launches: transform._signs)
+        if p.startswith(LAUNCH_PARAMS):
+            context.append(f"{p} >= 1")
+        elif signed or p in unsigned:
+            context.append(f"{p} >= 0")
     depth = max((len(s.loops) for s in ex.statements), default=0)
     model = KernelModel(kernel.name, kernel.location, thread_dims, depth, sorted(parameters),
-                        context, ex.statements, outside=ex.outside, parameter_values=values)
+                        context, ex.statements, outside=ex.outside, parameter_values=values,
+                        signed=signed)
     launches = program.launches_of(kernel.name)
     shapes = {l.block_shape for l in launches}
     model.block_shape = shapes.pop() if len(shapes) == 1 else None

@@ -125,6 +125,10 @@ class KernelModel:
     private: dict[str, tuple[str, int]] = field(default_factory=dict)
     #                                  private scalar -> (C type, loop depth of declaration)
     notes: list[Diagnostic] = field(default_factory=list)
+    # whether the context takes the int arguments to be non-negative (`n >= 0`): an
+    # assumption nothing in the kernel proves, which a launch may break (a host loop's
+    # k = -1); a change made under it runs only where each launch checks it
+    signed: bool = True
 
     @property
     def is_affine(self) -> bool:

@@ -21,7 +21,7 @@ there is no race to begin with, or one that stays a refusal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -37,6 +37,7 @@ class Assumption:
     constraint: str          # isl text over the parameters (a context entry): `m <= 2048`
     space: tuple[str, ...]   # the model's parameters, the names `constraint` may read
     parameters: tuple[str, ...]      # those it reads
+    purpose: str = "race freedom"    # what it guarantees, in words
 
     def as_set(self) -> isl.Set:
         return isl.Set(f"[{', '.join(self.space)}] -> {{ : {self.constraint} }}")
@@ -119,7 +120,17 @@ def _assumption(condition: isl.Set, body: str = "") -> Assumption:
 
 def both(first: Assumption, second: Assumption) -> Assumption:
     """The conjunction of two assumptions on one model's parameters."""
-    return _assumption(first.as_set().intersect(second.as_set()).coalesce())
+    purposes = dict.fromkeys(first.purpose.split("; ") + second.purpose.split("; "))
+    return replace(_assumption(first.as_set().intersect(second.as_set()).coalesce()),
+                   purpose="; ".join(purposes))
+
+
+def nonnegative(model: KernelModel, names: list[str]) -> Assumption:
+    """The int arguments `names` are not negative: what a model whose context takes
+    them so (KernelModel.signed) rests on where no launch shows it."""
+    condition = isl.Set(f"[{', '.join(model.parameters)}] -> {{ : "
+                        + " and ".join(f"{p} >= 0" for p in names) + " }")
+    return replace(_assumption(condition), purpose="non-negative int arguments")
 
 
 def holds(assumption: Assumption, values: dict[str, int]) -> bool | None:

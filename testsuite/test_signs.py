@@ -1,0 +1,132 @@
+"""Int arguments whose sign only the launches know (transform._signs): the model takes
+them non-negative (KernelModel.signed), so a kernel generated under that context is
+legal only where they are. A kernel whose change also holds with nothing assumed of the
+signs is planned so; any other runs its change where each launch checks the signs, the
+original elsewhere. The class: thread ranges that start past an argument (`j > k`,
+`i >= k + 1`, a host loop's value that may be negative), in every generated form."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, runs_alike
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.transform import TransformOptions, transform_program
+
+FIXTURE = FIXTURES / "negative_offset.cu"
+
+
+def _transformed(text: str, tmp_path, **options):
+    path = tmp_path / "in.cu"
+    path.write_text(text)
+    program = read_program(str(path), PreprocessorOptions())
+    return program, transform_program(program, TransformOptions(**options))
+
+
+def _decision(result, name):
+    return next(d for d in result.decisions if d.kernel == name)
+
+
+@pytest.fixture(scope="module")
+def block_form(tmp_path_factory):
+    """The fixture with its column kernel in the block-per-32-columns form (asked for:
+    the model keeps it at this small size)."""
+    return _transformed(FIXTURE.read_text(), tmp_path_factory.mktemp("signs"),
+                        reduction="block")
+
+
+def test_a_column_kernel_past_an_argument_runs_where_each_launch_checks_it(block_form):
+    program, result = block_form
+    d = _decision(result, "columns_past")
+    assert d.action == "columns", d.reason
+    assert d.assumption is not None and d.assumption.constraint == "k >= 0"
+    assert d.assumption.purpose == "non-negative int arguments"
+    assert "k >= 0 (non-negative int arguments)" in d.reason
+    assert d.emitted == "columns_past__pc_checked"
+    # the original stays for the launches where k < 0: both launches (k from argv, k
+    # from a host loop) test it on the host
+    assert result.text.count("columns_past__pc_checked<<<") == 2
+    assert result.text.count("if ((((long long)(k)) >= 0))") == 1
+    assert result.text.count("if ((((long long)(pc_arg2)) >= 0))") == 1   # t * 31
+
+
+@pytest.mark.parametrize("argv", [(), ("-1",), ("0",), ("5",), ("40", "-3"), ("-299", "0")])
+def test_the_checked_program_runs_as_written_for_every_sign(block_form, tmp_path, argv):
+    """k from argv (default -60) and a host loop from t = -3 (k = -93 .. 62): the same
+    numbers as the original on the CPU runtime (which faults on a write out of bounds:
+    the column form run with k < 0 writes s[k + 1 ..]), m < 0 included."""
+    program, result = block_form
+    runs_alike(program.text, result.text, tmp_path, argv=argv, tolerance=1e-6)
+
+
+def test_a_change_that_holds_for_every_sign_is_made_without_a_check(block_form):
+    """rows_past (`i >= k + 1`) is restructured by the plan that assumes nothing of k:
+    no check on k, its rows from 0 with the guard kept; rows_upto's m is only an upper
+    bound (its one check is its own race freedom, m <= 300)."""
+    program, result = block_form
+    d = _decision(result, "rows_past")
+    assert d.action == "restructured" and d.assumption is None, d.reason
+    assert not d.analysis.model.signed
+    assert "pc_y >= (k + 1)" in d.generated.text
+    upto = _decision(result, "rows_upto")
+    assert upto.action == "restructured"
+    assert upto.assumption is not None and upto.assumption.constraint == "m <= 300"
+    assert upto.assumption.purpose == "race freedom"
+
+
+def test_launches_that_pass_known_non_negative_values_need_no_check(tmp_path):
+    """Every launch passes a literal: nothing to check, nothing planned twice."""
+    text = FIXTURE.read_text().replace("(da, ds, k, M, N)", "(da, ds, 7, M, N)").replace(
+        "(da, ds, t * 31, M, N)", "(da, ds, 12, M, N)")
+    program, result = _transformed(text, tmp_path, reduction="block")
+    d = _decision(result, "columns_past")
+    assert d.action == "columns" and d.assumption is None, d.reason
+    assert d.analysis.model.signed
+    assert "__pc_checked" not in d.emitted
+    runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)
+
+
+def test_a_launch_that_passes_a_negative_value_runs_the_original(tmp_path):
+    """One launch passes -5 (its check decided on the host: the original, no test
+    written), the other k from argv (checked)."""
+    text = FIXTURE.read_text().replace("(da, ds, t * 31, M, N)", "(da, ds, -5, M, N)")
+    program, result = _transformed(text, tmp_path, reduction="block")
+    d = _decision(result, "columns_past")
+    assert d.action == "columns" and d.assumption is not None, d.reason
+    assert result.text.count("columns_past__pc_checked<<<") == 1
+    runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)
+    runs_alike(program.text, result.text, tmp_path, argv=("3",), tolerance=1e-6)
+
+
+def test_without_run_time_checks_the_kernel_is_kept(tmp_path):
+    program, result = _transformed(FIXTURE.read_text(), tmp_path, reduction="block",
+                                   runtime_checks=False)
+    d = _decision(result, "columns_past")
+    assert d.action == "unchanged" and d.code == "sign", d.reason
+    assert "k are not negative" in d.reason
+    assert "__pc_checked" not in result.text.split("int main")[0].split("rows_upto")[0]
+
+
+def test_the_json_report_names_the_check(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "polycoal", "transform", "--reduction",
+                           "block", str(FIXTURE), "-o", str(tmp_path / "out.cu"),
+                           "--report", "json"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    kernels = {k["name"]: k for k in json.loads(proc.stderr)["kernels"]}
+    checks = kernels["columns_past"]["runtime_checks"]
+    assert checks == [{"condition": "k >= 0", "kernel": "columns_past__pc_checked",
+                       "why": "non-negative int arguments"}]
+
+
+def test_the_output_compiles(block_form, tmp_path, nvcc):
+    program, result = block_form
+    out = tmp_path / "out.cu"
+    out.write_text(result.text)
+    proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
