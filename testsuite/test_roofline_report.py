@@ -60,9 +60,19 @@ def test_rows_are_judged_against_the_goal():
     kept = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 10.0, "reason": None},
                                    KernelDecision("mvt", "unchanged", "", code="redundant-copies"))
     assert kept["reason"].startswith("kept:") and "lockstep" in kept["reason"]
-    swept = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 1.0, "reason": None},
+    swept = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 1.0, "reason": None,
+                                     "chain_ms": 0.5, "chain": "4095 trips of the loop at "
+                                     "line 77, each waiting on the last: 122 ns a trip"},
                                     KernelDecision("adi", "swept", ""))
-    assert swept["reason"].startswith("open") and "waits on the last" in swept["reason"]
+    assert swept["fraction"] == pytest.approx(0.2)
+    assert swept["reason"].startswith("chain-bound: 4095 trips of the loop at line 77")
+    assert "at least 0.5 ms (2.5x the bound of bytes and flops); polycoal's form at 50% of " \
+        "it" in swept["reason"]
+    # a chain shorter than the bytes' bound binds nothing
+    short = roofline_report._judged({"bound_ms": 0.2, "polycoal_ms": 1.0, "reason": None,
+                                     "chain_ms": 0.1, "chain": "..."},
+                                    KernelDecision("k", "swept", ""))
+    assert short["reason"].startswith("open")
 
 
 def test_the_table_and_the_plot_show_every_measured_row():

@@ -179,3 +179,59 @@ def test_polybench_adi_runs_alike_swept():
                                                   include_dirs=(str(path.parent),))
         assert run is not None and run.failure is None, error
         assert re.search(r"Threshold of [\d.]+ Percent: 0\b", run.stderr), run.stderr
+
+
+def _ahead(path, kernel, defines=()):
+    """The (array, off) of the reads a trip reads ahead, and whether the generated kernel
+    does (a trip that divides or calls)."""
+    from polycoal.codegen.sweep import read_ahead
+    import polycoal.passes.sweep as sweep_pass
+    saved, sweep_pass.MANY_ROWS = sweep_pass.MANY_ROWS, 0
+    try:
+        _, result = _transform(path, defines)
+    finally:
+        sweep_pass.MANY_ROWS = saved
+    d = next(x for x in result.decisions if x.kernel == kernel)
+    plan, model = d.generated.tiles, d.analysis.model
+    arrays = {a.text: a.array for _, a in model.accesses()}
+    offsets = dict(plan.offsets)
+    return (sorted((arrays[t], offsets[t]) for t in read_ahead(plan, model)),
+            "read a trip ahead" in d.generated.text)
+
+
+def test_the_reads_a_trip_reads_ahead_are_those_no_earlier_trip_writes():
+    """ADI's forward sweep: its own X and B (read before the trip writes them) and A,
+    not X and B one column back (the last trip's values, forwarded in registers); the
+    backward sweep reads X one column further down, which a later trip writes: every
+    read ahead. A prefix sum reads its own element ahead, a backward filter its input;
+    neither divides, so neither kernel reads ahead (the compiler schedules them)."""
+    adi = POLYBENCH / "adi" / "adi.cu"
+    assert _ahead(adi, "adi_kernel1") == ([("A", 0), ("B", 0), ("X", 0)], True)
+    assert _ahead(adi, "adi_kernel3") == ([("A", -3), ("B", -3), ("X", -3), ("X", -2)], True)
+    defines = ("ROWS=45", "COLS=77")
+    assert _ahead(ROWS, "prefix_rows", defines) == ([("a", 0)], False)
+    assert _ahead(ROWS, "smooth_back", defines) == ([("x", 0)], False)
+    assert _ahead(ROWS, "tridiagonal", defines) == \
+        ([("a", 0), ("b", -1), ("c", 0), ("d", 0)], True)
+
+
+@pytest.mark.parametrize("rows, cols, warp", [(45, 77, 4), (70, 31, 1), (33, 64, 8)])
+def test_reads_ahead_run_alike_and_a_carried_read_ahead_does_not(tmp_path, monkeypatch,
+                                                                 rows, cols, warp):
+    """Every kernel of the fixture read ahead (the division test off): bit-identical on
+    the CPU in both directions; reading ahead every read instead (the last trip's
+    value too) changes the results."""
+    import polycoal.codegen.sweep as sweep_code
+    import polycoal.passes.sweep as sweep_pass
+    monkeypatch.setattr(sweep_pass, "MANY_ROWS", 0)
+    monkeypatch.setattr(sweep_code, "_divides", lambda model: True)
+    defines = f"#define ROWS {rows}\n#define COLS {cols}\n"
+    program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"), sweep_rows=warp)
+    assert sum("read a trip ahead" in d.generated.text for d in result.decisions
+               if d.action == "swept") == 3
+    runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
+    monkeypatch.setattr(sweep_code, "read_ahead", lambda plan, model: [
+        a.text for _, a in model.accesses() if a.kind == "read" and a.space == "global"])
+    program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"), sweep_rows=warp)
+    with pytest.raises(AssertionError):
+        runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)

@@ -19,7 +19,11 @@ kernel as written and polycoal's output (the form the performance model chose, t
 original where it kept it), each the median of --repeat event-timed launches after a
 warm-up on fresh random inputs, their outputs compared (validate/device.py); and the
 fraction bound / polycoal's time. `reason` is null where the fraction is 0.8 or more,
-else what binds polycoal's form by the model, or why no bound or time was found.
+else what binds polycoal's form by the model, or why no bound or time was found. A
+kernel whose trips wait on each other (a recurrence along a row, analysis/chain.py) has
+a second bound, `chain_ms`: its trips times the latency of the operations from one
+trip's value to the next's, measured in the same run (one thread's chain of each
+operation); where it exceeds the first, the reason says how near polycoal's form is.
 
 Writes DIR/roofline-<device>-<date>.json, a list of {program, kernel, size, bound_ms,
 original_ms, polycoal_ms, fraction, reason} (with the bound's bytes and flops, the
@@ -90,8 +94,48 @@ GOAL = 0.8                       # the fraction of the bound every kernel should
 LAUNCH_MS = 0.010
 
 
+# one thread's chain of an operation (analysis/chain.py's latency classes): `a` the
+# chain's value entering as the operand the class names, x = 1 (the compiler cannot
+# know it); the chain's value stays finite and normal
+LATENCY = {"ffma": ("float", "a = fmaf(a, x, 0.25f) - 0.25f"),
+           "fdiv_num": ("float", "a = a / x"),
+           "fdiv_den": ("float", "a = (x + 0.5f) / a"),
+           "dfma": ("double", "a = fma(a, (double)x, 0.25) - 0.25"),
+           "ddiv_num": ("double", "a = a / (double)x"),
+           "ddiv_den": ("double", "a = ((double)x + 0.5) / a")}
+LATENCY_SOURCE = r"""
+extern "C" __global__ void chain_{name}(float *out, int iters, float x)
+{{
+    {ctype} a = ({ctype})out[0] + ({ctype})1.25;
+    for (int k = 0; k < iters; k++) {{
+        {step};
+    }}
+    out[1] = (float)a;
+}}
+"""
+
+
+def latencies(cp, repeat: int) -> dict[str, float]:
+    """Nanoseconds from an operation's operand to its result, each class of
+    analysis/chain.py: one thread's chain of 2^16 and of 2^17, their difference over
+    2^16 (the launch's overhead cancels). The FMA's chain counts its two operations
+    (an FMA and a subtraction), halved."""
+    from bench_copy_reference import timed
+    out = cp.zeros(2, dtype=cp.float32)
+    found = {}
+    for name, (ctype, step) in LATENCY.items():
+        module = cp.RawModule(code=LATENCY_SOURCE.format(name=name, ctype=ctype, step=step))
+        kernel = module.get_function(f"chain_{name}")
+        ms = [timed(cp, lambda n=n: kernel((1,), (1,), (out, cp.int32(n), cp.float32(1.0))),
+                    repeat) for n in (1 << 16, 1 << 17)]
+        ns = (ms[1] - ms[0]) * 1e6 / (1 << 16)
+        found[name] = ns / 2 if name.endswith("fma") else ns
+    return found
+
+
 def machine(cp, repeat: int) -> dict:
-    """Copy bandwidth (GB/s, read + written) and FP32 peak (GFLOP/s), measured now."""
+    """Copy bandwidth (GB/s, read + written) and FP32 peak (GFLOP/s), measured now;
+    the latencies of the operations a recurrence's chain waits on (ns)."""
     from bench_copy_reference import timed
     from calibrate_roofline import CHAINS, SOURCE, THREADS
     big = cp.ones(1 << 28, dtype=cp.float32)                  # 1 GiB
@@ -109,7 +153,7 @@ def machine(cp, repeat: int) -> dict:
                                                           cp.float32(1.0))), repeat)
     flops = 2.0 * blocks * THREADS * iters * CHAINS
     return {"copy_gbs": copy_gbs, "fp32_gflops": flops / (ms * 1e-3) / 1e9,
-            "multiprocessors": sms}
+            "multiprocessors": sms, "latency_ns": latencies(cp, repeat)}
 
 
 def cublas(cp, repeat: int) -> list[dict]:
@@ -141,6 +185,7 @@ def _spec(spec: str):
 
 def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
     """One row per kernel of the program `spec`."""
+    from polycoal.analysis.chain import recurrence_chain
     from polycoal.analysis.work import least_work
     from polycoal.frontend import read_program
     from polycoal.frontend.preprocess import PreprocessorOptions
@@ -164,13 +209,21 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
         row = {"program": os.path.relpath(path, ROOT), "kernel": d.kernel,
                "size": f"{size}: {label}", "bound_ms": None, "original_ms": None,
                "polycoal_ms": None, "fraction": None, "reason": None,
-               "form": d.action, "outputs_match": None, "bytes": None, "flops": None}
+               "form": d.action, "outputs_match": None, "bytes": None, "flops": None,
+               "chain_ms": None, "chain": None}
         model = d.analysis.model if d.analysis is not None else None
         try:
             if model is not None and model.is_affine:
                 least = least_work(d.analysis, values)
                 row.update(bytes=least.bytes, flops=least.flops,
                            bound_ms=least.bound(bytes_per_ms, flops_per_ms))
+                chain = recurrence_chain(d.analysis, values)
+                if chain is not None and figures.get("latency_ns"):
+                    ns, ops = chain.per_trip(figures["latency_ns"])
+                    row.update(chain_ms=chain.ms(figures["latency_ns"]),
+                               chain=f"{chain.trips} trips of the loop at line {chain.line}, "
+                               f"each waiting on the last: {ns:.3g} ns a trip "
+                               f"({' + '.join(ops)})")
             v = verdicts.get(d.kernel)
             if d.action != "unchanged" and v is not None:
                 row.update(original_ms=v.original_ms, polycoal_ms=v.transformed_ms,
@@ -205,9 +258,12 @@ def _judged(row: dict, d) -> dict:
             if choice is not None else None
         row["reason"] = (f"open: polycoal's form ({d.action}) is {bound} by the model"
                          if bound else KEPT.get(d.code, f"open: polycoal keeps it ({d.code})"))
-        if d.action == "swept":
-            row["reason"] += ("; each trip of a row waits on the last (a chain as long as "
-                              "the row), which the bytes alone do not bound")
+        if row.get("chain_ms") and row["chain_ms"] > row["bound_ms"]:
+            # a physical bound of its own: the trips of one thread wait on each other
+            row["reason"] = (f"chain-bound: {row['chain']}, whatever the form: at least "
+                             f"{row['chain_ms']:.3g} ms ({row['chain_ms'] / row['bound_ms']:.1f}x "
+                             f"the bound of bytes and flops); polycoal's form at "
+                             f"{row['chain_ms'] / row['polycoal_ms']:.0%} of it")
         # a launch timed alone adds its overhead to any kernel: bound / (bound + launch)
         # is the most a single launch reaches
         cap = row["bound_ms"] / (row["bound_ms"] + LAUNCH_MS)

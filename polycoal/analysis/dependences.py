@@ -78,6 +78,11 @@ def _threads_equal(model: KernelModel) -> str:
     return " and ".join(f"{d} = {d}'" for d in isl_helpers.thread_names(model)) or "true"
 
 
+def one_thread(model: KernelModel, s1: Statement, s2: Statement) -> isl.Map:
+    """The pairs of instances of s1 and s2 that one thread runs."""
+    return _pair_relation(model, s1, s2, _threads_equal(model))
+
+
 def detect_races(model: KernelModel, spaces: tuple[str, ...] = ("global", "shared")
                  ) -> list[Race]:
     races: list[Race] = []

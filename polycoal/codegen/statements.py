@@ -53,6 +53,9 @@ class _Renderer(c_generator.CGenerator):
         # value read into a register is replaced where it is read: `a[i] -= x` is
         # printed `a[i] = reg - (x)`)
         self.keep_targets = False
+        # text of an assignment's target -> the text it stores to instead (where its
+        # reads print as `replace` says: a value read ahead into a register)
+        self.targets: dict[str, str] = {}
 
     def visit(self, node):
         if self.replace and isinstance(node, (c_ast.ArrayRef, c_ast.ID, c_ast.BinaryOp)) and \
@@ -71,6 +74,11 @@ class _Renderer(c_generator.CGenerator):
 
     def visit_Assignment(self, n: c_ast.Assignment) -> str:
         target = text(n.lvalue)
+        if target in self.targets:
+            stored = self.targets[target]
+            if n.op == "=":
+                return f"{stored} = {self.visit(n.rvalue)}"
+            return f"{stored} = {self.visit(n.lvalue)} {n.op[:-1]} ({self.visit(n.rvalue)})"
         if not (self.keep_targets and target in self.replace):
             return super().visit_Assignment(n)
         saved, self.replace = self.replace, {}

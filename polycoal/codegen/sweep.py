@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pycparser import c_ast
+
 from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
@@ -17,13 +19,60 @@ BLOCK = (32, 1, 1)
 # the next chunk's loads issued before this chunk's trips run (measured on the H200,
 # tools/explore_sweep_forms.py; False: each chunk loads its own columns first)
 PREFETCH = True
+# each trip's reads that no earlier trip writes loaded from the tile a trip ahead
+# (read_ahead), in registers, where a trip divides or calls a function: the compiler
+# puts a division's slow path (a call) in a region it does not move loads across, so
+# the tile's latency sat on the chain of dependent trips (ADI's sweeps 1.25-1.3x, a
+# tridiagonal elimination 1.55x faster on the H200); a trip of additions and products
+# it schedules better itself (a prefix sum per row 1.34x slower read ahead)
+READ_AHEAD = True
 
 
-def tile_index(plan: SweepPlan, off: int, low: int) -> str:
-    """The tile column of a reference `off` at trip pc_kk of the chunk."""
+def tile_index(plan: SweepPlan, off: int, low: int, kk: str = "pc_kk") -> str:
+    """The tile column of a reference `off` at trip `kk` of the chunk."""
     sense = plan.direction * plan.step
-    trip = "pc_kk" if sense > 0 else f"({plan.chunk - 1} - pc_kk)"
+    trip = kk if sense > 0 else f"({plan.chunk - 1} - ({kk}))" if " " in kk else \
+        f"({plan.chunk - 1} - {kk})"
     return f"{trip} + {off - low}"
+
+
+def _divides(model: KernelModel) -> bool:
+    """Whether a statement divides or calls a function."""
+    def walk(n) -> bool:
+        if isinstance(n, c_ast.FuncCall) or isinstance(n, c_ast.BinaryOp) and n.op == "/" \
+                or isinstance(n, c_ast.Assignment) and n.op == "/=":
+            return True
+        return any(walk(c) for _, c in n.children())
+    return any(s.node is not None and walk(s.node) for s in model.statements)
+
+
+def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
+    """The reads (texts) whose element no trip of the chunk writes before they read it:
+    each trip's value can be loaded from the tile a trip early. With one written `off`
+    w per array, a read at `off` o reaches the column trip kk + o - w writes (sense
+    +1; kk - (o - w) going down): a later trip for o > w (o < w going down), never for
+    an array no trip writes, this trip for o = w, read before the write where it is in
+    the writing statement or one before it. (An earlier trip's value stays in a
+    register anyway: the compiler forwards the tile's store to the next trip's load.)
+    A value read a trip early is the tile's then: trip kk writes column kk + w, never
+    the column kk + 1 + o of a read taken so."""
+    sense = plan.direction * plan.step
+    written = {a.name: a.written for a in plan.arrays}
+    offsets = dict(plan.offsets)
+    writer = {}
+    for k, s in enumerate(model.statements):
+        for a in s.accesses:
+            if a.kind == "write" and a.space == "global":
+                writer.setdefault(a.array, k)
+    ahead = []
+    for k, s in enumerate(model.statements):
+        for a in s.accesses:
+            if a.kind != "read" or a.space != "global" or a.text in ahead:
+                continue
+            o, w = offsets[a.text], written[a.array]
+            if w is None or sense * (o - w) > 0 or (o == w and writer[a.array] >= k):
+                ahead.append(a.text)
+    return ahead
 
 
 def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
@@ -58,12 +107,25 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     lows = {a.name: a.low for a in plan.arrays}
     offsets = dict(plan.offsets)
     slot = {a.name: k for k, a in enumerate(plan.arrays)}
+    def tile(a, kk: str = "pc_kk") -> str:
+        return f"pc_s{slot[a.array]}[pc_lane][{tile_index(plan, offsets[a.text], lows[a.array], kk)}]"
+
+    # reads a trip ahead: the tile's latency off the chain of dependent trips
+    early = read_ahead(plan, model) if READ_AHEAD and _divides(model) else []
+    ahead = []
+    for s, a in model.accesses():
+        if a.text in early and a.text not in {x["text"] for x in ahead}:
+            n = len(ahead)
+            ahead.append({"text": a.text, "type": a.element_type, "next": f"pc_a{n}",
+                          "now": f"pc_b{n}", "first": tile(a, "0"), "then": tile(a, "pc_kk + 1")})
+    registers = {x["text"]: x["now"] for x in ahead}
     statements = []
     for s in model.statements:
         r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
-        r.replace = {a.text: f"pc_s{slot[a.array]}[pc_lane]"
-                     f"[{tile_index(plan, offsets[a.text], lows[a.array])}]"
+        r.replace = {a.text: registers.get(a.text) or tile(a)
                      for a in s.accesses if a.space == "global"}
+        r.targets = {a.text: tile(a) for a in s.accesses
+                     if a.space == "global" and a.kind == "write"}
         text = r.visit(s.node).rstrip()
         statements.append(text if text.endswith((";", "}")) else text + ";")
     texts = [rows.lo, rows.hi, trips.lo, trips.hi, base, stride] + statements
@@ -77,7 +139,8 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
         "sweep_tiles.cu.j2", signature=with_geometry(_signature(original, kernel, BLOCK),
                                                      hidden),
         row_dim=describe_dim(model, plan.row), counter_dim=describe_dim(model, plan.counter),
-        chunk=plan.chunk, arrays=arrays, rows=plan.warp_rows, sense=sense, prefetch=PREFETCH, stride=passed_geometry(stride, hidden),
+        chunk=plan.chunk, arrays=arrays, rows=plan.warp_rows, sense=sense, prefetch=PREFETCH,
+        stride=passed_geometry(stride, hidden), ahead=ahead,
         statements=[f"{ty} {name};" for name, ty in plan.privates] +
         [passed_geometry(t, hidden) for t in statements],
         row_lo=rows.lo, row_hi=rows.hi, k_lo=trips.lo, k_hi=trips.hi, step=plan.step,
