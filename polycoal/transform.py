@@ -120,8 +120,11 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
                not all(known_values(l).get(p, -1) >= 0 for l in launches)]
     if not unknown:
         return d
-    unsigned = _plan(program, kernel, options, signed=False)
-    if unsigned.action == d.action:
+    try:
+        unsigned = _plan(program, kernel, options, signed=False)
+    except Exception:        # noqa: BLE001 - the change made so stands, checked
+        unsigned = None
+    if unsigned is not None and unsigned.action == d.action:
         return unsigned
     if not options.runtime_checks:
         return d.keep("sign", f"the change ({d.reason}) holds only where the int arguments "
