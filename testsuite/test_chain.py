@@ -20,7 +20,9 @@ def _chain(tmp_path, body: str, values: dict, params: str = "int n"):
     path = tmp_path / "k.cu"
     path.write_text(f"#define N 512\n__global__ void k({params}, float *A, float *B, "
                     f"float *X, double *D)\n{{\n  int i = blockIdx.x * blockDim.x + "
-                    f"threadIdx.x;\n{body}\n}}\n")
+                    f"threadIdx.x;\n{body}\n}}\n"
+                    "int main(int argc, char **argv) {\n  float *A, *B, *X; double *D;\n"
+                    "  k<<<4, 128>>>(argc * 100, A, B, X, D);\n  return 0;\n}\n")
     program = read_program(str(path), PreprocessorOptions())
     return recurrence_chain(analyze_kernel(program.kernel("k"), program), values)
 
@@ -105,3 +107,23 @@ def test_a_prefix_sum_is_a_scan_and_has_no_chain(tmp_path):
     chain = _chain(tmp_path, body, {"n": 100})
     assert chain is not None and chain.trips == 99
     assert chain.per_trip(LATENCY) == (2.0, ("ffma",))
+
+
+def test_the_trips_are_those_the_cycle_runs(tmp_path):
+    """A recurrence guarded to its first 8 columns waits 7 divisions, not the loop's
+    4095 (the trips counted in the statement's domain at the values)."""
+    body = ("  if (i < n)\n    for (int j = 1; j < 4096; j++)\n"
+            "      if (j < 8) X[i * N + j] = X[i * N + j - 1] / B[j];")
+    chain = _chain(tmp_path, body, {"n": 64})
+    assert chain is not None and chain.trips == 7
+
+
+def test_a_compound_division_enters_by_its_numerator_and_a_constant_divides_as_a_product(
+        tmp_path):
+    body = "  if (i < n)\n    for (int j = 1; j < n; j++) { X[i * N + j] = X[i * N + j - 1];" \
+        " X[i * N + j] /= B[j]; }"
+    chain = _chain(tmp_path, body, {"n": 64})
+    assert chain is not None and chain.per_trip(LATENCY)[1] == ("fdiv_num",)
+    body = "  if (i < n)\n    for (int j = 1; j < n; j++) X[i * N + j] = X[i * N + j - 1] / 2.0f;"
+    chain = _chain(tmp_path, body, {"n": 64})
+    assert chain is not None and chain.per_trip(LATENCY) == (2.0, ("ffma",))

@@ -235,3 +235,43 @@ def test_reads_ahead_run_alike_and_a_carried_read_ahead_does_not(tmp_path, monke
     program, result = _transform(ROWS, (f"ROWS={rows}", f"COLS={cols}"), sweep_rows=warp)
     with pytest.raises(AssertionError):
         runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
+
+
+def test_a_read_after_the_trip_writes_its_element_is_not_read_ahead(tmp_path):
+    """`x[j] = x[j - 1] + x[j] / b[j]; x[j] = x[j] * 0.5f + 1.0f;`: the first statement's
+    read of x[j] may go ahead, the second's reads what the first wrote; one register
+    serves one text, so the text stays in the tile (the review's case: a wrong sum
+    before); `x[j]++` is never read ahead (its register would change)."""
+    from polycoal.codegen.sweep import read_ahead
+    source = (
+        "#include <cstdio>\n#define ROWS 70\n#define COLS 45\n"
+        "__global__ void k1(int rows, float *x, const float *b, float *y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < rows)\n    for (int j = 1; j < COLS; ++j) {\n"
+        "      x[i * COLS + j] = x[i * COLS + j - 1] + x[i * COLS + j] / b[i * COLS + j];\n"
+        "      x[i * COLS + j] = x[i * COLS + j] * 0.5f + 1.0f;\n"
+        "      y[i * COLS + j]++;\n"
+        "      y[i * COLS + j] = y[i * COLS + j - 1] / b[i * COLS + j] + y[i * COLS + j];\n"
+        "    }\n}\n"
+        "int main() {\n  static float h[ROWS * COLS], g[ROWS * COLS], q[ROWS * COLS];\n"
+        "  for (int e = 0; e < ROWS * COLS; e++) { h[e] = (float)(e % 13) * 0.25f;"
+        " g[e] = 1.0f + (e % 7); q[e] = (float)(e % 5); }\n"
+        "  float *x, *b, *y;\n  cudaMalloc(&x, sizeof(h)); cudaMalloc(&b, sizeof(g));"
+        " cudaMalloc(&y, sizeof(q));\n"
+        "  cudaMemcpy(x, h, sizeof(h), cudaMemcpyHostToDevice);\n"
+        "  cudaMemcpy(b, g, sizeof(g), cudaMemcpyHostToDevice);\n"
+        "  cudaMemcpy(y, q, sizeof(q), cudaMemcpyHostToDevice);\n"
+        "  k1<<<(ROWS + 63) / 64, 64>>>(ROWS, x, b, y);\n"
+        "  cudaMemcpy(h, x, sizeof(h), cudaMemcpyDeviceToHost);\n"
+        "  cudaMemcpy(q, y, sizeof(q), cudaMemcpyDeviceToHost);\n"
+        "  double s = 0;\n  for (int e = 0; e < ROWS * COLS; e++) s += (h[e] + 3 * q[e]) *"
+        " (e % 11 + 1);\n  printf(\"%.6f\\n\", s);\n  return 0;\n}\n")
+    path = tmp_path / "twice.cu"
+    path.write_text(source)
+    program, result = _transform(path, sweep_rows=4)
+    d = result.decisions[0]
+    assert d.action == "swept", d.reason
+    ahead = read_ahead(d.generated.tiles, d.analysis.model)
+    assert "x[(i * 45) + j]" not in ahead and "y[(i * 45) + j]" not in ahead, ahead
+    assert "b[(i * 45) + j]" in ahead
+    runs_alike(program.text, result.text, tmp_path, tolerance=0.0)

@@ -104,7 +104,9 @@ def recurrence_chain(analysis, values: dict[str, int] | None = None) -> Chain | 
         along = tuple(e for e in edges if e.loop in (loop, None))
         if not _cycles(along):
             continue
-        trips = _trips(model, loop, {**model.parameter_values, **(values or {})})
+        trips = _trips(model, loop, {**model.parameter_values, **(values or {})},
+                       {e.source for e in along if e.loop == loop} |
+                       {e.sink for e in along if e.loop == loop})
         if not trips:
             continue
         line = next(l.location.line for s in model.statements for l in s.loops
@@ -121,13 +123,34 @@ def _cycles(edges) -> bool:
     return per_trip(marked, {"trip": 1.0})[0] > 0
 
 
-def _trips(model: KernelModel, counter: str, values: dict) -> int | None:
-    extent = isl_helpers.known_extent(model, counter, values)
-    if not extent:
-        return None
-    step = next(abs(l.step) for s in model.statements for l in s.loops
-                if l.counter == counter)
-    return -(-extent // max(step, 1))
+def _trips(model: KernelModel, counter: str, values: dict, names: set[str]) -> int | None:
+    """The fewest trips of the loop that one of the statements `names` runs in one
+    thread at the values (counted in its domain: a guard `j < 8` counts 8), or None
+    where a parameter has no value."""
+    position = isl_helpers.all_dims(model).index(counter)
+    fewest = None
+    for s in model.statements:
+        if s.name not in names:
+            continue
+        d = isl_helpers.domain(model, s)
+        for k in range(d.dim(isl.dim_type.param)):
+            name = d.get_dim_name(isl.dim_type.param, k)
+            if name not in values:
+                return None
+            d = d.fix_val(isl.dim_type.param, k, values[name])
+        threads = len(model.thread_dims)
+        # one thread's trips (any thread's bound the kernel's time from below): the
+        # first thread's values of the counter, counted
+        per = d.project_out(isl.dim_type.set, position + 1, d.dim(isl.dim_type.set) - position - 1)
+        per = per.project_out(isl.dim_type.set, threads, position - threads)
+        if per.is_empty() or not per.is_bounded():
+            return None
+        first = per.project_out(isl.dim_type.set, threads, 1).lexmin().sample_point()
+        for k in range(threads):
+            per = per.fix_val(isl.dim_type.set, k, first.get_coordinate_val(isl.dim_type.set, k))
+        count = per.project_out(isl.dim_type.set, 0, threads).count_val().to_python()
+        fewest = count if fewest is None else min(fewest, count)
+    return fewest
 
 
 def _edges(model: KernelModel):
@@ -248,11 +271,11 @@ def _paths(s: Statement, reference: str) -> list[list[tuple[c_ast.Node, str]]]:
 
     walk(node.rvalue, [])
     if node.op != "=":
+        # X op= e is X = X op (e): the target's old value enters on the left
+        whole = c_ast.BinaryOp(node.op[:-1], node.lvalue, node.rvalue)
+        paths = [p + [(whole, "right")] for p in paths]
         if text.visit(node.lvalue) == reference:
-            paths.append([])
-        op = node.op[:-1]
-        paths = [p + [(c_ast.BinaryOp(op, node.lvalue, node.rvalue), "right")]
-                 for p in paths]
+            paths.append([(whole, "left")])
     return paths
 
 
@@ -266,7 +289,9 @@ def _costs(path, kind: str) -> tuple[str, ...]:
     below = None
     for node, child in path:
         if isinstance(node, c_ast.BinaryOp):
-            if node.op == "/":
+            if node.op == "/" and isinstance(node.right, c_ast.Constant):
+                ops.append(f"{prefix}fma")      # by a constant: a product at the least
+            elif node.op == "/":
                 ops.append(f"{prefix}div_{'num' if child == 'left' else 'den'}")
             elif node.op == "*":
                 ops.append(f"{prefix}fma")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pycparser import c_ast
+from pycparser import c_ast, c_generator
 
 from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
@@ -64,15 +64,37 @@ def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
         for a in s.accesses:
             if a.kind == "write" and a.space == "global":
                 writer.setdefault(a.array, k)
-    ahead = []
+    # a text read ahead is one register for all its reads: each must qualify (a read
+    # of the element after this trip's write, in a later statement, must not), and
+    # none may be the operand of ++ or -- (a register the statement would change)
+    ahead, refused = [], set()
     for k, s in enumerate(model.statements):
+        stepped = _stepped(s.node)
         for a in s.accesses:
-            if a.kind != "read" or a.space != "global" or a.text in ahead:
+            if a.kind != "read" or a.space != "global":
                 continue
             o, w = offsets[a.text], written[a.array]
-            if w is None or sense * (o - w) > 0 or (o == w and writer[a.array] >= k):
-                ahead.append(a.text)
-    return ahead
+            if a.text not in stepped and (w is None or sense * (o - w) > 0 or
+                                          (o == w and writer[a.array] >= k)):
+                if a.text not in ahead:
+                    ahead.append(a.text)
+            else:
+                refused.add(a.text)
+    return [t for t in ahead if t not in refused]
+
+
+def _stepped(node) -> set[str]:
+    """The texts of the operands of ++ and -- in a statement."""
+    found = set()
+
+    def walk(n):
+        if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
+            found.add(c_generator.CGenerator().visit(n.expr))
+        for _, c in n.children():
+            walk(c)
+    if node is not None:
+        walk(node)
+    return found
 
 
 def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
