@@ -61,7 +61,7 @@ from polycoal.validate.lanes import lane_split_problems, promotion_problems
 from polycoal.validate.tiles import full_problems, offsets_problems, skip_problems
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
-from polycoal.model.extract import UNSIGNED_TYPES, extract_model
+from polycoal.model.extract import extract_model, unsigned_arguments
 from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
@@ -114,18 +114,18 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
         return d
     model = d.analysis.model
     launches = program.launches_of(kernel.name)
-    unsigned = {p.name for p in kernel.parameters if p.type in UNSIGNED_TYPES}
+    unsigned = unsigned_arguments(kernel)
     unknown = [p for p in model.parameters if not _GEOMETRY.fullmatch(p) and
                p not in unsigned and
                not all(known_values(l).get(p, -1) >= 0 for l in launches)]
     if not unknown:
         return d
     try:
-        unsigned = _plan(program, kernel, options, signed=False)
+        anew = _plan(program, kernel, options, signed=False)
     except Exception:        # noqa: BLE001 - the change made so stands, checked
-        unsigned = None
-    if unsigned is not None and unsigned.action == d.action:
-        return unsigned
+        anew = None
+    if anew is not None and anew.action == d.action:
+        return anew
     if not options.runtime_checks:
         return d.keep("sign", f"the change ({d.reason}) holds only where the int arguments "
                       f"{', '.join(unknown)} are not negative, which the launches do not "

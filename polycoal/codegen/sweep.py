@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-from pycparser import c_ast, c_generator
+from pycparser import c_ast
 
 from polycoal.codegen.kernel import (GeneratedKernel, describe_dim, _signature,
                                      geometry_read, passed_geometry, thread_range,
                                      with_geometry)
 from polycoal.codegen.statements import renderer
+from polycoal.frontend.normalise import walk
 from polycoal.frontend.program import Kernel
+from polycoal.model.accumulation import text
 from polycoal.model.isl_c import wide_parameters
 from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.sweep import SweepPlan
@@ -31,19 +33,15 @@ READ_AHEAD = True
 def tile_index(plan: SweepPlan, off: int, low: int, kk: str = "pc_kk") -> str:
     """The tile column of a reference `off` at trip `kk` of the chunk."""
     sense = plan.direction * plan.step
-    trip = kk if sense > 0 else f"({plan.chunk - 1} - ({kk}))" if " " in kk else \
-        f"({plan.chunk - 1} - {kk})"
+    trip = kk if sense > 0 else f"({plan.chunk - 1} - {kk})"
     return f"{trip} + {off - low}"
 
 
 def _divides(model: KernelModel) -> bool:
     """Whether a statement divides or calls a function."""
-    def walk(n) -> bool:
-        if isinstance(n, c_ast.FuncCall) or isinstance(n, c_ast.BinaryOp) and n.op == "/" \
-                or isinstance(n, c_ast.Assignment) and n.op == "/=":
-            return True
-        return any(walk(c) for _, c in n.children())
-    return any(s.node is not None and walk(s.node) for s in model.statements)
+    return any(isinstance(n, c_ast.FuncCall) or isinstance(n, c_ast.BinaryOp) and n.op == "/"
+               or isinstance(n, c_ast.Assignment) and n.op == "/="
+               for s in model.statements if s.node is not None for n in walk(s.node))
 
 
 def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
@@ -69,7 +67,9 @@ def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
     # none may be the operand of ++ or -- (a register the statement would change)
     ahead, refused = [], set()
     for k, s in enumerate(model.statements):
-        stepped = _stepped(s.node)
+        # the operands of ++ and --
+        stepped = {text(n.expr) for n in (walk(s.node) if s.node is not None else ())
+                   if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--")}
         for a in s.accesses:
             if a.kind != "read" or a.space != "global":
                 continue
@@ -82,19 +82,6 @@ def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
                 refused.add(a.text)
     return [t for t in ahead if t not in refused]
 
-
-def _stepped(node) -> set[str]:
-    """The texts of the operands of ++ and -- in a statement."""
-    found = set()
-
-    def walk(n):
-        if isinstance(n, c_ast.UnaryOp) and n.op in ("++", "--", "p++", "p--"):
-            found.add(c_generator.CGenerator().visit(n.expr))
-        for _, c in n.children():
-            walk(c)
-    if node is not None:
-        walk(node)
-    return found
 
 
 def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
@@ -130,17 +117,16 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     offsets = dict(plan.offsets)
     slot = {a.name: k for k, a in enumerate(plan.arrays)}
     def tile(a, kk: str = "pc_kk") -> str:
-        return f"pc_s{slot[a.array]}[pc_lane][{tile_index(plan, offsets[a.text], lows[a.array], kk)}]"
+        index = tile_index(plan, offsets[a.text], lows[a.array], kk)
+        return f"pc_s{slot[a.array]}[pc_lane][{index}]"
 
     # reads a trip ahead: the tile's latency off the chain of dependent trips
+    reads = {a.text: a for _, a in model.accesses()}
     early = read_ahead(plan, model) if READ_AHEAD and _divides(model) else []
-    ahead = []
-    for s, a in model.accesses():
-        if a.text in early and a.text not in {x["text"] for x in ahead}:
-            n = len(ahead)
-            ahead.append({"text": a.text, "type": a.element_type, "next": f"pc_a{n}",
-                          "now": f"pc_b{n}", "first": tile(a, "0"), "then": tile(a, "pc_kk + 1")})
-    registers = {x["text"]: x["now"] for x in ahead}
+    ahead = [{"type": reads[t].element_type, "next": f"pc_a{n}", "now": f"pc_b{n}",
+              "first": tile(reads[t], "0"), "then": tile(reads[t], "(pc_kk + 1)")}
+             for n, t in enumerate(early)]
+    registers = {t: f"pc_b{n}" for n, t in enumerate(early)}
     statements = []
     for s in model.statements:
         r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})

@@ -36,8 +36,13 @@ _INT_TYPES = {"int", "unsigned", "unsigned int", "long", "unsigned long", "size_
               "long long", "unsigned long long", "int32_t", "uint32_t", "int64_t", "uint64_t",
               "uint", "char", "unsigned char", "bool", "_Bool"}
 # those whose values are never negative
-UNSIGNED_TYPES = {"unsigned", "unsigned int", "unsigned long", "size_t", "unsigned long long",
-                  "uint32_t", "uint64_t", "uint", "unsigned char", "bool", "_Bool"}
+_UNSIGNED_TYPES = {"unsigned", "unsigned int", "unsigned long", "size_t", "unsigned long long",
+                   "uint32_t", "uint64_t", "uint", "unsigned char", "bool", "_Bool"}
+
+
+def unsigned_arguments(kernel: Kernel) -> set[str]:
+    """The kernel's int arguments whose type makes them non-negative."""
+    return {p.name for p in kernel.parameters if p.type in _UNSIGNED_TYPES}
 
 
 def _loc(node: c_ast.Node | None, fallback: Location) -> Location:
@@ -913,7 +918,7 @@ def extract_model(kernel: Kernel, program: Program,
             if acc.flat is not None:
                 parameters |= acc.flat.variables - {d.name for d in thread_dims} \
                     - {f"c{k}" for k in range(8)}
-    unsigned = {p.name for p in kernel.parameters if p.type in UNSIGNED_TYPES}
+    unsigned = unsigned_arguments(kernel)
     for p in sorted(parameters):
         # launch geometry is positive, unsigned arguments are not negative; int
         # arguments (sizes, offsets such as a host loop's k) are taken to be non-negative
