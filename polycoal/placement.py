@@ -441,7 +441,7 @@ def place_program(program: Program, spec: MemorySpec,
             continue
         mine = {a: m for (k, a), m in overrides.items() if k in (None, kernel.name)}
         try:
-            model = extract_model(kernel, program)
+            model = extract_model(kernel, program, signed=False)
             placement = plan_kernel(program, kernel, model, spec, mine, allocated, host,
                                     observed.get(kernel.name))
             placement.traced = trace_notes.get(kernel.name)
@@ -510,7 +510,7 @@ def place_program(program: Program, spec: MemorySpec,
             check = read_program(program.path, preprocessor, text=program.text[
                 :kernel.span.start] + text + program.text[kernel.span.end:],
                 constants=program.constants)
-            after = extract_model(check.kernel(name), check)
+            after = extract_model(check.kernel(name), check, signed=False)
             if not _same_reads(model, after, {a: symbol(kernel.name, a)
                                               for a in constants}, staging, block):
                 raise NotRewritable("the rewritten kernel does not read back as the same "

@@ -213,8 +213,12 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
     model = d.analysis.model
     if model.is_affine and model.statements and \
             all(isl_helpers.domain(model, s).is_empty() for s in model.statements):
+        signs = [p for p in model.parameters if not _GEOMETRY.fullmatch(p)] \
+            if model.signed else []
         return d.keep("no-instances", "no statement of the kernel ever runs (its guards and "
-                      "loop bounds exclude every thread and iteration)")
+                      "loop bounds exclude every thread and iteration" +
+                      (f" where {', '.join(signs)} {'is' if len(signs) == 1 else 'are'} not "
+                       "negative, as the model takes them" if signs else "") + ")")
     if not model.is_affine or not options.polyhedral:
         first = model.outside[0] if model.outside else None
         why = (f"outside the affine model ({first.construct} at line {first.location.line})"

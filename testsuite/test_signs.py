@@ -130,3 +130,38 @@ def test_the_output_compiles(block_form, tmp_path, nvcc):
     proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# The program-level passes read kernels the kernel passes leave as written, so _signs
+# never sees them: each models them with nothing assumed of the signs.
+ARGUMENTS = FIXTURES / "negative_arguments.cu"
+
+
+def test_a_host_loop_below_zero_keeps_its_launches(tmp_path):
+    """step's trips t = -20 .. -1 read A[-t], which the trip -t writes in another thread:
+    the signed model sees no instance at all (t >= 0), the loop was fused and printed
+    9305.21 for 201701.49. A loop from 0 (no trip runs a statement) is fused still."""
+    program, result = _transformed(ARGUMENTS.read_text(), tmp_path)
+    kept = [d for d in result.diagnostics if d.code == "trips-kept"]
+    assert len(kept) == 1 and "A[-t]" in kept[0].message, kept
+    assert "step__pc_trips" not in result.text
+    for argv in ((), ("-3",), ("-63", "0"), ("4",)):
+        runs_alike(program.text, result.text, tmp_path, argv=argv, tolerance=1e-6)
+    positive = ARGUMENTS.read_text().replace("for (int t = lo; t < 0; t++)",
+                                             "for (int t = 0; t < 40; t++)")
+    program, result = _transformed(positive, tmp_path)
+    assert "step__pc_trips<<<" in result.text
+    runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)
+
+
+@pytest.mark.parametrize("argv", [(), ("0", "-5"), ("0", "3"), ("0", "-4000")])
+def test_a_shared_tile_loads_for_a_negative_offset(tmp_path, argv):
+    """smooth's guard `i + off >= 0` under the signed model put `off >= 0` into the
+    tile's load guard: for off < 0 nothing was loaded (20.34 for 4095.08)."""
+    from polycoal.model.memory_spec import load_spec
+    from polycoal.placement import place_program
+    program = read_program(str(ARGUMENTS), PreprocessorOptions())
+    placed = place_program(program, load_spec(), {("smooth", "in"): "shared"})
+    assert any(k.kernel == "smooth" and k.applied for k in placed.kernels)
+    assert "pc_tile_in[" in placed.text and "(off >= 0)" not in placed.text
+    runs_alike(program.text, placed.text, tmp_path, argv=argv, tolerance=1e-6)

@@ -197,9 +197,11 @@ def _trip_loop(text: str, tokens: list[Token], k: int, key: tuple) -> TripLoop |
 
 
 def trips_obstacle(model: KernelModel | None, kernel_text: str, parameter: str,
-                   parameter_type: str) -> str | None:
+                   parameter_type: str, lo: int | None = None, hi: int | None = None,
+                   inclusive: bool = False) -> str | None:
     """Why the kernel cannot run the trips in its threads (None: it can; the module's
-    doc), pointer distinctness aside."""
+    doc), pointer distinctness aside. `lo`, `hi`: the loop's bounds where they are
+    known numbers (the trips' range; None: any value)."""
     if model is None:
         return "the kernel is outside the model"
     if parameter_type not in INT_TYPES:
@@ -219,7 +221,7 @@ def trips_obstacle(model: KernelModel | None, kernel_text: str, parameter: str,
             return "it uses shared memory"
         if a.space in ("global", "constant") and a.subscripts is None:
             return f"{a.text} is not an affine reference"
-    return _cross_trip_conflict(model, parameter)
+    return _cross_trip_conflict(model, parameter, lo, hi, inclusive)
 
 
 def _with_trip(m: isl.Map, parameter: str) -> isl.Map:
@@ -232,17 +234,21 @@ def _with_trip(m: isl.Map, parameter: str) -> isl.Map:
     return m.reset_tuple_id(isl.dim_type.in_)
 
 
-def _cross_trip_conflict(model: KernelModel, parameter: str) -> str | None:
-    """The first pair of references of different trips and different threads that touch
-    one element, one writing (None: there is none)."""
+def _cross_trip_conflict(model: KernelModel, parameter: str, lo: int | None = None,
+                         hi: int | None = None, inclusive: bool = False) -> str | None:
+    """The first pair of references of different trips (in [lo, hi) where known) and
+    different threads that touch one element, one writing (None: there is none)."""
     # positional names of polycoal's own (pc_): none is a parameter's
     count = 1 + len(model.dims)
     first, second = [f"pc_a{n}" for n in range(count)], [f"pc_b{n}" for n in range(count)]
     threads = range(1, 1 + len(isl_helpers.thread_names(model)))
     differ = " or ".join(f"pc_a{n} != pc_b{n}" for n in threads) or "false"
     params = [p for p in model.parameters if p != parameter]
+    trips = "".join(f" and {lo} <= {t}" for t in ("pc_a0", "pc_b0") if lo is not None) + \
+        "".join(f" and {t} {'<=' if inclusive else '<'} {hi}" for t in ("pc_a0", "pc_b0")
+                if hi is not None)
     apart = isl.Map(f"[{', '.join(params)}] -> {{ [{', '.join(first)}] -> "
-                    f"[{', '.join(second)}] : pc_a0 != pc_b0 and ({differ}) }}")
+                    f"[{', '.join(second)}] : pc_a0 != pc_b0 and ({differ}){trips} }}")
     accesses = [(s, a) for s, a in model.accesses() if a.space in ("global", "constant")]
     for s1, w in accesses:
         if w.kind != "write":

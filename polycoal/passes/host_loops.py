@@ -12,6 +12,7 @@ compile wherever its input did: a rewrite that does not is left out, with a warn
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from polycoal.analysis.aliasing import distinct_arrays
@@ -20,6 +21,8 @@ from polycoal.decisions import TransformOptions, TransformResult
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.lexer import apply_edits, tokenize
 from polycoal.frontend.program import Program
+from polycoal.model.extract import extract_model
+from polycoal.model.kernel_model import KernelModel
 from polycoal.optimize.launch_trips import trip_loops, trips_obstacle
 from polycoal.optimize.launch_waits import launch_loops, loop_lines
 from polycoal.validate import compiles
@@ -66,6 +69,27 @@ def host_loops(program: Program, result: TransformResult, options: TransformOpti
     return replace(result, text=text, diagnostics=result.diagnostics + notes)
 
 
+def _unsigned_model(program: Program, kernel, d) -> KernelModel | None:
+    """The kernel's model with nothing assumed of the signs of its int arguments (the
+    decision's own takes them non-negative, KernelModel.signed, which the loop's trips
+    need not be: a loop from -20 to 0). None where it cannot be modelled."""
+    model = d.analysis.model if d.analysis else None
+    if model is None or not model.signed:
+        return model
+    try:
+        return extract_model(kernel, program, signed=False)
+    except Exception:        # noqa: BLE001 - then the loop stays as written
+        return None
+
+
+def _literal(text: str) -> int | None:
+    """The integer a loop bound spells as a literal (None: any other expression)."""
+    t = text.strip()
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1].strip()
+    return int(t) if re.fullmatch(r"-?\d+", t) else None
+
+
 def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic]]:
     """The text with each host loop of one launch that can run in the kernel so
     (optimize/launch_trips.py), and the notes."""
@@ -82,8 +106,9 @@ def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic
         if parameter.is_pointer:
             continue
         source = program.text[kernel.span.start:kernel.span.end]
-        model = d.analysis.model if d.analysis else None
-        why = trips_obstacle(model, source, parameter.name, parameter.type)
+        model = _unsigned_model(program, kernel, d)
+        why = trips_obstacle(model, source, parameter.name, parameter.type,
+                             _literal(loop.lo), _literal(loop.hi), loop.inclusive)
         if why is None:
             distinct, evidence = distinct_arrays(program, kernel, model)
             why = None if distinct else f"its pointer arguments may alias ({evidence})"
