@@ -62,6 +62,7 @@ from polycoal.validate.tiles import full_problems, offsets_problems, skip_proble
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model, unsigned_arguments
+from polycoal.model.kernel_model import is_launch_parameter
 from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
@@ -115,7 +116,7 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
     model = d.analysis.model
     launches = program.launches_of(kernel.name)
     unsigned = unsigned_arguments(kernel)
-    unknown = [p for p in model.parameters if not _GEOMETRY.fullmatch(p) and
+    unknown = [p for p in model.parameters if not is_launch_parameter(p) and
                p not in unsigned and
                not all(known_values(l).get(p, -1) >= 0 for l in launches)]
     if not unknown:
@@ -143,6 +144,10 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions,
     if kernel.ast is None:
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
                               code="unparsed")
+    reserved = [p.name for p in kernel.parameters if is_launch_parameter(p.name)]
+    if reserved:
+        return KernelDecision(name, "unchanged", f"its argument {reserved[0]} has the name "
+                              "the model gives the launch's geometry", code="reserved-name")
     d = KernelDecision(name, "unchanged", "",
                        analysis=analyze_kernel(kernel, program, signed=signed))
     judged = _judged(kernel, d)
@@ -213,7 +218,7 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
     model = d.analysis.model
     if model.is_affine and model.statements and \
             all(isl_helpers.domain(model, s).is_empty() for s in model.statements):
-        signs = [p for p in model.parameters if not _GEOMETRY.fullmatch(p)] \
+        signs = [p for p in model.parameters if not is_launch_parameter(p)] \
             if model.signed else []
         return d.keep("no-instances", "no statement of the kernel ever runs (its guards and "
                       "loop bounds exclude every thread and iteration" +
@@ -315,7 +320,6 @@ def _racing_when(analysis) -> str:
 
 
 # the names of the launch geometry in the model's parameters (host values pc_grid0/pc_block0)
-_GEOMETRY = re.compile(r"(gridDim|blockDim|nthreads)_[xyz]")
 
 
 def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision,
@@ -328,7 +332,7 @@ def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision
         return None
     assumption = race_free_assumption(d.analysis.model, d.analysis.races)
     scalars = {p.name for p in kernel.parameters if not p.is_pointer}
-    if assumption is None or not all(p in scalars or _GEOMETRY.fullmatch(p)
+    if assumption is None or not all(p in scalars or is_launch_parameter(p)
                                      for p in assumption.parameters):
         return None
     signed = d.analysis.model.signed

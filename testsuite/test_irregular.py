@@ -462,7 +462,7 @@ def test_copies_are_bounded_where_the_reference_runs(write_cu):
 """, "g<<<(n + 255) / 256, 256>>>(d_y, d_x, d_p, n, argc);")
     assert result.decisions[0].action == "reorganised"
     call = re.search(r"polycoal_gather\(polycoal_irregular_sites\[0\][^;]*;", result.text).group(0)
-    assert "((long long)(argc)) == 1" in call       # no copy where the gather does not run
+    assert "((long long)(int)(argc)) == 1" in call       # no copy where the gather does not run
 
 
 def test_a_loop_guarded_by_data_through_a_local_is_not_remapped(write_cu):

@@ -186,7 +186,7 @@ def test_a_checked_copy_every_launch_fails_is_not_made(tmp_path):
     text = result.text
     _, fixed, checked = text.split("was some_fit<<<")
     assert "some_fit__pc_checked<<<" in fixed and "if (" not in fixed
-    assert "if ((((long long)(m)) <= 64)) {" in checked
+    assert "if ((((long long)(int)(m)) <= 64)) {" in checked
     _builds_and_runs(program.text, text, tmp_path, [(), ("64",), ("90",)])
 
 

@@ -434,7 +434,7 @@ def test_polybench_2dconv_stages_where_its_launch_keeps_reads_in_their_rows(tmp_
     k = result.kernels[0]
     assert k.applied and k.placed_name == "convolution2D_kernel_pc_placed"
     assert "nj" in k.assumed and "4096" in k.assumed
-    assert "(((long long)(nj)) <= 4096)" in result.text
+    assert "(((long long)(int)(nj)) <= 4096)" in result.text
     out = tmp_path / "2dconv.cu"
     out.write_text(result.text)
     proc = subprocess.run([nvcc, "-arch=sm_90", "-c", str(out), "-o", str(out) + ".o",

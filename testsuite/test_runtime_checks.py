@@ -36,7 +36,7 @@ def test_a_kernel_race_free_only_for_some_arguments_runs_its_copy_where_checked(
     assert "under a run-time check at each launch: m <= 64" in err, err
     assert "__global__ void band_copy(int m" in out           # the original stays
     assert "__global__ void band_copy__pc_checked(int m" in out
-    assert "if ((((long long)(m)) <= 64)) {" in out
+    assert "if ((((long long)(int)(m)) <= 64)) {" in out
     assert "band_copy<<<dim3(pc_grid0.x, pc_grid0.y, pc_grid0.z)" in out   # the fallback
     if shutil.which("nvcc"):
         (tmp_path / "out.cu").write_text(out)

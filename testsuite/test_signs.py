@@ -51,8 +51,8 @@ def test_a_column_kernel_past_an_argument_runs_where_each_launch_checks_it(block
     # the original stays for the launches where k < 0: both launches (k from argv, k
     # from a host loop) test it on the host
     assert result.text.count("columns_past__pc_checked<<<") == 2
-    assert result.text.count("if ((((long long)(k)) >= 0))") == 1
-    assert result.text.count("if ((((long long)(pc_arg2)) >= 0))") == 1   # t * 31
+    assert result.text.count("if ((((long long)(int)(k)) >= 0))") == 1
+    assert result.text.count("if ((((long long)(int)(pc_arg2)) >= 0))") == 1   # t * 31
 
 
 @pytest.mark.parametrize("argv", [(), ("-1",), ("0",), ("5",), ("40", "-3"), ("-299", "0")])
@@ -165,3 +165,35 @@ def test_a_shared_tile_loads_for_a_negative_offset(tmp_path, argv):
     assert any(k.kernel == "smooth" and k.applied for k in placed.kernels)
     assert "pc_tile_in[" in placed.text and "(off >= 0)" not in placed.text
     runs_alike(program.text, placed.text, tmp_path, argv=argv, tolerance=1e-6)
+
+
+def test_an_unsigned_host_value_is_checked_as_the_kernel_receives_it(tmp_path):
+    """k held unsigned on the host and passed to `int k`: the kernel receives -60, so
+    the check converts it to the parameter's type first (as long long alone it read
+    4294967236 >= 0 and ran the column form, writing s[-59])."""
+    text = FIXTURE.read_text().replace("    int k = argc > 1 ? atoi(argv[1]) : -60;",
+                                       "    unsigned k = (unsigned)(argc > 1 ? atoi(argv[1]) : -60);")
+    assert "unsigned k" in text
+    program, result = _transformed(text, tmp_path, reduction="block")
+    assert "((long long)(int)(k)) >= 0" in result.text
+    for argv in ((), ("5",), ("-1",)):
+        runs_alike(program.text, result.text, tmp_path, argv=argv, tolerance=1e-6)
+
+
+def test_an_argument_named_like_the_launch_geometry_is_kept(tmp_path):
+    """The model's names for the geometry (nthreads_x, blockDim_y, ...) are exact: an
+    argument `nthreads_k` is an argument (its sign checked like any other), and one
+    named `nthreads_x` leaves its kernel as written."""
+    text = FIXTURE.read_text()
+    for name, kept in (("nthreads_k", False), ("nthreads_x", True)):
+        renamed = text.replace("float *s, int k, int m", f"float *s, int {name}, int m") \
+            .replace("j > k", f"j > {name}")
+        assert f"int {name}" in renamed and f"j > {name}" in renamed
+        program, result = _transformed(renamed, tmp_path, reduction="block")
+        d = _decision(result, "columns_past")
+        if kept:
+            assert d.action == "unchanged" and d.code == "reserved-name", d.reason
+        else:
+            assert d.action == "columns" and d.assumption is not None, d.reason
+            assert d.assumption.constraint == f"{name} >= 0"
+        runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)

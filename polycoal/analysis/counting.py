@@ -17,7 +17,7 @@ from fractions import Fraction
 import islpy as isl
 
 from polycoal.model import isl_helpers
-from polycoal.model.kernel_model import LAUNCH_PARAMS, KernelModel, Statement
+from polycoal.model.kernel_model import is_launch_parameter, KernelModel, Statement
 from polycoal.model.poly import Poly, sum_over
 
 
@@ -47,7 +47,7 @@ def _bound(constraint: isl.Constraint, dim: str) -> tuple[int, Poly]:
 def _tightest(bounds: list[Poly], upper: bool, values: dict[str, int]) -> tuple[Poly, bool]:
     if len(bounds) == 1:
         return bounds[0], True
-    own = [b for b in bounds if not any(v.startswith(LAUNCH_PARAMS) for v in b.variables)]
+    own = [b for b in bounds if not any(is_launch_parameter(v) for v in b.variables)]
     candidates = own or bounds
     exact = len(own) == len(bounds)
     if len(candidates) == 1:

@@ -30,7 +30,7 @@ from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.lexer import matching, tokenize
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
-from polycoal.model.kernel_model import LAUNCH_PARAMS, KernelModel
+from polycoal.model.kernel_model import is_launch_parameter, KernelModel
 
 from polycoal.optimize.restructure import AXES, Mapping
 from polycoal.templates import render_template
@@ -198,7 +198,7 @@ def _launch_bounds(signature: str, block: tuple[int, int, int] | None,
 
 def geometry_read(texts: list[str], model: KernelModel) -> list[str]:
     """The original launch's geometry parameters (nthreads_x...) the texts read."""
-    return sorted(v for v in model.parameters if v.startswith(LAUNCH_PARAMS)
+    return sorted(v for v in model.parameters if is_launch_parameter(v)
                   and any(re.search(rf"\b{re.escape(v)}\b", t) for t in texts))
 
 
@@ -547,9 +547,9 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
     # the original geometry wherever the generated code reads it: statements, ranges,
     # and the bounds of loops over displaced thread dims (for (pc_i0 ...; < nthreads_x))
     emitted_text = "\n".join(body + [r.lo + " " + r.hi for r in ranges])
-    used.update(v for v in params if v.startswith(LAUNCH_PARAMS)
+    used.update(v for v in params if is_launch_parameter(v)
                 and re.search(rf"\b{re.escape(v)}\b", emitted_text))
-    hidden = sorted(v for v in used if v.startswith(LAUNCH_PARAMS))
+    hidden = sorted(v for v in used if is_launch_parameter(v))
     body = [passed_geometry(line, hidden) for line in body]
     for r in ranges:
         r.lo, r.hi = passed_geometry(r.lo, hidden), passed_geometry(r.hi, hidden)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from polycoal.model.isl_c import condition_to_c
-from polycoal.frontend.launch_text import (has_side_effects, launch_parts, plain_text,
+from polycoal.frontend.launch_text import (has_side_effects, launch_parts, plain_text, received,
                                           qualified_names)
 from polycoal.frontend.lexer import apply_edits, line_ending, tokenize
 from polycoal.frontend.program import Kernel, Launch
@@ -98,7 +98,7 @@ def rewrite_launch(original: str, launch: Launch, kernel: Kernel, stages, hidden
     temporaries = [{"name": f"pc_arg{k}", "value": args[k]} for k in bound]
     # host values in long long, as the device's bounds (model/isl_c.py): a size_t
     # or unsigned size would wrap at `n - 1` and mix types in the comparisons
-    values = {p.name: f"((long long)({launch_args[position[p.name]].strip()}))"
+    values = {p.name: received(p, launch_args[position[p.name]], "long long")
               for p in kernel.parameters if position[p.name] in needed}
     values.update({p.name: f"({launch_args[position[p.name]].strip()})"
                    for p in kernel.parameters if p.is_pointer and position[p.name] < len(args)

@@ -14,6 +14,13 @@ _WRITES = {"=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&
 _NOT_CALLS = {"sizeof", "alignof", "decltype", "typeid", "noexcept", "dim3", "int",
               "unsigned", "signed", "long", "short", "char", "float", "double", "bool",
               "size_t"}
+# the built-in arithmetic types a launch converts its scalar arguments to
+_ARITHMETIC = {"char", "signed char", "unsigned char", "short", "unsigned short", "int",
+               "signed", "signed int", "unsigned", "unsigned int", "long", "unsigned long",
+               "long long", "unsigned long long", "size_t", "int8_t", "uint8_t", "int16_t",
+               "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "float", "double",
+               "bool"}
+
 
 def launch_parts(original: str, launch: Launch) -> tuple[str, list[str], list[str]]:
     """(kernel name text with its qualifier, configuration, arguments) of a launch, as
@@ -69,6 +76,16 @@ def plain_text(text: str) -> str:
     return "".join(out)
 
 
+def received(parameter, argument: str, cast: str) -> str:
+    """C text of the value a scalar parameter receives from the launch's `argument`, cast
+    to `cast`: the argument converted to the parameter's type first (an unsigned -60
+    passed to an int is -60 in the kernel, not 4294967236), where that type is a
+    built-in one the launch can name."""
+    kind = " ".join(w for w in parameter.type.split() if w not in ("const", "volatile"))
+    value = f"({kind})({argument.strip()})" if kind in _ARITHMETIC else f"({argument.strip()})"
+    return f"(({cast}){value})"
+
+
 def launch_values(original: str, launch: Launch, kernel, cast: str) -> dict[str, str]:
     """C text, at this launch, of each value a kernel model's parameters may name, cast
     to `cast`: the kernel's scalar parameters (their arguments; none whose argument has
@@ -77,7 +94,7 @@ def launch_values(original: str, launch: Launch, kernel, cast: str) -> dict[str,
     values = {}
     for k, p in enumerate(kernel.parameters):
         if not p.is_pointer and k < len(args) and not has_side_effects(args[k]):
-            values[p.name] = f"(({cast})({args[k]}))"
+            values[p.name] = received(p, args[k], cast)
     grid, block = config[0], config[1]
     for a in "xyz":
         values[f"nthreads_{a}"] = f"(({cast})dim3({grid}).{a} * dim3({block}).{a})"

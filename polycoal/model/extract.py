@@ -26,7 +26,7 @@ from polycoal.frontend.program import Kernel, Program
 from polycoal.model.accumulation import accumulation
 from polycoal.model.delinearize import assign_array_shapes
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope, ThreadAxes, builtin
-from polycoal.model.kernel_model import (LAUNCH_PARAMS, Access, KernelModel, Loop,
+from polycoal.model.kernel_model import (is_launch_parameter, Access, KernelModel, Loop,
                                          OutsideModel, Statement, ThreadDim)
 from polycoal.model.poly import Poly
 
@@ -924,7 +924,7 @@ def extract_model(kernel: Kernel, program: Program,
         # arguments (sizes, offsets such as a host loop's k) are taken to be non-negative
         # where `signed`, as kernels index arrays with them (a change made so is checked
         # at the launches: transform._signs)
-        if p.startswith(LAUNCH_PARAMS):
+        if is_launch_parameter(p):
             context.append(f"{p} >= 1")
         elif signed or p in unsigned:
             context.append(f"{p} >= 0")

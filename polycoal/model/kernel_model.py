@@ -12,14 +12,21 @@ Constraints are isl syntax over these names and the parameters.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from polycoal.diagnostics import Diagnostic, Location
 from polycoal.model.poly import Poly
 
-# the prefixes of the parameters a kernel model gives the launch's geometry
-# (nthreads_x = gridDim.x * blockDim.x ...)
-LAUNCH_PARAMS = ("nthreads_", "blockDim_", "gridDim_")
+# the parameters a kernel model gives the launch's geometry (nthreads_x = gridDim.x *
+# blockDim.x ...): these names exactly, never a kernel argument's (model/extract.py
+# leaves a kernel with an argument so named outside the model)
+_LAUNCH_PARAMETER = re.compile(r"(nthreads|blockDim|gridDim)_[xyz]")
+
+
+def is_launch_parameter(name: str) -> bool:
+    """Whether a model parameter is the launch's geometry (not a kernel argument)."""
+    return _LAUNCH_PARAMETER.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import islpy as isl
 
 from polycoal.analysis.dependences import condition_text, racing_values
 from polycoal.model.isl_c import pw_aff_to_c
-from polycoal.model.kernel_model import LAUNCH_PARAMS
+from polycoal.model.kernel_model import is_launch_parameter
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 
@@ -100,7 +100,7 @@ def _widened(piece: isl.Set, safe: isl.Set, context: isl.Set) -> isl.Set:
 def _constrains_geometry(piece) -> bool:
     """Whether a piece of a parameter set bounds the launch geometry's parameters."""
     space = piece.get_space()
-    return any(space.get_dim_name(isl.dim_type.param, k).startswith(LAUNCH_PARAMS) and
+    return any(is_launch_parameter(space.get_dim_name(isl.dim_type.param, k)) and
                piece.involves_dims(isl.dim_type.param, k, 1)
                for k in range(space.dim(isl.dim_type.param)))
 

@@ -65,7 +65,7 @@ from polycoal.analysis.work import Geometry
 from polycoal.model.accumulation import text
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.normalise import walk
-from polycoal.model.kernel_model import LAUNCH_PARAMS, KernelModel
+from polycoal.model.kernel_model import is_launch_parameter, KernelModel
 from polycoal.model.poly import Poly
 from polycoal.optimize.reduction import Obstacle
 
@@ -168,7 +168,7 @@ def _reads_geometry(node) -> bool:
     d = cuda_dialect()
     names = (d.thread_index, d.block_index, d.block_dim, d.grid_dim)
     return any(isinstance(n, c_ast.ID) and
-               (n.name in names or n.name.startswith(LAUNCH_PARAMS))
+               (n.name in names or is_launch_parameter(n.name))
                for n in walk(node))
 
 

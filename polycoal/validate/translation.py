@@ -37,7 +37,7 @@ import islpy as isl
 
 from polycoal.analysis.dependences import _pair_relation, compute_dependences
 from polycoal.codegen.kernel import GeneratedKernel
-from polycoal.model.kernel_model import LAUNCH_PARAMS
+from polycoal.model.kernel_model import is_launch_parameter
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import Access, KernelModel, Statement
 from polycoal.model.poly import Poly
@@ -86,7 +86,7 @@ def _shared_parameters(old: KernelModel, new: KernelModel, gen: GeneratedKernel
     taken = set(old.parameters) | set(new.parameters)
     names = {}
     for p in new.parameters:
-        if p.startswith(LAUNCH_PARAMS):
+        if is_launch_parameter(p):
             fresh = f"pc_new_{p}"
             while fresh in taken:
                 fresh = "_" + fresh
