@@ -89,8 +89,9 @@ KEPT = {"redundant-copies": (
     "the others left; one copy's result is theirs only when they run in lockstep, so "
     "one copy is run only on request (--collapse-redundant-threads)")}
 GOAL = 0.8                       # the fraction of the bound every kernel should reach
-# a launch timed alone between two events, however little it does (grammars/
-# memory_sm90.toml's launch_us, tools/calibrate_roofline.py)
+# a launch timed alone between two events, however little it does, where the run did
+# not measure it (validate/device.launch_floor_ms, machine's `launch_ms`): a launch made
+# through Python with the device idle (grammars/memory_sm90.toml's launch_us)
 LAUNCH_MS = 0.010
 
 
@@ -152,8 +153,10 @@ def machine(cp, repeat: int) -> dict:
     ms = timed(cp, lambda: kernel((blocks,), (THREADS,), (out, cp.int32(iters),
                                                           cp.float32(1.0))), repeat)
     flops = 2.0 * blocks * THREADS * iters * CHAINS
+    from polycoal.validate.device import launch_floor_ms
     return {"copy_gbs": copy_gbs, "fp32_gflops": flops / (ms * 1e-3) / 1e9,
-            "multiprocessors": sms, "latency_ns": latencies(cp, repeat)}
+            "multiprocessors": sms, "latency_ns": latencies(cp, repeat),
+            "launch_ms": launch_floor_ms(max(repeat, 20))}
 
 
 def cublas(cp, repeat: int) -> list[dict]:
@@ -233,21 +236,21 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
                 row.update(original_ms=t, polycoal_ms=t)
         except Exception as error:       # noqa: BLE001 - the row says why, the others go on
             row["reason"] = f"not measured: {type(error).__name__}: {error}"
-        rows.append(_judged(row, d))
+        rows.append(_judged(row, d, figures.get("launch_ms", LAUNCH_MS)))
     return rows
 
 
-def _judged(row: dict, d) -> dict:
+def _judged(row: dict, d, launch_ms: float = LAUNCH_MS) -> dict:
     if row["bound_ms"] and row["polycoal_ms"]:
         row["fraction"] = row["bound_ms"] / row["polycoal_ms"]
     if row["reason"] is not None or (row.get("fraction") or 0) >= GOAL:
         return row
     if row["bound_ms"] is None:
         row["reason"] = "no bound: the kernel is outside the affine model"
-    elif row["polycoal_ms"] is not None and row["bound_ms"] < LAUNCH_MS and \
-            row["polycoal_ms"] < 2.5 * LAUNCH_MS:
+    elif row["polycoal_ms"] is not None and row["bound_ms"] < launch_ms and \
+            row["polycoal_ms"] < 2.5 * launch_ms:
         row["reason"] = (f"launch-dominated: its work bounds it at {row['bound_ms'] * 1e3:.2g} "
-                         f"us, below the {LAUNCH_MS * 1e3:.0f} us a launch timed alone takes; "
+                         f"us, below the {launch_ms * 1e3:.2g} us a launch timed alone takes; "
                          "only fewer launches (kernels fused, graphs) come nearer")
     elif row["polycoal_ms"] is None:
         row["reason"] = "not measured: the harness cannot run it alone"
@@ -266,9 +269,9 @@ def _judged(row: dict, d) -> dict:
                              f"{row['chain_ms'] / row['polycoal_ms']:.0%} of it")
         # a launch timed alone adds its overhead to any kernel: bound / (bound + launch)
         # is the most a single launch reaches
-        cap = row["bound_ms"] / (row["bound_ms"] + LAUNCH_MS)
+        cap = row["bound_ms"] / (row["bound_ms"] + launch_ms)
         if cap < GOAL:
-            row["reason"] += (f"; the launch's {LAUNCH_MS * 1e3:.0f} us caps one launch at "
+            row["reason"] += (f"; the launch's {launch_ms * 1e3:.2g} us caps one launch at "
                               f"{cap:.0%} of the bound")
     return row
 

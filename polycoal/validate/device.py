@@ -7,8 +7,14 @@ they hide unwritten outputs), so any element one version fails to write keeps it
 random value and shows up as a difference. Both kernels run on identical copies with
 their own geometries; every array is compared (relative L2 error, NaN never passes).
 Timing: CUDA events around each launch after a warm-up, the median of the repeats (as
-many as fit in TIMING_MS, at least one: a naive product at 4096 takes seconds); when the inputs fit in the L2 cache several input sets are rotated, so that the
-figures measure memory, not the cache.
+many as fit in TIMING_MS, at least one: a naive product at 4096 takes seconds); when the
+inputs fit in the L2 cache several input sets are rotated, so that the figures measure
+memory, not the cache. Ahead of each timed launch the device is held busy (HOLD_MS, the
+blocking kernel of nvbench's method), so that the host has queued the first event, the
+launch (or every launch of a form of several) and the last event before the device
+reaches them: the events time the device's work and its own gaps between launches, not
+the host's time to make a launch through Python (about 8 us a launch, which timed alone
+would cap a 17 us kernel at 68% of its bound).
 """
 
 from __future__ import annotations
@@ -77,6 +83,54 @@ class DeviceVerdict:
 
 
 TIMING_MS = 5000.0        # the most the timed repeats of one kernel take together
+HOLD_MS = 2.0             # the device held busy ahead of each timed launch (module doc)
+_HOLD_SOURCE = r'''
+extern "C" __global__ void pc_hold(unsigned long long ns)
+{
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+
+extern "C" __global__ void pc_empty()
+{
+}
+'''
+
+
+def held_times(driver, launch, repeats: int, before=None) -> list[float]:
+    """The times (ms) of `repeats` calls of `launch(k)`, CUDA events around each, the
+    device held busy for HOLD_MS ahead of the first event (the module's doc);
+    `before(k)` runs ahead of the k-th, outside the timing and the hold."""
+    from pycuda.compiler import SourceModule
+    import numpy as np
+    hold = compile_on_device(driver, SourceModule, _HOLD_SOURCE).get_function("pc_hold")
+    times = []
+    for k in range(repeats):
+        if before:
+            before(k)
+        hold(np.uint64(int(HOLD_MS * 1e6)), grid=(1, 1), block=(1, 1, 1))
+        start, end = driver.Event(), driver.Event()
+        start.record()
+        launch(k)
+        end.record()
+        end.synchronize()
+        times.append(start.time_till(end))
+    return times
+
+
+def launch_floor_ms(repeats: int = 20) -> float:
+    """The median time (ms) of an empty kernel's launch timed as every kernel is
+    (held_times): what any one launch costs however little it does."""
+    from pycuda.compiler import SourceModule
+    driver, _ = load_pycuda()
+    with device_context(driver):
+        empty = compile_on_device(driver, SourceModule, _HOLD_SOURCE).get_function("pc_empty")
+        empty(grid=(1, 1), block=(1, 1, 1))
+        return statistics.median(held_times(
+            driver, lambda k: empty(grid=(1, 1), block=(1, 1, 1)), repeats))
 
 
 def load_pycuda():
@@ -215,17 +269,9 @@ class DeviceInputs:
         # a launch of seconds (a naive product at 4096) is timed fewer times: the
         # repeats together take about TIMING_MS, at least one
         repeats = max(1, min(repeats, int(TIMING_MS / max(start.time_till(end), 1e-3))))
-        times = []
-        for k in range(repeats):
-            bufs = pool[k % self.sets]
-            if before:
-                before(bufs)
-            start, end = driver.Event(), driver.Event()
-            start.record()
-            self.launch(fn, bufs, grid, block, extra)
-            end.record()
-            end.synchronize()
-            times.append(start.time_till(end))
+        times = held_times(
+            driver, lambda k: self.launch(fn, pool[k % self.sets], grid, block, extra),
+            repeats, (lambda k: before(pool[k % self.sets])) if before else None)
         for bufs in pool:
             self.free(bufs)
         return statistics.median(times)
