@@ -33,6 +33,8 @@ from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import is_launch_parameter, KernelModel
 
 from polycoal.optimize.restructure import AXES, Mapping
+
+COLUMN_UNROLL = 4        # trips of a block row's loop unrolled in the phases form
 from polycoal.templates import render_template
 
 @dataclass
@@ -404,8 +406,14 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                           lanes * step)
         lane_splits.append(split)
         scaled = lane if split.lane_step == 1 else f"{lane} * {split.lane_step}"
-        return pragmas(node, iterator) + [f"for (int {iterator} = ({init}) + {scaled}; "
-                                          f"{cond}; {iterator} += {split.split_step}) {{"], body
+        written = pragmas(node, iterator)
+        if column_groups and not written:
+            # a row of the block runs one trip in G: four unrolled keep four loads of
+            # each reference in flight (Gram-Schmidt's column kernel at 8192 on the
+            # H200: 0.413 ms rolled, 0.285 unrolled by four, 0.394 by eight)
+            written = [f"#pragma unroll {COLUMN_UNROLL}"]
+        return written + [f"for (int {iterator} = ({init}) + {scaled}; "
+                          f"{cond}; {iterator} += {split.split_step}) {{"], body
 
     def handed_over(node: isl.AstNode) -> list[str]:
         """A barrier, then the private scalars of `handed` the statements of `node`
