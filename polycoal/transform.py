@@ -33,7 +33,7 @@ from polycoal.decisions import (CHANGED, GENERATED, REASSOCIATING, KernelDecisio
 from polycoal.diagnostics import Diagnostic, InputError, Location
 from polycoal.frontend import lower, read_program
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
-from polycoal.frontend.launches import known_values
+from polycoal.frontend.launches import counted_up, known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
 from polycoal.analysis.dependences import condition_text, copies_proof, racing_values
 from polycoal.optimize.assumptions import (both, decided, disjoint_pointers, nonnegative,
@@ -108,21 +108,23 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
     """A kernel generated anew under a model that takes its int arguments non-negative
     (KernelModel.signed: isl drops the bounds the signs imply, the lanes of `j > k`
     start at k + 1) is legal only where they are. Where the launches do not show that,
-    the kernel is planned again with nothing assumed of the signs: the same kind of
-    change holds for every value then; otherwise the change runs only where each
-    launch checks the signs (the original elsewhere)."""
-    if d.action not in GENERATED or not d.analysis.model.signed:
+    the kernel is planned again with nothing assumed of the signs but what every launch
+    shows (a literal, the counter of a host loop counting up from zero: counted_up):
+    the same kind of change holds for every value then; otherwise the change runs only
+    where each launch checks the signs (the original elsewhere)."""
+    if d.action not in GENERATED or d.analysis.model.signed is not True:
         return d
     model = d.analysis.model
     launches = program.launches_of(kernel.name)
     unsigned = unsigned_arguments(kernel)
-    unknown = [p for p in model.parameters if not is_launch_parameter(p) and
-               p not in unsigned and
-               not all(known_values(l).get(p, -1) >= 0 for l in launches)]
+    ints = [p for p in model.parameters if not is_launch_parameter(p) and p not in unsigned]
+    shown = frozenset(p for p in ints if all(
+        known_values(l).get(p, -1) >= 0 or p in counted_up(l, kernel) for l in launches))
+    unknown = [p for p in ints if p not in shown]
     if not unknown:
         return d
-    try:
-        anew = _plan(program, kernel, options, signed=False)
+    try:       # the second plan takes non-negative what the launches show so, only
+        anew = _plan(program, kernel, options, signed=shown)
     except Exception:        # noqa: BLE001 - the change made so stands, checked
         anew = None
     if anew is not None and anew.action == d.action:
@@ -136,7 +138,7 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
 
 
 def _plan(program: Program, kernel: Kernel, options: TransformOptions,
-          signed: bool = True) -> KernelDecision:
+          signed: "bool | frozenset[str]" = True) -> KernelDecision:
     name = kernel.name
     measured = dict(options.keep).get(name)
     if measured is not None:
@@ -218,8 +220,8 @@ def _plan_placed(program: Program, kernel: Kernel, d: KernelDecision,
     model = d.analysis.model
     if model.is_affine and model.statements and \
             all(isl_helpers.domain(model, s).is_empty() for s in model.statements):
-        signs = [p for p in model.parameters if not is_launch_parameter(p)] \
-            if model.signed else []
+        signs = [p for p in model.parameters if not is_launch_parameter(p) and
+                 (model.signed is True or p in model.signed)] if model.signed else []
         return d.keep("no-instances", "no statement of the kernel ever runs (its guards and "
                       "loop bounds exclude every thread and iteration" +
                       (f" where {', '.join(signs)} {'is' if len(signs) == 1 else 'are'} not "

@@ -197,3 +197,59 @@ def test_an_argument_named_like_the_launch_geometry_is_kept(tmp_path):
             assert d.action == "columns" and d.assumption is not None, d.reason
             assert d.assumption.constraint == f"{name} >= 0"
         runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)
+
+
+COUNTED = """
+__global__ void scale(float *a, int n, int k)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j > k && j < n)
+        a[j] = a[j] * 0.5f;
+}
+
+int main(int argc, char **argv)
+{
+    int n = 1024, lo = argc > 1 ? atoi(argv[1]) : 0;
+    float *a;
+    cudaMalloc(&a, n * sizeof(float));
+    LOOP
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("loop, counted", [
+    ("for (int k = 0; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", True),
+    ("for (int k = 2; k <= n; ++k) { scale<<<n / 256, 256>>>(a, n, k); }", True),
+    ("int k; for (k = 0; k < n; k += 4) { scale<<<n / 256, 256>>>(a, n, k); }", True),
+    ("for (int k = -3; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", False),
+    ("for (int k = lo; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", False),
+    ("for (int k = n; k >= 0; k--) scale<<<n / 256, 256>>>(a, n, k);", False),
+    ("for (int k = 0; k < n; k++) { scale<<<n / 256, 256>>>(a, n, k); k -= 9; }", False),
+    ("for (int k = 0; k < n; k++) { int *p = &k; scale<<<n / 256, 256>>>(a, n, k); }",
+     False),
+    ("for (int k = 0; k < n; k += -2) scale<<<n / 256, 256>>>(a, n, k);", False),
+])
+def test_a_host_loop_counting_up_from_zero_shows_its_counter_non_negative(
+        tmp_path, loop, counted):
+    """frontend/launches.counted_up: the counter of a loop around the launch counting up
+    from a known value >= 0, assigned nowhere else in the loop, is >= 0 at the launch."""
+    from polycoal.frontend.launches import counted_up
+    path = tmp_path / "counted.cu"
+    path.write_text(COUNTED.replace("LOOP", loop))
+    program = read_program(str(path), PreprocessorOptions())
+    (launch,) = program.launches
+    assert counted_up(launch, program.kernel("scale")) == ({"k"} if counted else set())
+
+
+def test_gram_schmidt_columns_need_no_check_for_a_counter_from_zero():
+    """Gram-Schmidt's third kernel runs past k, the counter of `for (k = 0; k < n; k++)`:
+    the second plan takes k >= 0 (what the loop shows) and nothing of m or n, and the
+    column form holds for every m and n: no check, no copy of the kernel."""
+    path = FIXTURES.parent.parent / "polybench_inputs" / "gramschmidt" / "gramschmidt.cu"
+    program = read_program(str(path), PreprocessorOptions(include_dirs=(str(path.parent),)))
+    result = transform_program(program, TransformOptions())
+    d = _decision(result, "gramschmidt_kernel3")
+    assert d.action == "columns" and d.assumption is None, d.reason
+    assert d.analysis.model.signed == frozenset({"k"})
+    assert "__pc_checked" not in result.text

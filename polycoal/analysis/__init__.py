@@ -76,12 +76,13 @@ STATEMENT_BUDGET = 150
 
 def analyze_kernel(kernel: Kernel, program: Program,
                    collapse: frozenset[str] = frozenset(),
-                   assumed: tuple[str, ...] = (), signed: bool = True) -> KernelAnalysis:
+                   assumed: tuple[str, ...] = (),
+                   signed: "bool | frozenset[str]" = True) -> KernelAnalysis:
     """The analysis of one kernel; `collapse` names thread axes to model one thread wide
     (the copies along an axis the kernel never reads, see transform's
     --collapse-redundant-threads); `assumed`: constraints on the parameters the analysis
     may take as true (checked at run time, optimize/assumptions.py); `signed`: the int
-    arguments taken non-negative (KernelModel.signed)."""
+    arguments taken non-negative, all or a set (KernelModel.signed)."""
     result = KernelAnalysis(kernel, None)
     if kernel.ast is None:
         return result

@@ -581,6 +581,65 @@ def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int],
     return grid, block
 
 
+def counted_up(launch: Launch, kernel: Kernel) -> set[str]:
+    """The kernel's int parameters whose argument at this launch is the counter of a host
+    loop around it that counts up from a known value >= 0 (`for ([T] v = LO; C; v++)`,
+    `++v`, `v += S` with S a positive number; v assigned nowhere else from the loop's
+    head to the end of the block holding the loop): v >= LO >= 0 at every launch."""
+    context = launch.context
+    if not isinstance(context, LaunchContext):
+        return set()
+    tokens, at = list(context.tokens), context.at
+    names = {}
+    for arg, parameter in zip(launch.arguments, kernel.parameters):
+        if re.fullmatch(r"[A-Za-z_]\w*", arg.strip()) and not parameter.is_pointer:
+            names.setdefault(arg.strip(), parameter.name)
+    scope = _Scope(tokens, context.begin, None, at, dict(context.constants))
+    out = set()
+    for f in range(context.begin, at):
+        if tokens[f].text != "for" or tokens[f + 1].text != "(":
+            continue
+        close = matching(tokens, f + 1)
+        # the loop's body: its braces, else (a statement) to the end of the block that
+        # holds the loop, which contains it
+        if tokens[close + 1].text == "{":
+            end = matching(tokens, close + 1) + 1
+        else:
+            depth, end = 0, close + 1
+            while end < len(tokens) and depth >= 0:
+                depth += {"{": 1, "}": -1}.get(tokens[end].text, 0)
+                end += 1
+        if not close < at < end:
+            continue
+        parts = split_top_level(tokens[f + 2:close], ";")
+        if len(parts) != 3 or len(parts[0]) < 3:
+            continue
+        init, _, step = parts
+        texts = [t.text for t in init]
+        eq = texts.index("=") if "=" in texts else -1
+        if eq < 1 or init[eq - 1].kind != "id" or init[eq - 1].text not in names or \
+                any(t not in _SCALAR_WORDS | _QUALIFIER_WORDS for t in texts[:eq - 1]):
+            continue
+        v = texts[eq - 1]
+        low = scope.scalar(_text(init[eq + 1:]), f)
+        steps = [t.text for t in step]
+        up = steps in ([v, "++"], ["++", v]) or (
+            len(steps) == 3 and steps[:2] == [v, "+="] and steps[2].isdigit()
+            and int(steps[2]) > 0)
+        if not isinstance(low, int) or low < 0 or not up:
+            continue
+        rest = tokens[close + 1:end]
+        written = any(
+            t.text == v and ((k + 1 < len(rest) and (rest[k + 1].text in ASSIGNMENTS or
+                                                      rest[k + 1].text in ("++", "--")))
+                             or (k > 0 and rest[k - 1].text in ("++", "--", "&")))
+            for k, t in enumerate(rest))
+        cond = [t.text for t in parts[1]]
+        if not written and not (set(cond) & (ASSIGNMENTS | {"++", "--"})):
+            out.add(names[v])
+    return out
+
+
 def known_values(launch: Launch) -> dict[str, int]:
     """The values a launch gives the names a kernel model's parameters may have, where
     they are known at compile time: the kernel's int arguments (by parameter name) and

@@ -865,9 +865,11 @@ def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[
 
 
 def extract_model(kernel: Kernel, program: Program,
-                  collapse: frozenset[str] = frozenset(), signed: bool = True) -> KernelModel:
+                  collapse: frozenset[str] = frozenset(),
+                  signed: "bool | frozenset[str]" = True) -> KernelModel:
     """The polyhedral model of `kernel` (which must have been parsed); `signed`: its
-    context takes the int arguments to be non-negative (KernelModel.signed)."""
+    context takes the int arguments to be non-negative, or those of a set
+    (KernelModel.signed)."""
     assert kernel.ast is not None, "extract_model needs a parsed kernel"
     axes_names = cuda_dialect().axes
     block, grid, values, notes = _launch_extents(program, kernel)
@@ -926,7 +928,7 @@ def extract_model(kernel: Kernel, program: Program,
         # at the launches: transform._signs)
         if is_launch_parameter(p):
             context.append(f"{p} >= 1")
-        elif signed or p in unsigned:
+        elif signed is True or p in unsigned or (not isinstance(signed, bool) and p in signed):
             context.append(f"{p} >= 0")
     depth = max((len(s.loops) for s in ex.statements), default=0)
     model = KernelModel(kernel.name, kernel.location, thread_dims, depth, sorted(parameters),

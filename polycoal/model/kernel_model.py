@@ -134,8 +134,10 @@ class KernelModel:
     notes: list[Diagnostic] = field(default_factory=list)
     # whether the context takes the int arguments to be non-negative (`n >= 0`): an
     # assumption nothing in the kernel proves, which a launch may break (a host loop's
-    # k = -1); a change made under it runs only where each launch checks it
-    signed: bool = True
+    # k = -1); a change made under it runs only where each launch checks it. A set:
+    # only these arguments are so taken (what every launch shows: a literal, a host
+    # loop's counter counting up from zero), nothing assumed of the others
+    signed: "bool | frozenset[str]" = True
 
     @property
     def is_affine(self) -> bool:
