@@ -200,6 +200,10 @@ def test_an_argument_named_like_the_launch_geometry_is_kept(tmp_path):
 
 
 COUNTED = """
+#include <stdio.h>
+
+void step(int &k) { k -= 3; }
+
 __global__ void scale(float *a, int n, int k)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -229,6 +233,8 @@ int main(int argc, char **argv)
     ("for (int k = 0; k < n; k++) { int *p = &k; scale<<<n / 256, 256>>>(a, n, k); }",
      False),
     ("for (int k = 0; k < n; k += -2) scale<<<n / 256, 256>>>(a, n, k);", False),
+    ("for (int k = 0; k < n; k++) { step(k); scale<<<n / 256, 256>>>(a, n, k); }", False),
+    ("for (int k = 0; k < n; k++) { printf(\"%d\", k); scale<<<1, 256>>>(a, n, k); }", True),
 ])
 def test_a_host_loop_counting_up_from_zero_shows_its_counter_non_negative(
         tmp_path, loop, counted):

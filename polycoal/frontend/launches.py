@@ -628,16 +628,42 @@ def counted_up(launch: Launch, kernel: Kernel) -> set[str]:
             and int(steps[2]) > 0)
         if not isinstance(low, int) or low < 0 or not up:
             continue
-        rest = tokens[close + 1:end]
-        written = any(
-            t.text == v and ((k + 1 < len(rest) and (rest[k + 1].text in ASSIGNMENTS or
-                                                      rest[k + 1].text in ("++", "--")))
-                             or (k > 0 and rest[k - 1].text in ("++", "--", "&")))
-            for k, t in enumerate(rest))
         cond = [t.text for t in parts[1]]
-        if not written and not (set(cond) & (ASSIGNMENTS | {"++", "--"})):
+        if not _written(tokens[close + 1:end], v) and \
+                not (set(cond) & (ASSIGNMENTS | {"++", "--"})):
             out.add(names[v])
     return out
+
+
+# functions a host variable passed whole is read by, never written (C++ passes a
+# variable by reference to a function that takes one: any other call may write it)
+_BY_VALUE = {"printf", "fprintf", "sprintf", "snprintf", "puts", "min", "max", "abs",
+             "fabs", "fmin", "fmax", "sqrt", "dim3", "sizeof", "static_cast", "int",
+             "unsigned", "long", "float", "double", "size_t"}
+
+
+def _written(run: list[Token], v: str) -> bool:
+    """Whether the tokens may write variable `v`: an assignment, ++/--, its address
+    taken, or `v` passed whole to a call that may take it by reference (a launch's
+    arguments and _BY_VALUE's functions are copies)."""
+    calls = []                  # the callee of each open parenthesis
+    for k, t in enumerate(run):
+        if t.text == "(":
+            callee = run[k - 1] if k > 0 else None
+            calls.append(callee.text if callee is not None and
+                         (callee.kind == "id" or callee.text == ">>>") else "")
+        elif t.text == ")" and calls:
+            calls.pop()
+        if t.text != v:
+            continue
+        after = run[k + 1].text if k + 1 < len(run) else ""
+        before = run[k - 1].text if k > 0 else ""
+        if after in ASSIGNMENTS or after in ("++", "--") or before in ("++", "--", "&"):
+            return True
+        if before in ("(", ",") and after in (")", ",") and calls and \
+                calls[-1] not in _BY_VALUE | {">>>"}:
+            return True
+    return False
 
 
 def known_values(launch: Launch) -> dict[str, int]:
