@@ -27,6 +27,7 @@ from polycoal.decisions import internal_error
 from polycoal.diagnostics import Diagnostic, InputError
 from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Program, Span
+from polycoal.model.kernel_model import reserved_argument
 from polycoal.model.memory_spec import MemorySpec
 from polycoal.model.poly import Poly
 from polycoal.optimize.layout_cost import host_loops, weight_at
@@ -435,8 +436,10 @@ def place_program(program: Program, spec: MemorySpec,
             result.kernels.append(KernelPlacement(kernel.name, reason="not a candidate of "
                                                   "the placement pass"))
             continue
-        if kernel.ast is None or kernel.span is None or kernel.is_template:
+        if kernel.ast is None or kernel.span is None or kernel.is_template or \
+                reserved_argument(kernel):
             result.kernels.append(KernelPlacement(kernel.name, reason=kernel.unsupported or
+                                                  reserved_argument(kernel) or
                                                   "a template, or not parsed"))
             continue
         mine = {a: m for (k, a), m in overrides.items() if k in (None, kernel.name)}

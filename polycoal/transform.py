@@ -62,7 +62,7 @@ from polycoal.validate.tiles import full_problems, offsets_problems, skip_proble
 from polycoal.validate.translation import validate_translation
 from polycoal.model import isl_helpers
 from polycoal.model.extract import extract_model, unsigned_arguments
-from polycoal.model.kernel_model import is_launch_parameter
+from polycoal.model.kernel_model import is_launch_parameter, reserved_argument
 from polycoal.codegen.layout import group_parameters
 from polycoal.validate.layout import layout_is_injective, layout_problems
 from polycoal.validate.irregular import checked_text, irregular_problems
@@ -118,8 +118,11 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
     launches = program.launches_of(kernel.name)
     unsigned = unsigned_arguments(kernel)
     ints = [p for p in model.parameters if not is_launch_parameter(p) and p not in unsigned]
-    shown = frozenset(p for p in ints if all(
-        known_values(l).get(p, -1) >= 0 or p in counted_up(l, kernel) for l in launches))
+    # per launch, the arguments it shows non-negative: a known value (as the parameter
+    # receives it), the counter of a host loop counting up from zero
+    shows = [{p for p, v in known_values(l).items() if v >= 0} | counted_up(l, kernel)
+             for l in launches]
+    shown = frozenset(p for p in ints if all(p in s for s in shows))
     unknown = [p for p in ints if p not in shown]
     if not unknown:
         return d
@@ -146,10 +149,9 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions,
     if kernel.ast is None:
         return KernelDecision(name, "unchanged", kernel.unsupported or "does not parse",
                               code="unparsed")
-    reserved = [p.name for p in kernel.parameters if is_launch_parameter(p.name)]
+    reserved = reserved_argument(kernel)
     if reserved:
-        return KernelDecision(name, "unchanged", f"its argument {reserved[0]} has the name "
-                              "the model gives the launch's geometry", code="reserved-name")
+        return KernelDecision(name, "unchanged", reserved, code="reserved-name")
     d = KernelDecision(name, "unchanged", "",
                        analysis=analyze_kernel(kernel, program, signed=signed))
     judged = _judged(kernel, d)
@@ -319,9 +321,6 @@ def _racing_when(analysis) -> str:
     happen only for some."""
     when = racing_values(analysis.races)
     return "" if when is None else " when " + condition_text(when)
-
-
-# the names of the launch geometry in the model's parameters (host values pc_grid0/pc_block0)
 
 
 def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision,

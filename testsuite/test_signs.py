@@ -15,6 +15,7 @@ import pytest
 
 from conftest import FIXTURES, runs_alike
 from polycoal.frontend import read_program
+from polycoal.frontend.launches import known_values
 from polycoal.frontend.preprocess import PreprocessorOptions
 from polycoal.transform import TransformOptions, transform_program
 
@@ -202,7 +203,9 @@ def test_an_argument_named_like_the_launch_geometry_is_kept(tmp_path):
 COUNTED = """
 #include <stdio.h>
 
-void step(int &k) { k -= 3; }
+int step(int &k) { k -= 3; return k; }
+int k;
+void shift() { k -= 9; }
 
 __global__ void scale(float *a, int n, int k)
 {
@@ -223,9 +226,19 @@ int main(int argc, char **argv)
 
 
 @pytest.mark.parametrize("loop, counted", [
-    ("for (int k = 0; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", True),
+    ("for (int k = 0; k < n; k++) { scale<<<n / 256, 256>>>(a, n, k); }", True),
+    ("for (int k = 0; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", False),   # braces
     ("for (int k = 2; k <= n; ++k) { scale<<<n / 256, 256>>>(a, n, k); }", True),
     ("int k; for (k = 0; k < n; k += 4) { scale<<<n / 256, 256>>>(a, n, k); }", True),
+    ("int j, k = 5; for (k = 0; k < n; k++) { scale<<<n / 256, 256>>>(a, n, k); }", True),
+    ("int k; int *p = &k; for (k = 0; k < n; k++) { *p = -1; scale<<<1, 256>>>(a, n, k); }",
+     False),
+    ("int k; int &r = k; for (k = 0; k < n; k++) { r = -1; scale<<<1, 256>>>(a, n, k); }",
+     False),
+    ("int k; auto f = [&] { k = -1; }; for (k = 0; k < n; k++) { f(); "
+     "scale<<<1, 256>>>(a, n, k); }", False),
+    ("int k; step(k); for (k = 0; k < n; k++) { scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (k = 0; k < n; k++) { shift(); scale<<<1, 256>>>(a, n, k); }", False),   # global
     ("for (int k = -3; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", False),
     ("for (int k = lo; k < n; k++) scale<<<n / 256, 256>>>(a, n, k);", False),
     ("for (int k = n; k >= 0; k--) scale<<<n / 256, 256>>>(a, n, k);", False),
@@ -235,6 +248,23 @@ int main(int argc, char **argv)
     ("for (int k = 0; k < n; k += -2) scale<<<n / 256, 256>>>(a, n, k);", False),
     ("for (int k = 0; k < n; k++) { step(k); scale<<<n / 256, 256>>>(a, n, k); }", False),
     ("for (int k = 0; k < n; k++) { printf(\"%d\", k); scale<<<1, 256>>>(a, n, k); }", True),
+    # found by review: each may make k negative at the launch
+    ("for (int k = 0; k < 4; k++) a[0] += 1; scale<<<n / 256, 256>>>(a, n, lo);", False),
+    ("int k = lo; for (int j = 0; j < 4; j++) { k = j; }\n"
+     "    for (k = 0; k < n; k++) { scale<<<1, 256>>>(a, n, k); }", True),   # set before
+    ("for (int k = 0; k < n; k++) { int &r = k; r -= 9; scale<<<1, 256>>>(a, n, k); }",
+     False),
+    ("for (int k = 0; k < n; k++) { int *p = &k; scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (int k = 0; k < n; k++) { auto f = [&] { k -= 9; }; f(); "
+     "scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (int k = 0; k < n; k++) { int k(lo); scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (int k = 0; k < n; k++) { for (int k : {lo}) scale<<<1, 256>>>(a, n, k); }",
+     False),
+    ("for (int k = 0; step(k) < n; k++) { scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (long k = 0; k < n; k++) { scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (unsigned k = 0; k < n; k++) { scale<<<1, 256>>>(a, n, k); }", False),
+    ("for (short k = 0; k < n; k++) { scale<<<1, 256>>>(a, n, k + 0); }", False),
+    ("for (short k = 0; k < 9 && k < n; k++) { scale<<<1, 256>>>(a, n, k); }", True),
 ])
 def test_a_host_loop_counting_up_from_zero_shows_its_counter_non_negative(
         tmp_path, loop, counted):
@@ -259,3 +289,28 @@ def test_gram_schmidt_columns_need_no_check_for_a_counter_from_zero():
     assert d.action == "columns" and d.assumption is None, d.reason
     assert d.analysis.model.signed == frozenset({"k"})
     assert "__pc_checked" not in result.text
+
+
+def test_a_known_value_is_taken_as_the_parameter_receives_it(tmp_path):
+    """`const unsigned k = 4294967236u` passed to `int k`: the kernel receives -60, so
+    the launch is known negative (the original runs there), not known >= 0."""
+    text = FIXTURE.read_text().replace("    int k = argc > 1 ? atoi(argv[1]) : -60;",
+                                       "    const unsigned k = 4294967236u;")
+    program, result = _transformed(text, tmp_path, reduction="block")
+    launch = next(l for l in program.launches if l.kernel == "columns_past" and
+                  l.arguments[2].strip() == "k")
+    assert known_values(launch)["k"] == -60
+    runs_alike(program.text, result.text, tmp_path, tolerance=1e-6)
+
+
+def test_placement_keeps_a_kernel_with_an_argument_named_like_the_geometry(tmp_path):
+    from polycoal.model.memory_spec import load_spec
+    from polycoal.placement import place_program
+    path = tmp_path / "reserved.cu"
+    path.write_text(ARGUMENTS.read_text().replace("int n, int off)", "int n, int nthreads_x)")
+                    .replace("i + off >= 0", "i + nthreads_x >= 0"))
+    program = read_program(str(path), PreprocessorOptions())
+    placed = place_program(program, load_spec())
+    k = next(k for k in placed.kernels if k.kernel == "smooth")
+    assert not k.applied and "nthreads_x" in k.reason
+    assert placed.text == program.text

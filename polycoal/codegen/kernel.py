@@ -33,9 +33,10 @@ from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import is_launch_parameter, KernelModel
 
 from polycoal.optimize.restructure import AXES, Mapping
+from polycoal.templates import render_template
 
 COLUMN_UNROLL = 4        # trips of a block row's loop unrolled in the phases form
-from polycoal.templates import render_template
+
 
 @dataclass
 class AxisRange:

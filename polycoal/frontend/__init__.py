@@ -14,6 +14,7 @@ from polycoal.frontend.host import allocation_sites, kernel_references
 from polycoal.frontend.kernels import read_functions
 from polycoal.frontend.launches import find_launches
 from polycoal.frontend.lexer import tokenize
+from polycoal.frontend.limits import integer_type, received_value
 from polycoal.frontend.preprocess import PreprocessedSource, PreprocessorOptions, preprocess
 from polycoal.frontend.program import Program
 from polycoal.frontend.validity import judge_syntax_errors
@@ -71,6 +72,23 @@ def _unbalanced(source: PreprocessedSource, token, what: str):
     raise InputError(f"syntax error: {what}", Location(file, line))
 
 
+def _received(kernel, constants: dict) -> dict:
+    """A launch's known argument values (by position) as its kernel's parameters (by
+    name) receive them: an integer converted to the parameter's built-in integer type
+    (an unsigned 4294967236 passed to an int is -60; a fraction passed to an int
+    dropped), any other value as it is."""
+    out = {}
+    for i, v in constants.items():
+        if int(i) >= len(kernel.parameters):
+            continue
+        parameter = kernel.parameters[int(i)]
+        if integer_type(parameter.type) is not None:
+            v = received_value(v, parameter.type)
+        if v is not None:
+            out[parameter.name] = v
+    return out
+
+
 def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                  text: str | None = None, source: PreprocessedSource | None = None,
                  constants: dict[str, int] | None = None) -> Program:
@@ -102,10 +120,8 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
         constants = file_constants(path, options, text)
     launches = find_launches(source, text, constants, user_tokens, original_tokens)
     by_name = {k.name: k for k in kernels}
-    launches = [replace(launch, constant_arguments={
-        by_name[launch.kernel].parameters[int(i)].name: v
-        for i, v in launch.constant_arguments.items()
-        if int(i) < len(by_name[launch.kernel].parameters)})
+    launches = [replace(launch, constant_arguments=_received(
+        by_name[launch.kernel], launch.constant_arguments))
         if launch.kernel in by_name else launch for launch in launches]
     original = tuple(original_tokens)
     return Program(path, text, kernels, launches, device_functions, variables,

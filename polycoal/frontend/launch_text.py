@@ -6,6 +6,7 @@ the planners and by code generation alike."""
 from __future__ import annotations
 
 from polycoal.frontend.lexer import matching, split_top_level, tokenize
+from polycoal.frontend.limits import integer_type, type_name
 from polycoal.frontend.program import Launch
 
 _WRITES = {"=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&=", "^=",
@@ -14,14 +15,6 @@ _WRITES = {"=", "++", "--", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "|=", "&
 _NOT_CALLS = {"sizeof", "alignof", "decltype", "typeid", "noexcept", "dim3", "int",
               "unsigned", "signed", "long", "short", "char", "float", "double", "bool",
               "size_t"}
-# the built-in arithmetic types a launch converts its scalar arguments to
-_ARITHMETIC = {"char", "signed char", "unsigned char", "short", "unsigned short", "int",
-               "signed", "signed int", "unsigned", "unsigned int", "long", "unsigned long",
-               "long long", "unsigned long long", "size_t", "int8_t", "uint8_t", "int16_t",
-               "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "float", "double",
-               "bool"}
-
-
 def launch_parts(original: str, launch: Launch) -> tuple[str, list[str], list[str]]:
     """(kernel name text with its qualifier, configuration, arguments) of a launch, as
     written."""
@@ -81,8 +74,9 @@ def received(parameter, argument: str, cast: str) -> str:
     to `cast`: the argument converted to the parameter's type first (an unsigned -60
     passed to an int is -60 in the kernel, not 4294967236), where that type is a
     built-in one the launch can name."""
-    kind = " ".join(w for w in parameter.type.split() if w not in ("const", "volatile"))
-    value = f"({kind})({argument.strip()})" if kind in _ARITHMETIC else f"({argument.strip()})"
+    spelled = " ".join(w for w in parameter.type.split() if w not in ("const", "volatile"))
+    known = integer_type(spelled) is not None or type_name(spelled) in ("float", "double")
+    value = f"({spelled})({argument.strip()})" if known else f"({argument.strip()})"
     return f"(({cast}){value})"
 
 

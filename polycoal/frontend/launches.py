@@ -28,6 +28,7 @@ from pycparser import c_ast
 from polycoal.diagnostics import Location
 from polycoal.frontend.cexpr import Value, evaluate, parse_expression
 from polycoal.frontend.lexer import ASSIGNMENTS, Token, matching, split_top_level, tokenize
+from polycoal.frontend.limits import integer_type
 from polycoal.frontend.preprocess import PreprocessedSource
 from polycoal.frontend.program import Kernel, Launch, Span
 
@@ -583,69 +584,136 @@ def geometry_for(launch: Launch, kernel: Kernel, values: dict[str, int],
 
 def counted_up(launch: Launch, kernel: Kernel) -> set[str]:
     """The kernel's int parameters whose argument at this launch is the counter of a host
-    loop around it that counts up from a known value >= 0 (`for ([T] v = LO; C; v++)`,
-    `++v`, `v += S` with S a positive number; v assigned nowhere else from the loop's
-    head to the end of the block holding the loop): v >= LO >= 0 at every launch."""
+    loop around it that counts up from a known value >= 0: `for ([T] v = LO; C; S) {...}`
+    with the launch inside the braces, S `v++`, `++v` or `v += N` (N a positive number),
+    LO a known value >= 0, and every use of v in C and the body a read by an operator
+    or a copy (a launch's argument, a by-value call): no assignment, no address or
+    reference taken, no redeclaration. v is declared in the loop's head, or a local of
+    the launching function declared in a block around the loop whose address no
+    statement before the loop takes, bound to no reference, passed to no call that may
+    take one, in a function with no lambda capturing by reference; T (its type) a
+    signed integer type no wider than the parameter's. Then v >= LO >= 0 at every
+    launch in the loop."""
     context = launch.context
     if not isinstance(context, LaunchContext):
         return set()
     tokens, at = list(context.tokens), context.at
     names = {}
     for arg, parameter in zip(launch.arguments, kernel.parameters):
-        if re.fullmatch(r"[A-Za-z_]\w*", arg.strip()) and not parameter.is_pointer:
-            names.setdefault(arg.strip(), parameter.name)
+        kind = integer_type(parameter.type)
+        if re.fullmatch(r"[A-Za-z_]\w*", arg.strip()) and not parameter.is_pointer and \
+                kind is not None and kind[1]:
+            names.setdefault(arg.strip(), (parameter.name, kind[0]))
     scope = _Scope(tokens, context.begin, None, at, dict(context.constants))
     out = set()
     for f in range(context.begin, at):
         if tokens[f].text != "for" or tokens[f + 1].text != "(":
             continue
         close = matching(tokens, f + 1)
-        # the loop's body: its braces, else (a statement) to the end of the block that
-        # holds the loop, which contains it
-        if tokens[close + 1].text == "{":
-            end = matching(tokens, close + 1) + 1
-        else:
-            depth, end = 0, close + 1
-            while end < len(tokens) and depth >= 0:
-                depth += {"{": 1, "}": -1}.get(tokens[end].text, 0)
-                end += 1
-        if not close < at < end:
+        if tokens[close + 1].text != "{" or not close + 1 < at < matching(tokens, close + 1):
             continue
+        body_end = matching(tokens, close + 1)
         parts = split_top_level(tokens[f + 2:close], ";")
-        if len(parts) != 3 or len(parts[0]) < 3:
+        if len(parts) != 3:
             continue
-        init, _, step = parts
+        init, condition, step = parts
         texts = [t.text for t in init]
-        eq = texts.index("=") if "=" in texts else -1
-        if eq < 1 or init[eq - 1].kind != "id" or init[eq - 1].text not in names or \
-                any(t not in _SCALAR_WORDS | _QUALIFIER_WORDS for t in texts[:eq - 1]):
+        if "=" not in texts or texts.index("=") < 1 or init[texts.index("=") - 1].kind != "id":
             continue
+        eq = texts.index("=")
         v = texts[eq - 1]
+        if v not in names:
+            continue
+        declared = integer_type(" ".join(texts[:eq - 1])) if eq > 1 else \
+            _local_before(tokens, context.begin, f, body_end, v)
+        if declared is None or not declared[1] or declared[0] > names[v][1]:
+            continue
         low = scope.scalar(_text(init[eq + 1:]), f)
         steps = [t.text for t in step]
         up = steps in ([v, "++"], ["++", v]) or (
             len(steps) == 3 and steps[:2] == [v, "+="] and steps[2].isdigit()
             and int(steps[2]) > 0)
-        if not isinstance(low, int) or low < 0 or not up:
-            continue
-        cond = [t.text for t in parts[1]]
-        if not _written(tokens[close + 1:end], v) and \
-                not (set(cond) & (ASSIGNMENTS | {"++", "--"})):
-            out.add(names[v])
+        if isinstance(low, int) and not isinstance(low, bool) and low >= 0 and up and \
+                _only_read(condition, v) and _only_read(tokens[close + 2:body_end], v):
+            out.add(names[v][0])
     return out
 
 
-# functions a host variable passed whole is read by, never written (C++ passes a
-# variable by reference to a function that takes one: any other call may write it)
-_BY_VALUE = {"printf", "fprintf", "sprintf", "snprintf", "puts", "min", "max", "abs",
-             "fabs", "fmin", "fmax", "sqrt", "dim3", "sizeof", "static_cast", "int",
-             "unsigned", "long", "float", "double", "size_t"}
+def _local_before(tokens: list[Token], begin: int, loop: int, end: int, v: str
+                  ) -> tuple[int, bool] | None:
+    """(bits, signed) of `v` where it is a local of the function (its body from token
+    `begin`) declared as a built-in integer in a block still open at token `loop`, and
+    nothing from its declaration to the loop makes an alias of it (the module's
+    counted_up); None otherwise. `end`: the loop's last token (lambdas up to it)."""
+    if any(tokens[k].text == "[" and tokens[k + 1].text == "&" for k in range(begin, end)):
+        return None             # a lambda capturing by reference may write v
+    found, depth = None, 0
+    for k in range(begin, loop):
+        text = tokens[k].text
+        if text in ("{", "}"):
+            depth += 1 if text == "{" else -1
+            if found is not None and depth < found[1]:
+                return None     # its block closed before the loop: another v there
+            continue
+        if text != v:
+            continue
+        first = k
+        while first > begin and tokens[first - 1].text not in (";", "{", "}"):
+            first -= 1
+        statement = tokens[first:k]
+        words = [t.text for t in statement]
+        if found is None and words and words[0] in _SCALAR_WORDS | _QUALIFIER_WORDS and \
+                not ({"(", "&", "&&", "*"} & set(words)):
+            kind = integer_type(" ".join(w for w in words if w in _SCALAR_WORDS |
+                                         _QUALIFIER_WORDS))
+            if kind is None:
+                return None
+            found = (kind, depth)
+            continue
+        if found is None:
+            return None         # used before any local declaration: not this function's
+        rest = tokens[first:next((j for j in range(k, loop) if tokens[j].text == ";"), loop)]
+        if {"&", "&&"} & {t.text for t in rest} or not _only_read_or_set(tokens, k):
+            return None
+    return found[0] if found is not None else None
 
 
-def _written(run: list[Token], v: str) -> bool:
-    """Whether the tokens may write variable `v`: an assignment, ++/--, its address
-    taken, or `v` passed whole to a call that may take it by reference (a launch's
-    arguments and _BY_VALUE's functions are copies)."""
+def _only_read_or_set(tokens: list[Token], k: int) -> bool:
+    """Whether token k (a variable) is read or assigned whole, not passed to a call
+    that may take it by reference."""
+    before, after = tokens[k - 1].text, tokens[k + 1].text
+    if before in ("(", ",") and after in (")", ","):
+        depth, j = 0, k - 1
+        while j >= 0:
+            if tokens[j].text == ")":
+                depth += 1
+            elif tokens[j].text == "(":
+                if depth == 0:
+                    break
+                depth -= 1
+            j -= 1
+        callee = tokens[j - 1] if j > 0 else None
+        return callee is None or callee.text == "for" or not (
+            callee.kind == "id" or callee.text == ">>>") or callee.text in _BY_VALUE
+    return True
+
+
+# functions a variable passed whole to is copied into (C++ passes a variable by
+# reference to a function that takes one: any other call may write it)
+_BY_VALUE = {"printf", "fprintf", "sprintf", "snprintf", "min", "max", "abs", "fabs",
+             "fmin", "fmax", "sqrt", "dim3", "static_cast", "int", "unsigned", "long",
+             "float", "double", "size_t", ">>>"}
+# the tokens around a read of a variable (as an operand of arithmetic, a comparison or
+# a subscript, or a whole argument of a copying call)
+_READ_BEFORE = {"(", ",", "[", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=",
+                "&&", "||", "?", ":", "!", ";", "{", "}", ""}
+_READ_AFTER = {")", ",", "]", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=",
+               "&&", "||", "?", ":", ";", ""}
+
+
+def _only_read(run: list[Token], v: str) -> bool:
+    """Whether every use of `v` in the tokens reads it (_READ_BEFORE v _READ_AFTER; a
+    whole argument only of a launch or a _BY_VALUE call, whose parameters are copies)."""
     calls = []                  # the callee of each open parenthesis
     for k, t in enumerate(run):
         if t.text == "(":
@@ -656,14 +724,14 @@ def _written(run: list[Token], v: str) -> bool:
             calls.pop()
         if t.text != v:
             continue
-        after = run[k + 1].text if k + 1 < len(run) else ""
         before = run[k - 1].text if k > 0 else ""
-        if after in ASSIGNMENTS or after in ("++", "--") or before in ("++", "--", "&"):
-            return True
-        if before in ("(", ",") and after in (")", ",") and calls and \
-                calls[-1] not in _BY_VALUE | {">>>"}:
-            return True
-    return False
+        after = run[k + 1].text if k + 1 < len(run) else ""
+        if before not in _READ_BEFORE or after not in _READ_AFTER:
+            return False
+        if before in ("(", ",") and after in (")", ",") and calls and calls[-1] and \
+                calls[-1] not in _BY_VALUE:
+            return False        # a whole argument of a call that may take a reference
+    return True
 
 
 def known_values(launch: Launch) -> dict[str, int]:

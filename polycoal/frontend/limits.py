@@ -52,6 +52,39 @@ def _integer(bits: int, signed: bool, which: str) -> str | None:
             "lowest": "0u"}.get(which)
 
 
+def type_name(type_: str) -> str:
+    """A built-in arithmetic type's name as _INTEGERS and _FLOATS spell it, its
+    qualifiers and `std::` dropped and its words in one order (`long unsigned int`:
+    `unsigned long`, `short int`: `short`); any other type's text, spaces normalised."""
+    words = [w for w in re.sub(r"\bstd\s*::\s*", "", type_).split()
+             if w not in ("const", "volatile")]
+    if len(words) > 1 and "int" in words and words not in (["unsigned", "int"],
+                                                             ["signed", "int"]):
+        words.remove("int")
+    if "unsigned" in words:
+        words = ["unsigned"] + [w for w in words if w != "unsigned"]
+    name = " ".join(words)
+    return {"signed": "int", "signed int": "int", "signed short": "short",
+            "signed long": "long", "signed long long": "long long"}.get(name, name)
+
+
+def integer_type(type_: str) -> tuple[int, bool] | None:
+    """(bits, signed) of a built-in integer type, None for any other type."""
+    return _INTEGERS.get(type_name(type_))
+
+
+def received_value(value, type_: str) -> int | None:
+    """The value a parameter of type `type_` receives for the integer `value` (C's
+    conversion: modulo 2^bits, into the signed range for a signed type); None where
+    the type is not a built-in integer one or the value not an integer."""
+    kind = integer_type(type_)
+    if kind is None or isinstance(value, bool) or not float(value).is_integer():
+        return None
+    bits, signed = kind
+    v = int(value) % (1 << bits)
+    return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+
+
 def limit(type_: str, which: str) -> str | None:
     """The C literal of numeric_limits<type_>::which(), or None where it has none here."""
     name = " ".join(re.sub(r"^std\s*::\s*", "", type_.strip()).split())

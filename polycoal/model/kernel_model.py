@@ -19,14 +19,22 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.model.poly import Poly
 
 # the parameters a kernel model gives the launch's geometry (nthreads_x = gridDim.x *
-# blockDim.x ...): these names exactly, never a kernel argument's (model/extract.py
-# leaves a kernel with an argument so named outside the model)
+# blockDim.x ...): these names exactly, never a kernel argument's (a kernel with an
+# argument so named is left as written: reserved_argument)
 _LAUNCH_PARAMETER = re.compile(r"(nthreads|blockDim|gridDim)_[xyz]")
 
 
 def is_launch_parameter(name: str) -> bool:
     """Whether a model parameter is the launch's geometry (not a kernel argument)."""
     return _LAUNCH_PARAMETER.fullmatch(name) is not None
+
+
+def reserved_argument(kernel) -> str | None:
+    """Why a kernel cannot be modelled (an argument with the name the model gives the
+    launch's geometry: the two would be one parameter), or None."""
+    named = [p.name for p in kernel.parameters if is_launch_parameter(p.name)]
+    return f"its argument {named[0]} has the name the model gives the launch's " \
+        "geometry" if named else None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from polycoal.analysis.work import Geometry
 from polycoal.model.accumulation import accumulation
-from polycoal.model.kernel_model import KernelModel
+from polycoal.model.kernel_model import KernelModel, is_launch_parameter
 
 
 @dataclass(frozen=True)
@@ -167,8 +167,7 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
         if not part.is_equal(part.polyhedral_hull()):
             return Obstacle("gaps", f"the {what} it sums have gaps (a loop step or a "
                             "modulo guard)")
-    if any(v.startswith(("nthreads_", "gridDim_", "blockDim_")) for v in model.parameters
-           if v in str(first)):
+    if any(is_launch_parameter(v) for v in model.parameters if v in str(first)):
         return Obstacle("geometry-dependent", "its range depends on the launch geometry")
     return None
 

@@ -22,7 +22,7 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend.lexer import apply_edits, tokenize
 from polycoal.frontend.program import Program
 from polycoal.model.extract import extract_model
-from polycoal.model.kernel_model import KernelModel
+from polycoal.model.kernel_model import KernelModel, reserved_argument
 from polycoal.optimize.launch_trips import trip_loops, trips_obstacle
 from polycoal.optimize.launch_waits import launch_loops, loop_lines
 from polycoal.validate import compiles
@@ -107,8 +107,9 @@ def _fused(result: TransformResult, text: str, at) -> tuple[str, list[Diagnostic
             continue
         source = program.text[kernel.span.start:kernel.span.end]
         model = _unsigned_model(program, kernel, d)
-        why = trips_obstacle(model, source, parameter.name, parameter.type,
-                             _literal(loop.lo), _literal(loop.hi), loop.inclusive)
+        why = reserved_argument(kernel) or trips_obstacle(
+            model, source, parameter.name, parameter.type, _literal(loop.lo),
+            _literal(loop.hi), loop.inclusive)
         if why is None:
             distinct, evidence = distinct_arrays(program, kernel, model)
             why = None if distinct else f"its pointer arguments may alias ({evidence})"
