@@ -31,6 +31,7 @@ __global__ void minus_assign(const float *__restrict__ A, const float *__restric
       float pc_acc0 = 0;
       int pc_hit0 = 0;
       if (pc_active) {
+        #pragma unroll 4
         for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
           pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
         }
@@ -71,6 +72,7 @@ __global__ void accumulator_on_the_right(const float *__restrict__ A,
       float pc_acc0 = 0;
       int pc_hit0 = 0;
       if (pc_active) {
+        #pragma unroll 4
         for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
           pc_acc0 += A[(100 * pc_i1 + pc_x)] * x[(pc_i1)]; pc_hit0 = 1;
         }
@@ -112,6 +114,7 @@ __global__ void step_three(const float *__restrict__ A, float *__restrict__ y)
       float pc_acc0 = 0;
       int pc_hit0 = 0;
       if (pc_active) {
+        #pragma unroll 4
         for (int pc_i1 = (0) + (int)threadIdx.y * 3; (pc_i1 <= 1099); pc_i1 += 96) {
           pc_acc0 += A[(100 * pc_i1 + pc_x)]; pc_hit0 = 1;
         }
@@ -233,6 +236,7 @@ __global__ void private_accumulator(const float *__restrict__ A, float *__restri
       float pc_acc0 = 0;
       int pc_hit0 = 0;
       if (pc_active) {
+        #pragma unroll 4
         for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
           pc_acc0 += A[(100 * pc_i1 + pc_x)]; pc_hit0 = 1;
         }

@@ -211,6 +211,7 @@ __global__ void private_accumulator(const float *__restrict__ A, float *__restri
       float pc_acc0 = 0;
       int pc_hit0 = 0;
       if (pc_active) {
+        #pragma unroll 4
         for (int pc_i1 = (0) + (int)threadIdx.y; (pc_i1 <= 1099); pc_i1 += 32) {
           pc_acc0 += A[(100 * pc_i1 + pc_x)]; pc_hit0 = 1;
         }
