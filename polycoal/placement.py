@@ -436,11 +436,10 @@ def place_program(program: Program, spec: MemorySpec,
             result.kernels.append(KernelPlacement(kernel.name, reason="not a candidate of "
                                                   "the placement pass"))
             continue
-        if kernel.ast is None or kernel.span is None or kernel.is_template or \
-                reserved_argument(kernel):
+        reserved = reserved_argument(kernel)
+        if kernel.ast is None or kernel.span is None or kernel.is_template or reserved:
             result.kernels.append(KernelPlacement(kernel.name, reason=kernel.unsupported or
-                                                  reserved_argument(kernel) or
-                                                  "a template, or not parsed"))
+                                                  reserved or "a template, or not parsed"))
             continue
         mine = {a: m for (k, a), m in overrides.items() if k in (None, kernel.name)}
         try:

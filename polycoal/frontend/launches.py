@@ -673,29 +673,29 @@ def _local_before(tokens: list[Token], begin: int, loop: int, end: int, v: str
         if found is None:
             return None         # used before any local declaration: not this function's
         rest = tokens[first:next((j for j in range(k, loop) if tokens[j].text == ";"), loop)]
-        if {"&", "&&"} & {t.text for t in rest} or not _only_read_or_set(tokens, k):
+        if {"&", "&&"} & {t.text for t in rest} or _by_reference(tokens, k):
             return None
     return found[0] if found is not None else None
 
 
-def _only_read_or_set(tokens: list[Token], k: int) -> bool:
-    """Whether token k (a variable) is read or assigned whole, not passed to a call
-    that may take it by reference."""
-    before, after = tokens[k - 1].text, tokens[k + 1].text
-    if before in ("(", ",") and after in (")", ","):
-        depth, j = 0, k - 1
-        while j >= 0:
-            if tokens[j].text == ")":
-                depth += 1
-            elif tokens[j].text == "(":
-                if depth == 0:
-                    break
-                depth -= 1
-            j -= 1
-        callee = tokens[j - 1] if j > 0 else None
-        return callee is None or callee.text == "for" or not (
-            callee.kind == "id" or callee.text == ">>>") or callee.text in _BY_VALUE
-    return True
+def _by_reference(run: list[Token], k: int) -> bool:
+    """Whether token k (a variable) is a whole argument of a call that may take it by
+    reference: a callee named (not `for`, not a launch, not one of _BY_VALUE)."""
+    if not (0 < k < len(run) - 1 and run[k - 1].text in ("(", ",") and
+            run[k + 1].text in (")", ",")):
+        return False
+    depth, j = 0, k - 1
+    while j >= 0:               # the parenthesis the argument is in
+        if run[j].text == ")":
+            depth += 1
+        elif run[j].text == "(":
+            if depth == 0:
+                break
+            depth -= 1
+        j -= 1
+    callee = run[j - 1] if j > 0 else None
+    return callee is not None and callee.kind == "id" and \
+        callee.text not in _BY_VALUE | {"for"}
 
 
 # functions a variable passed whole to is copied into (C++ passes a variable by
@@ -714,23 +714,13 @@ _READ_AFTER = {")", ",", "]", "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==
 def _only_read(run: list[Token], v: str) -> bool:
     """Whether every use of `v` in the tokens reads it (_READ_BEFORE v _READ_AFTER; a
     whole argument only of a launch or a _BY_VALUE call, whose parameters are copies)."""
-    calls = []                  # the callee of each open parenthesis
     for k, t in enumerate(run):
-        if t.text == "(":
-            callee = run[k - 1] if k > 0 else None
-            calls.append(callee.text if callee is not None and
-                         (callee.kind == "id" or callee.text == ">>>") else "")
-        elif t.text == ")" and calls:
-            calls.pop()
         if t.text != v:
             continue
         before = run[k - 1].text if k > 0 else ""
         after = run[k + 1].text if k + 1 < len(run) else ""
-        if before not in _READ_BEFORE or after not in _READ_AFTER:
+        if before not in _READ_BEFORE or after not in _READ_AFTER or _by_reference(run, k):
             return False
-        if before in ("(", ",") and after in (")", ",") and calls and calls[-1] and \
-                calls[-1] not in _BY_VALUE:
-            return False        # a whole argument of a call that may take a reference
     return True
 
 
