@@ -103,7 +103,8 @@ class TransformOptions:
 
 # Actions whose kernels add floating-point values in another order than the original's.
 REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
-GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed", "swept"}   # d.generated
+GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed", "swept",
+                             "vectorised"}   # d.generated
 # Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
 SYNCHRONISING = REASSOCIATING | {"staged", "product"}
 # "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a

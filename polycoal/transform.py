@@ -45,7 +45,7 @@ from polycoal.optimize.restructure import solve_mapping
 from polycoal.codegen.product import vector_width
 from polycoal.optimize.products import full_set, placements, product_plan, tile_set
 from polycoal.optimize.staging import staging_plan
-from polycoal.optimize.sweep import sweep_plan
+from polycoal.optimize.sweep import sweep_plan, vector_obstacle
 from polycoal.optimize.window import window_plan
 from polycoal.codegen.edits import replacements, splice
 from polycoal.passes import PASSES
@@ -563,6 +563,20 @@ def _sweep(program: Program, new_program: Program | None, d: KernelDecision) -> 
         ["the generated sweep differs from the plan"]
 
 
+def _vectorised(program: Program, new_program: Program | None, d: KernelDecision
+                ) -> list[str]:
+    """A vectorised sweep: the plan, made again from the original's model, must be the
+    one the generated kernel carries out, and no trip of a row may read what an earlier
+    trip wrote (optimize/sweep.vector_obstacle)."""
+    plan = sweep_plan(d.analysis.model, d.analysis)
+    if isinstance(plan, Obstacle):
+        return [plan.text]
+    obstacle = vector_obstacle(plan)
+    if obstacle is not None:
+        return [obstacle.text]
+    return [] if plan == d.generated.tiles else ["the generated sweep differs from the plan"]
+
+
 def _layout(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:
     """A kernel in a new layout: read back, every statement the same over the same
     domain, every access the original's moved by the layout (validate/layout.py)."""
@@ -605,7 +619,7 @@ VALIDATORS = {"layout": (_layout,), "reorganised": (_reorganised,),
               "columns": (_lanes, _phases), "split": (_reduction_shape,),
               "tiled": (_reduction_shape,), "permuted": (_reparses,),
               "staged": (_staging,), "product": (_product,), "windowed": (_window,),
-              "swept": (_sweep,)}
+              "swept": (_sweep,), "vectorised": (_vectorised,)}
 
 
 def _validate(program: Program, text: str, decisions: list[KernelDecision],

@@ -9,7 +9,8 @@ For each program (by default ADI at n = 4096 and the row recurrences of
 testsuite/fixtures/row_sweeps.cu at three shapes) and each count of rows a warp runs
 (`--sweep-rows`; with --both, each with and without the next chunk's loads issued
 ahead), the program is transformed with that count (every sweep proposed,
-whatever the model) and each swept kernel validated and timed on the GPU against its
+whatever the model; and once as the model chooses: `model`, the vectorised sweep
+where no trip reads what an earlier one wrote) and each swept kernel validated and timed on the GPU against its
 original (polycoal.validate.device: fresh random inputs, every array compared, CUDA
 events after a warm-up, the median of --repeat). polycoal's own choice (`auto`) is
 timed too. Writes DIR/sweep-forms.json, one row a kernel, form and shape. Not a unit
@@ -70,22 +71,25 @@ def main() -> int:
         path, macros, values = spec(text)
         pre = PreprocessorOptions(include_dirs=(os.path.dirname(path),), defines=macros)
         program = read_program(path, pre)
-        for rows, prefetch in [(None, True)] + [(r, p) for r in args.rows
-                                                for p in (True, False)[:1 + args.both]]:
+        for rows, prefetch, model in [(None, True, True), (None, True, False)] + \
+                [(r, p, False) for r in args.rows for p in (True, False)[:1 + args.both]]:
             sweep_code.PREFETCH = prefetch
-            options = TransformOptions(preprocessor=pre, model=False, sweep_rows=rows,
+            options = TransformOptions(preprocessor=pre, model=model, sweep_rows=rows,
                                        price_at=tuple(sorted(values.items())))
             result = transform_program(program, options)
-            swept = {d.kernel: d for d in result.decisions if d.action == "swept"}
+            swept = {d.kernel: d for d in result.decisions
+                     if d.action in ("swept", "vectorised")}
             if not swept:
                 continue
             for v in validate_device(program, result, options, values, args.repeat,
-                                     time_original=rows is None):
+                                     time_original=model):
                 if v.kernel not in swept:
                     continue
                 row = {"program": os.path.relpath(path, ROOT), "macros": macros,
-                       "kernel": v.kernel, "warp_rows": swept[v.kernel].generated.tiles.warp_rows,
-                       "form": ("auto" if rows is None else f"rows={rows}") +
+                       "kernel": v.kernel, "action": swept[v.kernel].action,
+                       "warp_rows": swept[v.kernel].generated.tiles.warp_rows,
+                       "form": ("model" if model else "auto" if rows is None
+                                else f"rows={rows}") +
                        ("" if prefetch else ",no-prefetch"),
                        "original_ms": v.original_ms, "polycoal_ms": v.transformed_ms,
                        "ok": v.ok, "message": v.message[:200]}

@@ -162,6 +162,7 @@ MARGIN = 1.1
 
 FORM_NAMES = {"staged": "the staged kernel", "product": "the tiled product",
               "windowed": "the register window", "swept": "the staged sweep",
+              "vectorised": "the vectorised sweep",
               "restructured": "the restructured kernel", "reduced": "the warp-per-row form",
               "columns": "the column-block form", "split": "the split reduction",
               "tiled": "the tiled reduction", "permuted": "the permuted kernel",

@@ -74,6 +74,7 @@ def replacements(program: Program, decisions: list[KernelDecision]) -> list[tupl
                 "staged": "32x32 tiles staged in shared memory: ",
                 "windowed": "several rows or elements a thread, loads in registers: ",
                 "swept": "the row's loop on shared-memory tiles: ",
+                "vectorised": "a warp a row, its trips across the lanes: ",
                 "product": "a product in register and shared-memory tiles: "}.get(
             d.action, "restructured geometry: ") + ", ".join(
             f"{a} = {what.split(' (')[0]}" for a, what in

@@ -14,7 +14,7 @@ from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import text
 from polycoal.model.isl_c import wide_parameters
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.sweep import SweepPlan
+from polycoal.optimize.sweep import LANE_TRIPS, VECTOR_CHUNK, SweepPlan
 from polycoal.templates import render_template
 
 BLOCK = (32, 1, 1)
@@ -157,3 +157,64 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
     return GeneratedKernel(kernel.name, text, [rows], BLOCK, hidden, {"x": "pc_row"},
                            "pc_i", axis_dims={"x": plan.row}, per_block=(plan.warp_rows, 1, 1),
                            tiles=plan)
+
+
+LANES_BLOCK = (256, 1, 1)     # eight warps a block, a row each
+
+
+def generate_lanes(original: str, kernel: Kernel, model: KernelModel,
+                   plan: SweepPlan) -> GeneratedKernel:
+    """The kernel with each row's trips across a warp's lanes, VECTOR_CHUNK at a time
+    (optimize/sweep.vector_obstacle says when that is the same computation)."""
+    wide = wide_parameters(kernel.parameters)
+    rows = thread_range(model, plan.row, "x", wide)
+    trips = thread_range(model, plan.counter, "x", wide)
+    base, stride = f"({plan.base.to_c('*')})", f"(long long)({plan.stride.to_c('*')})"
+    offsets = dict(plan.offsets)
+    sign = "" if plan.direction > 0 else "-"
+
+    def element(a) -> str:
+        """The element a reference reaches at trip pc_c of row pc_row."""
+        return (f"{a.array}[{stride} * pc_row + {base} + {sign}pc_c + "
+                f"({offsets[a.text]})]")
+
+    # every read no trip writes before it (the writes' anti dependences among them):
+    # into registers ahead of the chunk's wait
+    reads = {a.text: a for _, a in model.accesses()}
+    early = read_ahead(plan, model)
+    registers = {t: f"pc_a{n}[pc_u]" for n, t in enumerate(early)}
+    ahead = [{"type": reads[t].element_type, "name": f"pc_a{n}", "load": element(reads[t])}
+             for n, t in enumerate(early)]
+    statements = []
+    for s in model.statements:
+        r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
+        r.replace = {a.text: registers.get(a.text) or element(a)
+                     for a in s.accesses if a.space == "global"}
+        r.targets = {a.text: element(a) for a in s.accesses
+                     if a.space == "global" and a.kind == "write"}
+        text = r.visit(s.node).rstrip()
+        statements.append(text if text.endswith((";", "}")) else text + ";")
+    counter = (f"(long long)({trips.lo}) + pc_t" if plan.step > 0
+               else f"(long long)({trips.hi}) - pc_t")
+    texts = [rows.lo, rows.hi, trips.lo, trips.hi, counter] + statements + \
+        [r["load"] for r in ahead]
+    hidden = geometry_read(texts, model)
+    for rr in (rows, trips):
+        rr.lo, rr.hi = passed_geometry(rr.lo, hidden), passed_geometry(rr.hi, hidden)
+    for r in ahead:
+        r["load"] = passed_geometry(r["load"], hidden)
+    sense = plan.direction * plan.step
+    anti = [a.name for a in plan.arrays if a.written is not None and
+            any(sense * (o - a.written) > 0 for o in a.offs)]
+    text = render_template(
+        "sweep_lanes.cu.j2",
+        signature=with_geometry(_signature(original, kernel, LANES_BLOCK), hidden),
+        row_dim=describe_dim(model, plan.row), counter_dim=describe_dim(model, plan.counter),
+        anti=", ".join(anti) or "none", chunk=VECTOR_CHUNK, per_lane=LANE_TRIPS,
+        ahead=ahead, counter=passed_geometry(counter, hidden),
+        statements=[f"{ty} {name};" for name, ty in plan.privates] +
+        [passed_geometry(t, hidden) for t in statements],
+        row_lo=rows.lo, row_hi=rows.hi, k_lo=trips.lo, k_hi=trips.hi)
+    return GeneratedKernel(kernel.name, text, [rows], LANES_BLOCK, hidden, {"x": "pc_row"},
+                           "pc_i", axis_dims={"x": plan.row},
+                           per_block=(LANES_BLOCK[0] // 32, 1, 1), tiles=plan)

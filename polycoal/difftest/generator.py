@@ -22,7 +22,8 @@ thread range; several statements, arrays and kernels; run-time sizes with host-c
 grids; launches in host loops; racy or aliasing kernels (must stay byte-identical); and
 near misses outside the model (CSR, data-dependent conditions, while, shared memory,
 user-written shuffles, atomics); products (GEMM, SYRK, covariance's triangle: the tiled
-products' class) and stencils with reuse; and `styles`: the kernels of another family written as
+products' class) and stencils with reuse; row recurrences (`recurrence`) and rows
+updated in place, each trip reading what later trips overwrite (`inplace`); and `styles`: the kernels of another family written as
 real C++ code writes them (templates, namespaces, structs of buffers passed by value,
 pointer arithmetic, launches through function-like macros, `assert`), which polycoal
 reads through Clang (frontend/lower.py). The family runtime includes 2-D launches whose
@@ -44,7 +45,7 @@ from polycoal.difftest.judging import Check
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
             "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
-            "structs", "irregular", "recurrence")
+            "structs", "irregular", "recurrence", "inplace")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -1588,6 +1589,61 @@ def fam_recurrence(b: Builder) -> None:
     b.shape.append(f"{k.name}: {form} along each of {R.value} rows of {C.value}")
 
 
+def fam_inplace(b: Builder) -> None:
+    """One thread per row and a loop along the row that updates it in place, each trip
+    reading elements later trips overwrite (never what an earlier trip wrote): a shift,
+    ADI's backward substitution (the counter up, the columns down), a smoothing of two
+    statements (the second reads what the first wrote), a shift with the counter going
+    down. polycoal runs such trips across a warp's lanes, each chunk's reads before its
+    stores (optimize/sweep.vector_obstacle), where the model predicts a gain; rows past
+    a chunk of 128 trips and partial chunks among the sizes."""
+    rng = b.rng
+    ctype = rng.choice(("float", "float", "double"))
+    form = rng.choice(("shift", "backsub", "smooth", "down"))
+    b.variant = f"inplace:{form}"
+    R = b.size("R", rng.choice((1, 7, 32, 33, 100, 300)), runtime=rng.random() < 0.5)
+    C = b.size("C", rng.choice((3, 33, 128, 129, 200, 300)))
+    A = b.array("A", ctype, [R, C])
+    X = b.array("X", ctype, [R, C])
+    k = b.kernel(f"{form}_inplace")
+    k.lines.append(thread_index(rng, "i", "x"))
+    an, xn = k.array(A), k.array(X, const=True)
+    r, c = k.size(R), k.size(C)
+    j = rng.choice(("j", "col", "t"))
+    half, two = literal(ctype, 0.5), literal(ctype, 2.0)
+    at = lambda col: f"{an}[i * {c} + {col}]"      # noqa: E731
+    up = rng.choice(("++" + j, j + "++"))
+    if form == "shift":
+        head = f"for (int {j} = 0; {j} < {c} - 1; {up})"
+        body = [f"{at(j)} = {at(j + ' + 1')} * {half} + {xn}[i * {c} + {j}];"]
+    elif form == "backsub":
+        # column c - 2 - j written, c - 3 - j read: the next trip's column, as it was
+        head = f"for (int {j} = 0; {j} < {c} - 2; {up})"
+        body = [f"{at(f'({c} - 2 - {j})')} = ({at(f'({c} - 2 - {j})')} - "
+                f"{at(f'({c} - 3 - {j})')} * {xn}[i * {c} + ({c} - 3 - {j})]) / "
+                f"({two} + {xn}[i * {c} + ({c} - 3 - {j})] * {xn}[i * {c} + ({c} - 3 - {j})]);"]
+    elif form == "smooth":
+        head = f"for (int {j} = 0; {j} < {c} - 2; {up})"
+        body = [f"{ctype} nb = {at(j + ' + 2')};",
+                f"{at(j)} = {half} * ({at(j)} + nb) - {at(j + ' + 1')};",
+                f"{at(j)} = {at(j)} * {half} + {xn}[i * {c} + {j}];"]
+    else:
+        head = f"for (int {j} = {c} - 1; {j} > 0; {rng.choice(('--' + j, j + '--'))})"
+        body = [f"{at(j)} = {at(j + ' - 1')} * {two} - {xn}[i * {c} + {j}];"]
+    if rng.random() < 0.5:
+        k.lines.append(f"if (i < {r}) {{")
+        k.lines.append(f"  {head} {{")
+        k.lines += [f"    {line}" for line in body]
+        k.lines += ["  }", "}"]
+    else:
+        k.lines.append(f"if (i >= {r}) return;")
+        k.lines.append(f"{head} {{")
+        k.lines += [f"  {line}" for line in body]
+        k.lines.append("}")
+    b.launch(k, [(R, rng.choice(BLOCKS_1D))])
+    b.shape.append(f"{k.name}: {form} in place along each of {R.value} rows of {C.value}")
+
+
 def fam_racy(b: Builder) -> None:
     """Kernels that must stay byte-identical: real races between threads, or pointer
     arguments that alias at the launch (the same allocation passed twice, no restrict)."""
@@ -2204,7 +2260,8 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "nearmiss": fam_nearmiss, "styles": fam_styles,
                     "transpose": fam_transpose, "product": fam_product,
                     "stencil": fam_stencil, "structs": fam_structs,
-                    "irregular": fam_irregular, "recurrence": fam_recurrence}
+                    "irregular": fam_irregular, "recurrence": fam_recurrence,
+                    "inplace": fam_inplace}
 
 
 def generate(seed: int, family: str | None = None, constructs=None,

@@ -205,6 +205,51 @@ def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
                      tuple((name, model.private[name][0]) for name in used))
 
 
+# Trips a warp's lanes run at once in the vectorised form: 32 lanes, four trips a lane
+# (each lane's loads of four trips in flight together)
+LANE_TRIPS = 4
+VECTOR_CHUNK = WARP * LANE_TRIPS
+
+
+def vector_obstacle(plan: SweepPlan) -> Obstacle | None:
+    """Why the trips of a row cannot run VECTOR_CHUNK at a time across a warp's lanes
+    (codegen/sweep.generate_lanes), or None.
+
+    Trip k of a row writes each written array at column c(k) + w and reads it at
+    columns c(k) + o, c moving one column a trip (`sense`: +1 up, -1 down). The read at
+    o reaches the column trip k + sense * (o - w) writes: an earlier trip's for
+    sense * (o - w) < 0 (a flow dependence: the recurrence itself, ADI's forward sweep,
+    a prefix sum), a later trip's for > 0 (an anti dependence: ADI's backward sweep
+    reads the element below the one it writes, which the next trip overwrites), its
+    own for o = w. No two trips write one element (one `off` a written array, one column
+    a trip). So where no read is of the first kind, no trip reads what another wrote:
+    every value a trip reads from another trip's column is the one the row held when
+    the kernel started, and runs that read each such element before any trip writing it
+    does keep every value. The vectorised form reads, in each chunk, every such element
+    (and every other read no trip of the row writes before it) into registers, waits at
+    __syncwarp, then runs the chunk's trips and their stores: a chunk's trips are later
+    than every trip of the chunks before it, whose reads were all done before its wait."""
+    sense = plan.direction * plan.step
+    for a in plan.arrays:
+        if a.written is None:
+            continue
+        flow = [o for o in a.offs if sense * (o - a.written) < 0]
+        if flow:
+            back = abs(flow[0] - a.written)
+            return Obstacle("vector-flow", f"{a.name}: a trip reads what the trip "
+                            f"{back} before it wrote (a recurrence)")
+    return None
+
+
+def vector_geometry(plan: SweepPlan) -> Geometry:
+    """How the vectorised sweep runs (for the performance model): a warp a row, its
+    lanes along the trips (every reference coalesced), blocks of eight warps, each lane's
+    loads of LANE_TRIPS trips in flight together."""
+    return Geometry(x=plan.counter, axes=(plan.row,), per_thread=1.0 / WARP,
+                    block_threads=8 * WARP, coalesced=True, registers=True,
+                    unroll=LANE_TRIPS)
+
+
 def sweep_geometry(plan: SweepPlan) -> Geometry:
     """How a staged sweep runs (for the performance model): every global reference
     coalesced (a tile's fill and write-back), a block of one warp, the trips' values in

@@ -11,7 +11,8 @@ validates the change with the validator of its kind (`VALIDATORS`) before it is 
 Kernel passes: `staging` (tiles through shared memory for references that coalesce
 along two dims), `products` (register and shared-memory tiles for sums of products),
 `window` (stencils: several rows a thread, the window's reads in registers), `sweep`
-(a thread's loop along its row whose trips depend on each other, on shared-memory tiles),
+(a thread's loop along its row whose trips depend on each other, on shared-memory tiles;
+or, where no trip reads what an earlier one wrote, the trips across a warp's lanes),
 `mapping` (the restructuring ILP's mapping, and where it gains nothing the `reduction`
 forms or a column kernel's phases), `permutation` (kernels outside the affine model:
 their thread axes permuted). Program passes, over every kernel at once: `layout` (arrays
@@ -24,4 +25,4 @@ from __future__ import annotations
 from polycoal.passes import products, staging, sweep, window
 
 # the passes that propose whole forms of an affine kernel, in order of preference
-PASSES = (staging.PASS, products.PASS, window.PASS, sweep.PASS)
+PASSES = (staging.PASS, products.PASS, window.PASS, sweep.PASS, sweep.LANES)

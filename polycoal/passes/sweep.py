@@ -9,12 +9,13 @@ from dataclasses import replace
 from pycparser import c_ast
 
 from polycoal.codegen.kernel import describe_dim
-from polycoal.codegen.sweep import generate_sweep
+from polycoal.codegen.sweep import generate_lanes, generate_sweep
 from polycoal.decisions import KernelDecision, TransformOptions
 from polycoal.frontend.normalise import walk
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.isl_helpers import known_extent
-from polycoal.optimize.sweep import SweepPlan, sweep_geometry, sweep_plan
+from polycoal.optimize.sweep import (VECTOR_CHUNK, SweepPlan, sweep_geometry, sweep_plan, vector_geometry,
+                                     vector_obstacle)
 from polycoal.passes.base import Candidate, Pass, mapping_of
 
 
@@ -71,4 +72,23 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
         mapping=mapping_of(d, (plan.row,), (plan.counter,))), sweep_geometry(plan))
 
 
+def propose_lanes(program: Program, kernel: Kernel, d: KernelDecision,
+                  options: TransformOptions) -> Candidate | None:
+    """The vectorised sweep: where no trip of a row reads what an earlier trip wrote, the
+    row's trips across a warp's lanes (optimize/sweep.vector_obstacle)."""
+    if not options.sweep:
+        return None
+    model = d.analysis.model
+    plan = sweep_plan(model, d.analysis)
+    if not isinstance(plan, SweepPlan) or vector_obstacle(plan) is not None:
+        return None
+    return Candidate(d.change(
+        "vectorised", f"its trips along {describe_dim(model, plan.counter)} read what "
+        "later trips write, never what earlier ones wrote: a warp a row, its trips "
+        f"{VECTOR_CHUNK} at a time across the lanes, each chunk's reads before its stores",
+        generated=generate_lanes(program.text, kernel, model, plan),
+        mapping=mapping_of(d, (plan.row,), (plan.counter,))), vector_geometry(plan))
+
+
 PASS = Pass("sweep", propose)
+LANES = Pass("lanes", propose_lanes)

@@ -1,0 +1,115 @@
+"""A thread's loop along its row whose trips read what later trips write, never what
+earlier ones wrote (ADI's backward sweep, an in-place shift or smoothing), runs with a
+warp a row and the trips across its lanes (optimize/sweep.vector_obstacle,
+codegen/sweep.generate_lanes; issue 34, sweeps)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, compile_sm90, runs_alike
+from polycoal.frontend import read_program
+from polycoal.frontend.preprocess import PreprocessorOptions
+from polycoal.optimize.sweep import SweepPlan, sweep_plan, vector_obstacle
+from polycoal.transform import TransformOptions, transform_program
+
+POLYBENCH = FIXTURES.parent.parent / "polybench_inputs"
+ANTI = FIXTURES / "row_anti_sweeps.cu"
+ROWS = FIXTURES / "row_sweeps.cu"
+VECTORISED = {"back_update", "shift_left", "smooth_up", "shift_down"}
+
+
+def _transform(path, defines=(), **options):
+    options = TransformOptions(preprocessor=PreprocessorOptions(defines=tuple(defines)),
+                               **options)
+    program = read_program(str(path), options.preprocessor)
+    return program, transform_program(program, options)
+
+
+def _plans(path, defines=()):
+    """Each kernel's sweep plan from the analysis the transformation decided on (under
+    its run-time check where the threads race for some sizes)."""
+    _, result = _transform(path, defines)
+    return {d.kernel: sweep_plan(d.analysis.model, d.analysis) for d in result.decisions}
+
+
+def test_only_loops_without_a_recurrence_are_vectorised():
+    """The fixture's four anti-dependence loops have no obstacle; the recurrences (a
+    prefix sum, a backward filter reading the element the trip before wrote, a
+    tridiagonal elimination, ADI's forward sweep) have one, named."""
+    plans = _plans(ANTI)
+    for name in VECTORISED:
+        assert isinstance(plans[name], SweepPlan), (name, plans[name])
+        assert vector_obstacle(plans[name]) is None, name
+    assert vector_obstacle(plans["prefix"]).code == "vector-flow"
+    for name, plan in _plans(ROWS).items():
+        assert vector_obstacle(plan).code == "vector-flow", name
+    adi = _plans(POLYBENCH / "adi" / "adi.cu")
+    assert vector_obstacle(adi["adi_kernel1"]).code == "vector-flow"
+    assert vector_obstacle(adi["adi_kernel3"]) is None
+
+
+def test_adi_backward_sweep_is_vectorised():
+    """ADI's backward sweep (the counter up, the columns down, X read one column below
+    the one written: the next trip's) is taken in lanes, predicted faster than the
+    staged sweep; the forward sweep (a recurrence) stays staged."""
+    program, result = _transform(POLYBENCH / "adi" / "adi.cu")
+    d = {x.kernel: x for x in result.decisions}
+    assert d["adi_kernel1"].action == "swept"
+    back = d["adi_kernel3"]
+    assert back.action == "vectorised", back.reason
+    forms = {f: p.time_us for f, p in back.predicted.candidates}
+    assert forms["vectorised"] * 1.1 <= forms["swept"]
+    assert "__syncwarp();" in back.generated.text
+
+
+@pytest.mark.parametrize("rows, cols", [(45, 300), (1, 40), (33, 129), (70, 3), (9, 128),
+                                        (40, 257)])
+def test_anti_sweeps_run_alike(tmp_path, monkeypatch, rows, cols):
+    """Each vectorised kernel (the staged sweep's gates shut, the model off: the
+    vectorised form taken wherever it applies) prints the original's numbers
+    bit for bit on the CPU runtime at ragged sizes: a partial chunk, one row, fewer
+    trips than lanes, exactly one chunk, one past it."""
+    import polycoal.passes.sweep as sweep_pass
+    monkeypatch.setattr(sweep_pass, "MANY_ROWS", 1 << 40)
+    monkeypatch.setattr(sweep_pass, "long_trips", lambda model: False)
+    program, result = _transform(ANTI, (f"ROWS={rows}", f"COLS={cols}"), model=False)
+    actions = {d.kernel: d.action for d in result.decisions}
+    assert {k for k, a in actions.items() if a == "vectorised"} == VECTORISED, actions
+    assert actions["prefix"] != "vectorised"
+    defines = f"#define ROWS {rows}\n#define COLS {cols}\n"
+    runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
+
+
+def test_a_vectorised_kernel_that_read_ahead_wrongly_is_caught(tmp_path, monkeypatch):
+    """The test above can fail: the same kernels with the chunk's wait and the reads
+    ahead taken out (each lane's statements reading memory in place) print other
+    numbers where lanes of one chunk run in turn (the CPU runtime runs a warp's lanes
+    one after another between waits)."""
+    import polycoal.codegen.sweep as sweep_code
+    import polycoal.passes.sweep as sweep_pass
+    monkeypatch.setattr(sweep_pass, "MANY_ROWS", 1 << 40)
+    monkeypatch.setattr(sweep_pass, "long_trips", lambda model: False)
+    monkeypatch.setattr(sweep_code, "read_ahead", lambda plan, model: [])
+    program, result = _transform(ANTI, ("ROWS=9", "COLS=300"), model=False)
+    text = result.text.replace("__syncwarp();", "")
+    defines = "#define ROWS 9\n#define COLS 300\n"
+    with pytest.raises(AssertionError):
+        runs_alike(defines + program.text, defines + text, tmp_path, tolerance=0.0)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_vectorised_output_compiles(tmp_path):
+    """The transformed fixture and ADI compile with nvcc -arch=sm_90."""
+    for path, defines in ((ANTI, ("ROWS=5000", "COLS=1000")), (POLYBENCH / "adi" / "adi.cu", ())):
+        program, result = _transform(path, defines)
+        assert any(d.action == "vectorised" for d in result.decisions)
+        shutil.copytree(path.parent, tmp_path / path.stem)
+        out = tmp_path / path.stem / f"{path.stem}.cu"
+        if path.parent.parent == POLYBENCH and not (tmp_path / "common").exists():
+            shutil.copytree(POLYBENCH / "common", tmp_path / "common")
+        out.write_text("".join(f"#define {d.replace('=', ' ')}\n" for d in defines) +
+                       result.text)
+        compile_sm90(shutil.which("nvcc"), out)
