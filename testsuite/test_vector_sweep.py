@@ -65,25 +65,43 @@ def test_adi_backward_sweep_is_vectorised():
     assert "__syncwarp();" in back.generated.text
 
 
-@pytest.mark.parametrize("rows, cols", [(45, 300), (1, 40), (33, 129), (70, 3), (9, 128),
-                                        (40, 257)])
-def test_anti_sweeps_run_alike(tmp_path, monkeypatch, rows, cols):
+@pytest.mark.parametrize("rows, cols, warps", [
+    (45, 300, 1), (1, 40, 1), (33, 129, 1), (70, 3, 1), (9, 128, 1), (40, 257, 1),
+    (45, 300, 2), (3, 1100, 4), (9, 512, 4), (2, 1025, 8), (33, 70, 8)])
+def test_anti_sweeps_run_alike(tmp_path, monkeypatch, rows, cols, warps):
     """Each vectorised kernel (the staged sweep's gates shut, the model off: the
-    vectorised form taken wherever it applies) prints the original's numbers
-    bit for bit on the CPU runtime at ragged sizes: a partial chunk, one row, fewer
-    trips than lanes, exactly one chunk, one past it."""
+    vectorised form taken wherever it applies), a warp a row or a block of `warps`
+    warps, prints the original's numbers bit for bit on the CPU runtime at ragged
+    sizes: a partial chunk, one row, fewer trips than lanes, exactly one chunk, one past
+    it, several chunks of a block."""
     import polycoal.passes.sweep as sweep_pass
     monkeypatch.setattr(sweep_pass, "MANY_ROWS", 1 << 40)
     monkeypatch.setattr(sweep_pass, "long_trips", lambda model: False)
+    monkeypatch.setattr(sweep_pass, "FORCED_WARPS", warps)
     program, result = _transform(ANTI, (f"ROWS={rows}", f"COLS={cols}"), model=False)
     actions = {d.kernel: d.action for d in result.decisions}
     assert {k for k, a in actions.items() if a == "vectorised"} == VECTORISED, actions
+    assert all(d.generated.block == ((256, 1, 1) if warps == 1 else (32 * warps, 1, 1))
+               for d in result.decisions if d.action == "vectorised")
     assert actions["prefix"] != "vectorised"
     defines = f"#define ROWS {rows}\n#define COLS {cols}\n"
     runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)
 
 
-def test_a_vectorised_kernel_that_read_ahead_wrongly_is_caught(tmp_path, monkeypatch):
+def test_warps_a_row_follow_the_rows():
+    """A warp a row from half as many rows as the device holds warps (or rows unknown);
+    below, a block of eight warps a row, fewer where a row's trips fill less than half
+    of their chunk."""
+    from polycoal.optimize.sweep import DEVICE_WARPS, vector_warps
+    assert vector_warps(None, 4096) == 1 and vector_warps(DEVICE_WARPS // 2, 1 << 20) == 1
+    assert vector_warps(4096, 4094) == 1 and vector_warps(1024, 1022) == 8
+    assert vector_warps(512, 8192) == 8 and vector_warps(1, None) == 8
+    assert vector_warps(100, 300) == 4 and vector_warps(100, 128) == 2
+    assert vector_warps(100, 63) == 1
+
+
+@pytest.mark.parametrize("warps", [1, 4])
+def test_a_vectorised_kernel_that_read_ahead_wrongly_is_caught(tmp_path, monkeypatch, warps):
     """The test above can fail: the same kernels with the chunk's wait and the reads
     ahead taken out (each lane's statements reading memory in place) print other
     numbers where lanes of one chunk run in turn (the CPU runtime runs a warp's lanes
@@ -93,8 +111,9 @@ def test_a_vectorised_kernel_that_read_ahead_wrongly_is_caught(tmp_path, monkeyp
     monkeypatch.setattr(sweep_pass, "MANY_ROWS", 1 << 40)
     monkeypatch.setattr(sweep_pass, "long_trips", lambda model: False)
     monkeypatch.setattr(sweep_code, "read_ahead", lambda plan, model: [])
+    monkeypatch.setattr(sweep_pass, "FORCED_WARPS", warps)
     program, result = _transform(ANTI, ("ROWS=9", "COLS=300"), model=False)
-    text = result.text.replace("__syncwarp();", "")
+    text = result.text.replace("__syncwarp();", "").replace("__syncthreads();", "")
     defines = "#define ROWS 9\n#define COLS 300\n"
     with pytest.raises(AssertionError):
         runs_alike(defines + program.text, defines + text, tmp_path, tolerance=0.0)

@@ -10,7 +10,8 @@ testsuite/fixtures/row_sweeps.cu at three shapes) and each count of rows a warp 
 (`--sweep-rows`; with --both, each with and without the next chunk's loads issued
 ahead), the program is transformed with that count (every sweep proposed,
 whatever the model; and once as the model chooses: `model`, the vectorised sweep
-where no trip reads what an earlier one wrote) and each swept kernel validated and timed on the GPU against its
+where no trip reads what an earlier one wrote; with --warps, the vectorised sweep at
+each count of warps a row) and each swept kernel validated and timed on the GPU against its
 original (polycoal.validate.device: fresh random inputs, every array compared, CUDA
 events after a warm-up, the median of --repeat). polycoal's own choice (`auto`) is
 timed too. Writes DIR/sweep-forms.json, one row a kernel, form and shape. Not a unit
@@ -34,6 +35,8 @@ from polycoal.frontend import read_program  # noqa: E402
 from polycoal.frontend.preprocess import PreprocessorOptions  # noqa: E402
 import polycoal.codegen.sweep as sweep_code  # noqa: E402
 import polycoal.passes.sweep as sweep_pass  # noqa: E402
+import polycoal.transform as transform  # noqa: E402
+from polycoal.passes import PASSES  # noqa: E402
 from polycoal.transform import transform_program  # noqa: E402
 from polycoal.validate.device import validate_device  # noqa: E402
 
@@ -60,6 +63,9 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--rows", type=int, nargs="+", default=[32, 16, 8, 4, 2, 1])
+    ap.add_argument("--warps", type=int, nargs="*", default=[],
+                    help="the vectorised sweep with this many warps a row, where it "
+                    "applies (passes/sweep.FORCED_WARPS; the staged sweep not proposed)")
     ap.add_argument("--both", action="store_true",
                     help="each count of rows with and without the next chunk's loads "
                     "issued ahead (codegen/sweep.PREFETCH)")
@@ -71,9 +77,14 @@ def main() -> int:
         path, macros, values = spec(text)
         pre = PreprocessorOptions(include_dirs=(os.path.dirname(path),), defines=macros)
         program = read_program(path, pre)
-        for rows, prefetch, model in [(None, True, True), (None, True, False)] + \
-                [(r, p, False) for r in args.rows for p in (True, False)[:1 + args.both]]:
+        runs = [(None, True, True, None), (None, True, False, None)] + \
+            [(r, p, False, None) for r in args.rows for p in (True, False)[:1 + args.both]] + \
+            [(None, True, False, w) for w in args.warps]
+        for rows, prefetch, model, warps in runs:
             sweep_code.PREFETCH = prefetch
+            sweep_pass.FORCED_WARPS = warps
+            transform.PASSES = PASSES if warps is None else \
+                tuple(p for p in PASSES if p is not sweep_pass.PASS)
             options = TransformOptions(preprocessor=pre, model=model, sweep_rows=rows,
                                        price_at=tuple(sorted(values.items())))
             result = transform_program(program, options)
@@ -88,8 +99,8 @@ def main() -> int:
                 row = {"program": os.path.relpath(path, ROOT), "macros": macros,
                        "kernel": v.kernel, "action": swept[v.kernel].action,
                        "warp_rows": swept[v.kernel].generated.tiles.warp_rows,
-                       "form": ("model" if model else "auto" if rows is None
-                                else f"rows={rows}") +
+                       "form": ("model" if model else f"warps={warps}" if warps
+                                else "auto" if rows is None else f"rows={rows}") +
                        ("" if prefetch else ",no-prefetch"),
                        "original_ms": v.original_ms, "polycoal_ms": v.transformed_ms,
                        "ok": v.ok, "message": v.message[:200]}

@@ -14,7 +14,7 @@ from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import text
 from polycoal.model.isl_c import wide_parameters
 from polycoal.model.kernel_model import KernelModel
-from polycoal.optimize.sweep import LANE_TRIPS, VECTOR_CHUNK, SweepPlan
+from polycoal.optimize.sweep import LANE_TRIPS, SweepPlan
 from polycoal.templates import render_template
 
 BLOCK = (32, 1, 1)
@@ -163,9 +163,11 @@ LANES_BLOCK = (256, 1, 1)     # eight warps a block, a row each
 
 
 def generate_lanes(original: str, kernel: Kernel, model: KernelModel,
-                   plan: SweepPlan) -> GeneratedKernel:
-    """The kernel with each row's trips across a warp's lanes, VECTOR_CHUNK at a time
-    (optimize/sweep.vector_obstacle says when that is the same computation)."""
+                   plan: SweepPlan, warps: int = 1) -> GeneratedKernel:
+    """The kernel with each row's trips across a warp's lanes (`warps` 1: blocks of eight
+    warps, a row each) or a block's (`warps` > 1: a block of that many warps a row),
+    LANE_TRIPS a thread each chunk (optimize/sweep.vector_obstacle says when that is the
+    same computation)."""
     wide = wide_parameters(kernel.parameters)
     rows = thread_range(model, plan.row, "x", wide)
     trips = thread_range(model, plan.counter, "x", wide)
@@ -206,15 +208,18 @@ def generate_lanes(original: str, kernel: Kernel, model: KernelModel,
     sense = plan.direction * plan.step
     anti = [a.name for a in plan.arrays if a.written is not None and
             any(sense * (o - a.written) > 0 for o in a.offs)]
+    block = LANES_BLOCK if warps == 1 else (32 * warps, 1, 1)
     text = render_template(
         "sweep_lanes.cu.j2",
-        signature=with_geometry(_signature(original, kernel, LANES_BLOCK), hidden),
+        signature=with_geometry(_signature(original, kernel, block), hidden),
+        warps=warps, barrier="__syncwarp()" if warps == 1 else "__syncthreads()",
         row_dim=describe_dim(model, plan.row), counter_dim=describe_dim(model, plan.counter),
-        anti=", ".join(anti) or "none", chunk=VECTOR_CHUNK, per_lane=LANE_TRIPS,
+        anti=", ".join(anti) or "none", chunk=32 * warps * LANE_TRIPS, per_lane=LANE_TRIPS,
         ahead=ahead, counter=passed_geometry(counter, hidden),
         statements=[f"{ty} {name};" for name, ty in plan.privates] +
         [passed_geometry(t, hidden) for t in statements],
         row_lo=rows.lo, row_hi=rows.hi, k_lo=trips.lo, k_hi=trips.hi)
-    return GeneratedKernel(kernel.name, text, [rows], LANES_BLOCK, hidden, {"x": "pc_row"},
+    return GeneratedKernel(kernel.name, text, [rows], block, hidden, {"x": "pc_row"},
                            "pc_i", axis_dims={"x": plan.row},
-                           per_block=(LANES_BLOCK[0] // 32, 1, 1), tiles=plan)
+                           per_block=(LANES_BLOCK[0] // 32 if warps == 1 else 1, 1, 1),
+                           tiles=plan)

@@ -205,10 +205,29 @@ def sweep_plan(model: KernelModel, analysis) -> SweepPlan | Obstacle:
                      tuple((name, model.private[name][0]) for name in used))
 
 
-# Trips a warp's lanes run at once in the vectorised form: 32 lanes, four trips a lane
-# (each lane's loads of four trips in flight together)
+# Trips a thread runs each chunk in the vectorised form: four (its loads of four trips
+# in flight together), a warp's 32 lanes or a block's threads side by side
 LANE_TRIPS = 4
 VECTOR_CHUNK = WARP * LANE_TRIPS
+# A warp a row where the rows are many: from half the warps the device holds (132
+# multiprocessors of 32); below, a row's chunks one after the other in one warp leave it
+# waiting on each chunk's loads, and a block of eight warps a row (a chunk of the block
+# eight warps' chunks) runs them together. Measured on the H200
+# (tools/explore_sweep_forms.py --warps 1 2 4 8, BENCHMARKS.md): a backward
+# substitution at 4096 x 4096 0.075 ms a warp a row, 0.115 / 0.098 / 0.085 with 2 / 4 / 8;
+# at 512 x 8192 0.057 -> 0.027 with 8, at 1024 x 2048 0.019 -> 0.013, ADI's backward
+# sweep at 1024 0.0114 -> 0.0077 ms.
+DEVICE_WARPS = 132 * 32
+ROW_WARPS = (8, 4, 2)
+
+
+def vector_warps(rows: int | None, trips: int | None) -> int:
+    """Warps that run a row together: 1 (a warp a row) unless the rows are known to be
+    fewer than half the warps the device holds; then the most of ROW_WARPS whose chunk
+    a row's trips fill at least half of (all of them where the trips are unknown)."""
+    if rows is None or 2 * rows >= DEVICE_WARPS:
+        return 1
+    return next((w for w in ROW_WARPS if trips is None or 2 * trips >= w * VECTOR_CHUNK), 1)
 
 
 def vector_obstacle(plan: SweepPlan) -> Obstacle | None:
@@ -241,13 +260,14 @@ def vector_obstacle(plan: SweepPlan) -> Obstacle | None:
     return None
 
 
-def vector_geometry(plan: SweepPlan) -> Geometry:
-    """How the vectorised sweep runs (for the performance model): a warp a row, its
-    lanes along the trips (every reference coalesced), blocks of eight warps, each lane's
-    loads of LANE_TRIPS trips in flight together."""
-    return Geometry(x=plan.counter, axes=(plan.row,), per_thread=1.0 / WARP,
-                    block_threads=8 * WARP, coalesced=True, registers=True,
-                    unroll=LANE_TRIPS)
+def vector_geometry(plan: SweepPlan, warps: int = 1) -> Geometry:
+    """How the vectorised sweep runs (for the performance model): `warps` warps a row,
+    their lanes along the trips (every reference coalesced), blocks of eight warps (a
+    row each) or of `warps`, each thread's loads of LANE_TRIPS trips in flight
+    together."""
+    return Geometry(x=plan.counter, axes=(plan.row,), per_thread=1.0 / (WARP * warps),
+                    block_threads=WARP * (8 if warps == 1 else warps), coalesced=True,
+                    registers=True, unroll=LANE_TRIPS)
 
 
 def sweep_geometry(plan: SweepPlan) -> Geometry:

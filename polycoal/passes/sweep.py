@@ -14,8 +14,8 @@ from polycoal.decisions import KernelDecision, TransformOptions
 from polycoal.frontend.normalise import walk
 from polycoal.frontend.program import Kernel, Program
 from polycoal.model.isl_helpers import known_extent
-from polycoal.optimize.sweep import (VECTOR_CHUNK, SweepPlan, sweep_geometry, sweep_plan, vector_geometry,
-                                     vector_obstacle)
+from polycoal.optimize.sweep import (VECTOR_CHUNK, SweepPlan, sweep_geometry, sweep_plan,
+                                     vector_geometry, vector_obstacle, vector_warps)
 from polycoal.passes.base import Candidate, Pass, mapping_of
 
 
@@ -38,6 +38,9 @@ MANY_ROWS = 1024
 # (the prefix sum 0.93 -> 0.14 ms at 4096 x 4096; 2 rows or 1 no faster).
 FEW_ROWS = 8192
 WARP_ROWS = (4, 8)      # rows a warp runs below FEW_ROWS rows, and otherwise
+# warps a row of the vectorised sweep, whatever the rows (None: vector_warps decides;
+# tools/explore_sweep_forms.py sets it)
+FORCED_WARPS: int | None = None
 
 
 def warp_rows(rows: int | None, forced: int | None) -> int:
@@ -82,12 +85,17 @@ def propose_lanes(program: Program, kernel: Kernel, d: KernelDecision,
     plan = sweep_plan(model, d.analysis)
     if not isinstance(plan, SweepPlan) or vector_obstacle(plan) is not None:
         return None
+    values = {**dict(options.price_at), **model.parameter_values}
+    warps = FORCED_WARPS or vector_warps(known_extent(model, plan.row, values),
+                                         known_extent(model, plan.counter, values))
+    who = "a warp" if warps == 1 else f"a block of {warps} warps"
     return Candidate(d.change(
         "vectorised", f"its trips along {describe_dim(model, plan.counter)} read what "
-        "later trips write, never what earlier ones wrote: a warp a row, its trips "
-        f"{VECTOR_CHUNK} at a time across the lanes, each chunk's reads before its stores",
-        generated=generate_lanes(program.text, kernel, model, plan),
-        mapping=mapping_of(d, (plan.row,), (plan.counter,))), vector_geometry(plan))
+        f"later trips write, never what earlier ones wrote: {who} a row, its trips "
+        f"{VECTOR_CHUNK * warps} at a time across the lanes, each chunk's reads before "
+        "its stores",
+        generated=generate_lanes(program.text, kernel, model, plan, warps),
+        mapping=mapping_of(d, (plan.row,), (plan.counter,))), vector_geometry(plan, warps))
 
 
 PASS = Pass("sweep", propose)
