@@ -68,7 +68,8 @@ def replacements(program: Program, decisions: list[KernelDecision]) -> list[tupl
             generated = program.text[kernel.span.start:kernel.span.end] + "\n\n" + re.sub(
                 rf"\b{re.escape(d.kernel)}(?=\s*\()", d.emitted, generated)
         out.append((kernel.span, generated))
-        note = {"reduced": "one warp per row: ", "split": "column reduction split: ",
+        note = {"reduced": "one warp per row: " if d.generated.per_block[0] != 1 or
+                d.generated.block[0] == 32 else "one block per row: ", "split": "column reduction split: ",
                 "columns": "one block per 32 columns: ",
                 "tiled": "row reduction in tiles: ",
                 "staged": "32x32 tiles staged in shared memory: ",

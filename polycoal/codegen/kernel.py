@@ -296,12 +296,17 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                     promote: bool = False, warp_reduction: str | None = None,
                     column_groups: int = 0,
                     phases: dict[str, str] | None = None,
-                    handed: frozenset[str] = frozenset()) -> GeneratedKernel:
+                    handed: frozenset[str] = frozenset(),
+                    row_warps: int = 1) -> GeneratedKernel:
     """The new kernel's text. With `warp_reduction` (a loop dim carrying only
     reductions), the single thread axis is run by whole warps instead of threads: the
     lanes of a warp split that loop (coalesced), each accumulates in a register, a
     shuffle tree adds the 32 partial results, and lane 0 updates memory and runs the
-    statements outside the loop (core paper section 4, the warp-cooperative form).
+    statements outside the loop (core paper section 4, the warp-cooperative form). With
+    `row_warps` W > 1, a block of W warps runs each value instead (few rows): its 32 W
+    threads split the loop, each warp's shuffle tree sums its lanes, and thread 0 adds
+    the W warps' sums (through shared memory, between barriers: every thread of the
+    block has the same value of the axis, so each reaches them) in their order.
 
     With `column_groups` = G as well, the form is block-cooperative instead, for a
     column reduction (coalesced along the threads but starved): a block of 32 x G
@@ -400,7 +405,8 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         body = _render_ast(node.for_get_body(), user, names=wide, pragmas=pragmas)
         init = expr_to_c(node.for_get_init(), wide, device=True)
         cond = expr_to_c(node.for_get_cond(), wide, device=True)
-        lanes, lane = (column_groups, "(int)threadIdx.y") if column_groups else (32, "pc_lane")
+        lanes, lane = (column_groups, "(int)threadIdx.y") if column_groups else \
+            (32 * row_warps, "pc_lane")
         step = node.for_get_inc().get_val().to_python()   # isl's loops step by constants
         split = LaneSplit(iterator, expr_to_isl(node.for_get_init()),
                           expr_to_isl(node.for_get_cond()), str(step), lanes, step,
@@ -490,6 +496,9 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
                 lines.append(f"    if (pc_hit{k}) {update.target} {update.apply} pc_acc{k};")
             lines += ["  }", "  __syncthreads();", "}"]
             return lines
+        if row_warps > 1:
+            # what thread 0 wrote before the loop, seen by every warp's loads
+            lines.append("  __syncthreads();")
         lines += ["  " + l for l in loop]
         lines.append("  for (int pc_offset = 16; pc_offset > 0; pc_offset >>= 1) {")
         for k, (_, update) in mine:
@@ -498,6 +507,29 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
             lines.append(f"    pc_hit{k} |= __shfl_down_sync(0xffffffffu, pc_hit{k}, "
                          "pc_offset);")
         lines.append("  }")
+        if row_warps > 1:
+            # each warp's lane 0 holds its sum: they meet in shared memory, thread 0
+            # adds them in the warps' order; the barrier after keeps the next value's
+            # sums from overwriting them before it has
+            for k, (name, update) in mine:
+                element = next(a for a in by_name[name].accesses
+                               if a.kind == "write").element_type
+                shared.append(f"__shared__ {element} pc_wsum{k}[{row_warps}];")
+                shared.append(f"__shared__ int pc_whit{k}[{row_warps}];")
+            lines.append("  if ((pc_lane & 31) == 0) {")
+            for k, _ in mine:
+                lines.append(f"    pc_wsum{k}[pc_lane >> 5] = pc_acc{k};")
+                lines.append(f"    pc_whit{k}[pc_lane >> 5] = pc_hit{k};")
+            lines += ["  }", "  __syncthreads();"]
+            lines.append(f"  if ({leader}) {{")
+            for k, (_, update) in mine:
+                lines.append(f"    for (int pc_w = 1; pc_w < {row_warps}; ++pc_w) {{")
+                lines.append(f"      pc_acc{k} {update.op}= pc_wsum{k}[pc_w];")
+                lines.append(f"      pc_hit{k} |= pc_whit{k}[pc_w];")
+                lines.append("    }")
+                lines.append(f"    if (pc_hit{k}) {update.target} {update.apply} pc_acc{k};")
+            lines += ["  }", "  __syncthreads();", "}"]
+            return lines
         lines.append(f"  if ({leader}) {{")
         for k, (_, update) in mine:
             lines.append(f"    if (pc_hit{k}) {update.target} {update.apply} pc_acc{k};")
@@ -570,7 +602,9 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         # threads would run every instance again; it is one thread wide
         block = tuple(b if k < len(mapping.axes) else 1 for k, b in enumerate(block))
     old = ", ".join(f"{d.name}: thread index along {d.axis}" for d in model.thread_dims)
-    signature = with_geometry(_signature(original, kernel, block), hidden)
+    # a block of many warps a row: its registers capped to launch it whole
+    signature = with_geometry(_signature(original, kernel, block,
+                                         1 if row_warps > 1 else 0), hidden)
     text = render_template(
         "kernel.cu.j2", signature=signature, hidden=hidden,
         old_geometry=old, old_block=model.block_shape,
@@ -579,12 +613,13 @@ def generate_kernel(original: str, kernel: Kernel, model: KernelModel, mapping: 
         block=block, ranges=ranges, thread_vars=thread_vars, privates=privates,
         body=body, warp=bool(warp_reduction) and not column_groups,
         columns=column_groups, shared=shared, phased=phases is not None,
-        reduction=describe_dim(model, warp_reduction) if warp_reduction else "")
+        reduction=describe_dim(model, warp_reduction) if warp_reduction else "",
+        row_warps=row_warps)
     per_block = tuple(block)
     if column_groups:
         per_block = (32, 1, 1)
     elif warp_reduction:
-        per_block = (block[0] // 32, block[1], block[2])
+        per_block = (block[0] // (32 * row_warps), block[1], block[2])
     return GeneratedKernel(kernel.name, text, ranges, block, hidden, thread_vars, prefix,
                            emitted=emitted, schedules=schedules,
                            axis_dims={a: d for d, a in axis_of.items()}, per_block=per_block,

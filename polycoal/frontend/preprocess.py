@@ -114,7 +114,8 @@ def preprocess(path: str | os.PathLike, options: PreprocessorOptions = Preproces
     path = str(path)
     if text is None and not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
-    key = (os.path.abspath(path), text, options, tuple(_preprocessor()), os.getcwd(),
+    # (the path as given, too: the output names its file so, and diagnostics with it)
+    key = (path, os.path.abspath(path), text, options, tuple(_preprocessor()), os.getcwd(),
            toolkit.read_directory(), str(stub_include_dir()))
     hit = _MEMO.get(key)
     if hit is not None and _stamps(hit[1]) == hit[1]:

@@ -50,7 +50,7 @@ from polycoal.analysis.work import Geometry
 from polycoal.model import isl_helpers
 from polycoal.model.kernel_model import KernelModel
 from polycoal.model.poly import Poly
-from polycoal.optimize.reduction import Obstacle
+from polycoal.optimize.reduction import DEVICE_WARPS, Obstacle
 
 WARP = 32            # rows a warp stages together (a block is one warp)
 MAX_ARRAYS = 4       # tiles a warp holds (shared memory: 4 x 32 x 33 doubles = 33 KiB)
@@ -217,7 +217,6 @@ VECTOR_CHUNK = WARP * LANE_TRIPS
 # substitution at 4096 x 4096 0.075 ms a warp a row, 0.115 / 0.098 / 0.085 with 2 / 4 / 8;
 # at 512 x 8192 0.057 -> 0.027 with 8, at 1024 x 2048 0.019 -> 0.013, ADI's backward
 # sweep at 1024 0.0114 -> 0.0077 ms.
-DEVICE_WARPS = 132 * 32
 ROW_WARPS = (8, 4, 2)
 
 

@@ -72,7 +72,11 @@ def form_geometry(d: KernelDecision, options: TransformOptions) -> Geometry:
     # column of the dims the reduction leaves
     if d.action in ("reduced", "columns") and d.mapping is not None and loops:
         rows = tuple(a for a in d.mapping.axes if a != loops[0])
-        return reduction_geometry(launches, rows, loops[0] if d.action == "reduced" else None)
+        # warps a row: a block's warps over the rows one block covers
+        warps = d.generated.block[0] // 32 // d.generated.per_block[0] \
+            if d.action == "reduced" and d.generated else 1
+        return reduction_geometry(launches, rows, loops[0] if d.action == "reduced" else None,
+                                  max(1, warps))
     return reduction_geometry(launches)
 
 

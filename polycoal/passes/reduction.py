@@ -14,9 +14,10 @@ from polycoal.codegen.column import (generate_column_blocks, generate_column_pha
 from polycoal.codegen.kernel import generate_kernel
 from polycoal.decisions import KernelDecision, TransformOptions
 from polycoal.frontend.program import Kernel, Program
+from polycoal.model.isl_helpers import known_extent
 from polycoal.optimize.phases import MIN_SPLIT_TRIPS, PhasePlan, plan_phases
 from polycoal.optimize.reduction import (Obstacle, column_reduction_obstacle, one_thread,
-                                         row_reduction_obstacle)
+                                         row_reduction_obstacle, row_warps)
 from polycoal.passes.base import mapping_of
 
 
@@ -131,12 +132,25 @@ def _plan_row_reduction(program: Program, kernel: Kernel, d: KernelDecision,
     mapping = mapping_of(d, (model.thread_dims[-1].name,), (loop.loop.counter,))
     block = options.block if options.block and options.block[0] % 32 == 0 and \
         options.block[1:] == (1, 1) else (256, 1, 1)     # whole warps along x only
-    how = ("a single thread ran it: one warp splits the loop (32 loads in flight instead "
-           "of one) and adds up" if one_thread(model, [s for s in model.statements if s.loops])
-           else "one warp per row, the lanes split the loop (coalesced) and add up")
+    values = {**dict(options.price_at), **model.parameter_values}
+    warps = 1 if options.block else row_warps(
+        known_extent(model, model.thread_dims[-1].name, values),
+        known_extent(model, loop.loop.counter, values))
+    if warps > 1:
+        block = (32 * warps, 1, 1)
+    single = one_thread(model, [s for s in model.statements if s.loops])
+    if warps > 1:
+        how = (f"{'a single thread ran it' if single else 'few rows'}: a block of "
+               f"{32 * warps} threads a row splits the loop, each warp adds up with a "
+               "shuffle tree and thread 0 the warps' sums")
+    elif single:
+        how = ("a single thread ran it: one warp splits the loop (32 loads in flight "
+               "instead of one) and adds up with a shuffle tree")
+    else:
+        how = "one warp per row, the lanes split the loop (coalesced) and add up with a shuffle tree"
     return d.change(
         "reduced", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
-        f"{how} with a shuffle tree; floating-point additions are reassociated",
+        f"{how}; floating-point additions are reassociated",
         mapping=mapping,
         generated=generate_kernel(program.text, kernel, model, mapping, block,
-                                  warp_reduction=loop.loop.counter))
+                                  warp_reduction=loop.loop.counter, row_warps=warps))
