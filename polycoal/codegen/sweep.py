@@ -84,6 +84,22 @@ def read_ahead(plan: SweepPlan, model: KernelModel) -> list[str]:
 
 
 
+def _trip_statements(model: KernelModel, kernel: Kernel, plan: SweepPlan,
+                     registers: dict[str, str], place) -> list[str]:
+    """A trip's statements (the row pc_row, the counter pc_c), each global reference
+    read from its register where `registers` has one, else at `place(access)`."""
+    statements = []
+    for s in model.statements:
+        r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
+        r.replace = {a.text: registers.get(a.text) or place(a)
+                     for a in s.accesses if a.space == "global"}
+        r.targets = {a.text: place(a) for a in s.accesses
+                     if a.space == "global" and a.kind == "write"}
+        text = r.visit(s.node).rstrip()
+        statements.append(text if text.endswith((";", "}")) else text + ";")
+    return statements
+
+
 def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
                    plan: SweepPlan) -> GeneratedKernel:
     """The kernel with its sweep staged (the module's doc)."""
@@ -127,15 +143,7 @@ def generate_sweep(original: str, kernel: Kernel, model: KernelModel,
               "first": tile(reads[t], "0"), "then": tile(reads[t], "(pc_kk + 1)")}
              for n, t in enumerate(early)]
     registers = {t: f"pc_b{n}" for n, t in enumerate(early)}
-    statements = []
-    for s in model.statements:
-        r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
-        r.replace = {a.text: registers.get(a.text) or tile(a)
-                     for a in s.accesses if a.space == "global"}
-        r.targets = {a.text: tile(a) for a in s.accesses
-                     if a.space == "global" and a.kind == "write"}
-        text = r.visit(s.node).rstrip()
-        statements.append(text if text.endswith((";", "}")) else text + ";")
+    statements = _trip_statements(model, kernel, plan, registers, tile)
     texts = [rows.lo, rows.hi, trips.lo, trips.hi, base, stride] + statements
     hidden = geometry_read(texts, model)
     for rr in (rows, trips):
@@ -187,15 +195,7 @@ def generate_lanes(original: str, kernel: Kernel, model: KernelModel,
     registers = {t: f"pc_a{n}[pc_u]" for n, t in enumerate(early)}
     ahead = [{"type": reads[t].element_type, "name": f"pc_a{n}", "load": element(reads[t])}
              for n, t in enumerate(early)]
-    statements = []
-    for s in model.statements:
-        r = renderer(model, kernel, s, {plan.row: "pc_row", plan.counter: "pc_c"})
-        r.replace = {a.text: registers.get(a.text) or element(a)
-                     for a in s.accesses if a.space == "global"}
-        r.targets = {a.text: element(a) for a in s.accesses
-                     if a.space == "global" and a.kind == "write"}
-        text = r.visit(s.node).rstrip()
-        statements.append(text if text.endswith((";", "}")) else text + ";")
+    statements = _trip_statements(model, kernel, plan, registers, element)
     counter = (f"(long long)({trips.lo}) + pc_t" if plan.step > 0
                else f"(long long)({trips.hi}) - pc_t")
     texts = [rows.lo, rows.hi, trips.lo, trips.hi, counter] + statements + \

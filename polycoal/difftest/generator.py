@@ -1542,6 +1542,21 @@ def _columns_past(b: Builder, T: Size, tname: str, ttype: str, ctype: str,
     b.shape.append(f"{k.name}: columns past a host loop's t from {start}")
 
 
+def _row_loop(k, rng: random.Random, rows: str, head: str, body: list[str]) -> None:
+    """Thread i's loop `head` over `body`, under `if (i < rows)` or after an early
+    return, as ported row loops are written."""
+    if rng.random() < 0.5:
+        k.lines.append(f"if (i < {rows}) {{")
+        k.lines.append(f"  {head} {{")
+        k.lines += [f"    {line}" for line in body]
+        k.lines += ["  }", "}"]
+    else:
+        k.lines.append(f"if (i >= {rows}) return;")
+        k.lines.append(f"{head} {{")
+        k.lines += [f"  {line}" for line in body]
+        k.lines.append("}")
+
+
 def fam_recurrence(b: Builder) -> None:
     """One thread per row and a loop along the row whose trips depend on each other, as
     ported recurrences are written: a prefix sum, a first-order filter forward or
@@ -1575,16 +1590,7 @@ def fam_recurrence(b: Builder) -> None:
                            f"({two} + {at(' - 1')} * {at(' - 1')});"],
                 "private": [f"{ctype} t = {at(' - 1')} / ({two} + {at(' - 2')});",
                             f"{at('')} = t * {half} + {xn}[i * {c} + {j}];"]}[form]
-    if rng.random() < 0.5:
-        k.lines.append(f"if (i < {r}) {{")
-        k.lines.append(f"  {head} {{")
-        k.lines += [f"    {line}" for line in body]
-        k.lines += ["  }", "}"]
-    else:
-        k.lines.append(f"if (i >= {r}) return;")
-        k.lines.append(f"{head} {{")
-        k.lines += [f"  {line}" for line in body]
-        k.lines.append("}")
+    _row_loop(k, rng, r, head, body)
     b.launch(k, [(R, rng.choice(BLOCKS_1D))])
     b.shape.append(f"{k.name}: {form} along each of {R.value} rows of {C.value}")
 
@@ -1630,16 +1636,7 @@ def fam_inplace(b: Builder) -> None:
     else:
         head = f"for (int {j} = {c} - 1; {j} > 0; {rng.choice(('--' + j, j + '--'))})"
         body = [f"{at(j)} = {at(j + ' - 1')} * {two} - {xn}[i * {c} + {j}];"]
-    if rng.random() < 0.5:
-        k.lines.append(f"if (i < {r}) {{")
-        k.lines.append(f"  {head} {{")
-        k.lines += [f"    {line}" for line in body]
-        k.lines += ["  }", "}"]
-    else:
-        k.lines.append(f"if (i >= {r}) return;")
-        k.lines.append(f"{head} {{")
-        k.lines += [f"  {line}" for line in body]
-        k.lines.append("}")
+    _row_loop(k, rng, r, head, body)
     b.launch(k, [(R, rng.choice(BLOCKS_1D))])
     b.shape.append(f"{k.name}: {form} in place along each of {R.value} rows of {C.value}")
 
