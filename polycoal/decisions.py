@@ -106,7 +106,7 @@ REASSOCIATING = frozenset({"reduced", "columns", "split", "tiled"})
 GENERATED = REASSOCIATING | {"restructured", "staged", "product", "windowed", "swept",
                              "vectorised"}   # d.generated
 # Actions whose kernels synchronise the threads of a block (__syncthreads between phases)
-SYNCHRONISING = REASSOCIATING | {"staged", "product"}
+SYNCHRONISING = REASSOCIATING | {"staged", "product", "swept", "vectorised"}
 # "layout": the kernel's arrays of structs are in a new layout (optimize/layout.py), a
 # whole-program change: its launches and the host calls on the arrays change with it
 # "reorganised": its irregular references read copies built before each launch (or

@@ -5,6 +5,7 @@ codegen/sweep.generate_lanes; issue 34, sweeps)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -132,3 +133,39 @@ def test_vectorised_output_compiles(tmp_path):
         out.write_text("".join(f"#define {d.replace('=', ' ')}\n" for d in defines) +
                        result.text)
         compile_sm90(shutil.which("nvcc"), out)
+
+
+def test_validate_cpu_runs_the_sweeps_with_their_barriers(capsys):
+    """`polycoal validate --cpu` runs a vectorised (and a staged) sweep's threads with
+    their barriers: every kernel passes (they all failed, each lane's stores landing
+    before the others' reads, when the CPU harness took them for kernels without
+    barriers)."""
+    from polycoal.cli import main
+    assert main(["validate", "--cpu", str(ANTI), "-D", "ROWS=300", "-D", "COLS=400"]) == 0
+    out = capsys.readouterr().out
+    for name in VECTORISED:
+        assert re.search(rf"{name}\s+PASS\s+outputs match", out), out
+
+
+def test_a_pointer_moved_off_its_allocation_is_no_alias_evidence(tmp_path):
+    """`y = x + 1;` after both were allocated: y points into x's allocation, and the
+    kernel `out[j] = in[j] * 0.5f + out[j + 1]` called with (y, x) reads what the trip
+    before wrote through the alias. y is no longer taken for an allocation of its own:
+    the vectorised kernel runs only where a check at the launch finds the two arrays
+    apart, the original here (it ran unchecked, a wrong sum)."""
+    from polycoal.frontend.host import allocation_sites
+    from polycoal.frontend.lexer import tokenize
+    path = FIXTURES / "moved_pointer.cu"
+    assert "y" not in allocation_sites(tuple(tokenize(path.read_text())))
+    for text, kept in (("cudaMalloc(&a, n); cudaMalloc(&b, n); a += 3;", {"b"}),
+                       ("cudaMalloc(&a, n); cudaMalloc(&b, n); ++b; a = NULL;", {"a"}),
+                       ("cudaMalloc(&s.x, n); cudaMalloc(&s.y, n); s.y = s.x + 4;", {"s.x"}),
+                       ("cudaMalloc(&a, n); cudaMalloc(&b, n); if (a == b || b >= a) {}",
+                        {"a", "b"}),
+                       ("cudaMalloc(&a, n); float *q = a; q[1] = 2;", {"a", "q"})):
+        assert set(allocation_sites(tuple(tokenize(text)))) == kept, text
+    program, result = _transform(path, ("ROWS=5", "COLS=300"))
+    d = next(x for x in result.decisions if x.kernel == "copy_row")
+    assert d.action == "vectorised" and "'out' and 'in' do not overlap" in d.reason, d.reason
+    defines = "#define ROWS 5\n#define COLS 300\n"
+    runs_alike(defines + program.text, defines + result.text, tmp_path, tolerance=0.0)

@@ -32,7 +32,29 @@ def allocation_sites(tokens: tuple[Token, ...]) -> dict[str, str]:
     for target, source in copies:
         if source in sources and target != source:
             sources.setdefault(target, set()).update(sources[source])
-    return {name: next(iter(s)) for name, s in sources.items() if len(s) == 1}
+    # a name given anything else (`y = x + 1;`, `y += k`, `++y`) may point anywhere:
+    # into another allocation among them; it is left out
+    moved = {name for name in sources if _moved(text, name, sources)}
+    return {name: next(iter(s)) for name, s in sources.items()
+            if len(s) == 1 and name not in moved}
+
+
+# what may be stored into a pointer without moving it off an allocation: a null pointer
+_NULL = {"NULL", "nullptr", "0", "(void*)0"}
+
+
+def _moved(text: str, name: str, sources: dict[str, set[str]]) -> bool:
+    """Whether the host text assigns `name` (a variable or field) anything but another
+    allocation's holder or a null pointer, or steps it (++, --)."""
+    spelled = r"\s*(?:\.|->)\s*".join(re.escape(p) for p in re.split(r"\.|->", name))
+    spelled = rf"(?<![\w.>]){spelled}(?!\s*(?:\.|->|\[))(?![\w])"
+    if re.search(rf"(?:\+\+|--)\s*{spelled}|{spelled}\s*(?:\+\+|--)", text):
+        return True
+    for m in re.finditer(rf"{spelled}\s*((?:[-+*/%&|^]|<<|>>)?)=(?!=)\s*([^;]*);", text):
+        value = re.sub(r"\s+", "", m.group(2))
+        if m.group(1) or (value not in sources and value not in _NULL):
+            return True
+    return False
 
 
 def kernel_references(tokens: tuple[Token, ...], kernels, launches
