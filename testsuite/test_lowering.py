@@ -6,6 +6,7 @@ lowering whose kernel is not transformed leaves the input byte-identical."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -51,7 +52,9 @@ def test_a_template_kernel_is_transformed_per_instantiation(tmp_path, capsys):
                        "rowsum__pc_double": "reduced"}
     assert "rowsum__pc_float<<<" in result.text and "rowsum<float><<<" not in result.text
     assert "template <typename T>\n__global__ void rowsum(" in result.text
-    assert "__global__ void rowsum__pc_double(const double *A" in result.text
+    # (a block of several warps a row carries bounds of its own before the name)
+    assert re.search(r"__global__ void (__launch_bounds__\(\d+, 1\) )?"
+                     r"rowsum__pc_double\(const double \*A", result.text)
     notes = [str(x) for x in result.diagnostics]
     assert any("kernel 'rowsum<float>' (as 'rowsum__pc_float') reduced" in n and
                "template_kernel.cu:11:" in n for n in notes), notes
@@ -421,13 +424,19 @@ def test_helpers_keep_their_meaning_when_inlined(tmp_path):
 
 
 def test_launch_bounds_follow_the_new_block(tmp_path):
-    """row_norms<float, 128> carries __launch_bounds__(BLOCK_SIZE) = 128; its reduced
-    copy runs 256 threads a block: the bounds say 256 in its definition and prototype
-    (a launch past a kernel's bounds fails on the GPU)."""
+    """row_norms<float, 128> carries __launch_bounds__(BLOCK_SIZE) = 128 and
+    row_norms<double, 256> 256; their reduced copies run blocks of their own (a block
+    of warps a row for these few rows): the bounds say so in each definition and
+    prototype (a launch past a kernel's bounds fails on the GPU)."""
     path = STYLES / "template_blocks.cu"
     program, result = _transform(path)
     text = result.text
-    assert "__launch_bounds__(256)\nrow_norms__pc_float_128(" in text
-    assert "__launch_bounds__ ( 256 ) row_norms__pc_float_128 (" in text
+    blocks = {d.kernel: d.generated.block[0] for d in result.decisions
+              if d.kernel.startswith("row_norms__pc_")}
+    assert set(blocks) == {"row_norms__pc_float_128", "row_norms__pc_double_256"}
+    for name, threads in blocks.items():
+        bound = f"{threads}" if threads == 256 else f"{threads}, 1"
+        assert f"__launch_bounds__({bound})\n{name}(" in text, name
+        assert f"__launch_bounds__ ( {bound.replace(',', ' ,')} ) {name} (" in text, name
     assert "__launch_bounds__ ( 128 )" not in text and "__launch_bounds__(128)" not in text
     compiles(text, tmp_path)
