@@ -162,7 +162,11 @@ def test_a_pointer_moved_off_its_allocation_is_no_alias_evidence(tmp_path):
                        ("cudaMalloc(&s.x, n); cudaMalloc(&s.y, n); s.y = s.x + 4;", {"s.x"}),
                        ("cudaMalloc(&a, n); cudaMalloc(&b, n); if (a == b || b >= a) {}",
                         {"a", "b"}),
-                       ("cudaMalloc(&a, n); float *q = a; q[1] = 2;", {"a", "q"})):
+                       ("cudaMalloc(&a, n); float *q = a; q[1] = 2;", {"a", "q"}),
+                       # a kernel's own `a` is another variable
+                       ("__global__ void k(float *p) { int a = threadIdx.x; a += 1; p[a] = 0; }"
+                        " int main() { float *a; cudaMalloc(&a, n); k<<<1, 1>>>(a); }",
+                        {"a"})):
         assert set(allocation_sites(tuple(tokenize(text)))) == kept, text
     program, result = _transform(path, ("ROWS=5", "COLS=300"))
     d = next(x for x in result.decisions if x.kernel == "copy_row")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from polycoal.frontend.lexer import Token
+from polycoal.frontend.lexer import Token, matching
 
 # what `&` takes in a cudaMalloc: a variable, or a struct's field (`&bufs.in`, `&p->out`),
 # after a C or C++ cast (`(void **)&d`, `reinterpret_cast<void **>(&d)`)
@@ -32,11 +32,29 @@ def allocation_sites(tokens: tuple[Token, ...]) -> dict[str, str]:
     for target, source in copies:
         if source in sources and target != source:
             sources.setdefault(target, set()).update(sources[source])
-    # a name given anything else (`y = x + 1;`, `y += k`, `++y`) may point anywhere:
-    # into another allocation among them; it is left out
-    moved = {name for name in sources if _moved(text, name, sources)}
+    # a name given anything else (`y = x + 1;`, `y += k`, `++y`) in host code may point
+    # anywhere: into another allocation among them; it is left out (a kernel's or device
+    # function's variables are others, whatever their names)
+    host = _host_text(tokens)
+    moved = {name for name in sources if _moved(host, name, sources)}
     return {name: next(iter(s)) for name, s in sources.items()
             if len(s) == 1 and name not in moved}
+
+
+def _host_text(tokens: tuple[Token, ...]) -> str:
+    """The tokens' text without the bodies of __global__ and __device__ functions."""
+    kept, k = [], 0
+    while k < len(tokens):
+        t = tokens[k]
+        if t.text in ("__global__", "__device__"):
+            end = next((j for j in range(k, len(tokens)) if tokens[j].text in ("{", ";")), None)
+            if end is not None and tokens[end].text == "{":
+                kept.append(t.text)
+                k = matching(tokens, end) + 1
+                continue
+        kept.append(t.text)
+        k += 1
+    return " ".join(kept)
 
 
 # what may be stored into a pointer without moving it off an allocation: a null pointer
