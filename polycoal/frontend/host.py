@@ -49,9 +49,14 @@ def _host_text(tokens: tuple[Token, ...]) -> str:
         if t.text in ("__global__", "__device__"):
             end = next((j for j in range(k, len(tokens)) if tokens[j].text in ("{", ";")), None)
             if end is not None and tokens[end].text == "{":
-                kept.append(t.text)
-                k = matching(tokens, end) + 1
-                continue
+                try:
+                    close = matching(tokens, end)
+                except ValueError:      # brackets unbalanced as written (#ifdef branches)
+                    close = None
+                if close is not None:
+                    kept.append(t.text)
+                    k = close + 1
+                    continue
         kept.append(t.text)
         k += 1
     return " ".join(kept)
