@@ -16,16 +16,22 @@ from polycoal.frontend.normalise import single_statement
 from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import accumulation, text
 from polycoal.model.expressions import AxisIsSplit, NonAffine, Scope
+from polycoal.model.extract import assumed_nonnegative
 from polycoal.model.kernel_model import KernelModel, Statement
 from polycoal.model.poly import Poly
 
 _INDEX_NODES = (c_ast.ID, c_ast.StructRef, c_ast.BinaryOp, c_ast.UnaryOp)
 
 
-def poly_to_c(p: Poly, names: dict[str, str]) -> str:
-    """C text of an integral polynomial, with variables renamed through `names`."""
+# the C spelling of an integer type other than int (LP64)
+_SPELLING = {(32, False): "unsigned int", (64, True): "long", (64, False): "unsigned long"}
+
+
+def poly_to_c(p: Poly, names: dict[str, str], type_: str | None = None) -> str:
+    """C text of an integral polynomial, with variables renamed through `names`; with
+    `type_`, every term computed in that type (its first factor converted to it)."""
     if not p.terms:
-        return "0"
+        return f"({type_})0" if type_ else "0"
     parts = []
     for m in sorted(p.terms, key=lambda m: (-len(m), m)):
         c = p.terms[m]
@@ -33,9 +39,12 @@ def poly_to_c(p: Poly, names: dict[str, str]) -> str:
             raise ValueError(f"non-integral coefficient in {p}")
         factors = [names.get(v, v) for v in m]
         factors = [f if f.replace("_", "").isalnum() else f"({f})" for f in factors]
-        body = " * ".join(factors)
         mag = abs(int(c))
-        text = body if body and mag == 1 else (f"{mag} * {body}" if body else str(mag))
+        if mag != 1 or not factors:
+            factors.insert(0, str(mag))
+        if type_:
+            factors[0] = f"({type_}){factors[0]}"
+        text = " * ".join(factors)
         parts.append((" - " if c < 0 else " + ") + text)
     s = "".join(parts)
     return s[3:] if s.startswith(" + ") else "-" + s[3:]
@@ -69,7 +78,10 @@ class _Renderer(c_generator.CGenerator):
                 p = None
             if p is not None and p.variables:
                 self.used |= p.variables
-                return "(" + poly_to_c(p, self.names) + ")"
+                # computed in the expression's own type: an unsigned value keeps its
+                # residue where it is compared or converted, a long its width
+                t = self.scope.int_type(node)
+                return "(" + poly_to_c(p, self.names, _SPELLING.get(t)) + ")"
         return super().visit(node)
 
     def visit_Assignment(self, n: c_ast.Assignment) -> str:
@@ -149,7 +161,9 @@ def renderer(model: KernelModel, kernel: Kernel, s: Statement,
     """A printer of the statement's parts with dims renamed via `names` (its `replace`
     maps a reference's text to the text printed instead)."""
     params = {p.name for p in kernel.parameters if not p.is_pointer}
-    return _Renderer(Scope(model.axes, dict(s.bindings), params), names)
+    return _Renderer(Scope(model.axes, dict(s.bindings), params, types=model.types,
+                           nonnegative=set(assumed_nonnegative(kernel, model.signed))),
+                     names)
 
 
 def references(node, wanted: set[str]) -> dict[str, object]:

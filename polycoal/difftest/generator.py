@@ -45,7 +45,7 @@ from polycoal.difftest.judging import Check
 
 FAMILIES = ("affine", "rowred", "colred", "bounds", "guards", "multi", "runtime",
             "hostloop", "racy", "nearmiss", "styles", "transpose", "product", "stencil",
-            "structs", "irregular", "recurrence", "inplace")
+            "structs", "irregular", "recurrence", "inplace", "unsigned")
 
 SLACK = 4          # extra elements at the end of every array (reads at +1, +2)
 FLOAT = {"float": ("f", "fminf", "fmaxf", "fabsf"),
@@ -130,7 +130,6 @@ class Kernel:
         if a not in self.seen:
             self.seen.add(a)
             q = "const " if const else ""
-            r = " __restrict__ " if restrict else " *"
             if two_d:
                 self.params.append((f"{q}{a.ctype} {a.name}[][{a.dims[-1].k}]",
                                     f"({a.ctype} (*)[{a.dims[-1].h}]){host or a.d}"))
@@ -1641,6 +1640,55 @@ def fam_inplace(b: Builder) -> None:
     b.shape.append(f"{k.name}: {form} in place along each of {R.value} rows of {C.value}")
 
 
+def fam_unsigned(b: Builder) -> None:
+    """Guards, counters and values computed in unsigned arithmetic, as real code mixes
+    them: an interior guard `(unsigned)(i - lo) < (unsigned)(n - lo - hi)`, an unsigned
+    thread index compared with a size (`i - 1 < n` is false in thread 0), an unsigned
+    counter widened to size_t, a value `(T)((unsigned)j - 3u)` that wraps below 3. The
+    rows run along x (uncoalesced), so polycoal restructures them: each must keep C's
+    meaning of the unsigned operations (model/integer_types.py)."""
+    rng = b.rng
+    ctype = rng.choice(("float", "float", "double"))
+    form = rng.choice(("interior", "minus", "counter", "value"))
+    b.variant = f"unsigned:{form}"
+    R = b.size("R", rng.choice((1, 2, 7, 32, 33, 100)), runtime=rng.random() < 0.5)
+    C = b.size("C", rng.choice((3, 17, 32, 33, 70)), runtime=rng.random() < 0.3)
+    A = b.array("A", ctype, [R, C])
+    Y = b.array("Y", ctype, [R, C])
+    k = b.kernel(f"{form}_unsigned")
+    index = rng.choice(("int", "unsigned int", "unsigned"))
+    k.lines.append(thread_index(rng, "i", "x", index if form != "minus" else "unsigned int"))
+    an, yn = k.array(A, const=True), k.array(Y)
+    r, c = k.size(R), k.size(C)
+    half, tiny = literal(ctype, 0.5), literal(ctype, 1e-6)
+    if form == "counter":
+        counter = rng.choice(("unsigned", "unsigned int", "size_t"))
+        k.lines += [f"if (i < {r}) {{", f"  {ctype} s = {literal(ctype, 0.0)};",
+                    f"  for ({counter} k = 0; k < {c}; k++)",
+                    f"    s += {an}[(size_t)i * {c} + k] * ({ctype})(k + 1u);",
+                    f"  {yn}[i * {c}] = s;", "}"]
+        b.note_reduction(C.value, ctype)
+        b.launch(k, [(R, rng.choice(BLOCKS_1D))])
+    else:
+        k.lines.append(thread_index(rng, "j", "y", index if form != "minus"
+                                    else "unsigned int"))
+        # the interior rows lo .. R - 1 - hi (none past R: the guard is huge below zero)
+        lo = rng.choice([v for v in (0, 1, 2) if v <= R.value])
+        hi = rng.choice([v for v in (0, 1, 2) if lo + v <= R.value])
+        guard, read, write = {
+            "interior": (f"(unsigned)(i - {lo}) < (unsigned)({r} - {lo + hi}) && j < {c}",
+                         f"{an}[i * {c} + j]", f"{yn}[i * {c} + j]"),
+            "minus": (f"i - 1 < {r} - 1 && j < {c}", f"{an}[i * {c} + j]",
+                      f"{yn}[(i - 1) * {c} + j]"),
+            "value": (f"i < {r} && j < {c}", f"{an}[i * {c} + j]", f"{yn}[i * {c} + j]"),
+        }[form]
+        wraps = f" + ({ctype})((unsigned)j - {rng.choice((1, 3))}u) * {tiny}" \
+            if form == "value" or rng.random() < 0.3 else ""
+        k.lines += [f"if ({guard})", f"  {write} = {read} * {half}{wraps};"]
+        b.launch(k, [(R, rng.choice((1, 8, 16, 32))), (C, rng.choice((1, 4, 8, 16)))])
+    b.shape.append(f"{k.name}: {form}, {R.value} rows of {C.value}, index {index}")
+
+
 def fam_racy(b: Builder) -> None:
     """Kernels that must stay byte-identical: real races between threads, or pointer
     arguments that alias at the launch (the same allocation passed twice, no restrict)."""
@@ -2258,7 +2306,7 @@ FAMILY_FUNCTIONS = {"affine": fam_affine, "rowred": fam_rowred, "colred": fam_co
                     "transpose": fam_transpose, "product": fam_product,
                     "stencil": fam_stencil, "structs": fam_structs,
                     "irregular": fam_irregular, "recurrence": fam_recurrence,
-                    "inplace": fam_inplace}
+                    "inplace": fam_inplace, "unsigned": fam_unsigned}
 
 
 def generate(seed: int, family: str | None = None, constructs=None,

@@ -9,13 +9,20 @@ parameter); `ThreadAxes.normalize` then maps them onto the model's thread dimens
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from pycparser import c_ast
 
 from polycoal.frontend.dialect import cuda_dialect
+from polycoal.model.integer_types import (INT, IntType, cast_type, common, expression_type,
+                                          wraps)
+from polycoal.model.kernel_model import is_launch_parameter
 from polycoal.model.poly import Poly
+
+# the model's thread variables, raw (t_x, b_x) and normalised (gx, tx, bx): never negative
+_THREAD_VARIABLE = re.compile(r"(?:t_|b_|g|t|b)[xyz]")
 
 
 class NonAffine(Exception):
@@ -77,9 +84,40 @@ class Scope:
     values: dict[str, Poly]          # substitutable scalars (index variables, loop counters)
     parameters: set[str]             # int kernel arguments
     opaque: dict[str, str] = field(default_factory=dict)   # name -> why its value is unknown
+    types: dict[str, str] = field(default_factory=dict)    # name -> declared C type
+    # variables taken to be non-negative: the parameters the model's context so takes,
+    # counters of loops counting up from a non-negative start
+    nonnegative: set[str] = field(default_factory=set)
+    wrapped: bool = False     # a comparison read since was unsigned with a side of either sign
 
     def to_poly(self, node: c_ast.Node) -> Poly:
         return self.axes.normalize(self._poly(node))
+
+    def int_type(self, node: c_ast.Node) -> IntType | None:
+        """The C type of an integer expression (integer_types.expression_type)."""
+        return expression_type(node, self.types)
+
+    def never_negative(self, p: Poly) -> bool:
+        """Whether p is non-negative for every value of its variables the model allows:
+        non-negative coefficients over non-negative variables."""
+        return all(c >= 0 for c in p.terms.values()) and all(
+            v in self.nonnegative or _THREAD_VARIABLE.fullmatch(v) or is_launch_parameter(v)
+            for m in p.terms for v in m)
+
+    def convert(self, node: c_ast.Node, to: IntType | None) -> Poly:
+        """The polynomial of `node`'s value converted to the type `to` (a declaration's
+        initialiser)."""
+        return self.axes.normalize(self._converted(self._poly(node), node, to, node))
+
+    def _converted(self, p: Poly, source: c_ast.Node, to: IntType | None,
+                   node: c_ast.Node) -> Poly:
+        """p, the value of `source`, converted to the type `to` (None: a floating or
+        unknown type): an unsigned value widened keeps its residue, which is p only
+        where p >= 0 (integer_types)."""
+        if wraps(self.int_type(source), to) and not self.never_negative(p):
+            raise NonAffine("an unsigned value that may be negative converted to a wider "
+                            "type (it wraps)", node)
+        return p
 
     def _poly(self, node: c_ast.Node) -> Poly:
         d = cuda_dialect()
@@ -111,7 +149,12 @@ class Scope:
                 return self.axes.block[axis]
             return self.axes.grid[axis]
         if isinstance(node, c_ast.Cast):
-            return self._poly(node.expr)
+            to = cast_type(node)
+            if to is None and _floating(node):
+                raise NonAffine("a floating-point conversion in an index", node)
+            if to is not None and to[0] < 32:
+                raise NonAffine("a conversion to a type narrower than int (it wraps)", node)
+            return self._converted(self._poly(node.expr), node.expr, to, node)
         if isinstance(node, c_ast.UnaryOp):
             if node.op == "-":
                 return -self._poly(node.expr)
@@ -120,14 +163,17 @@ class Scope:
             raise NonAffine(f"operator '{node.op}' in an index", node)
         if isinstance(node, c_ast.BinaryOp):
             if node.op in ("+", "-", "*"):
-                a, b = self._poly(node.left), self._poly(node.right)
+                a, b = self._operands(node)
                 return a + b if node.op == "+" else a - b if node.op == "-" else a * b
             if node.op in ("/", "%", "<<", ">>"):
-                a, b = self._poly(node.left), self._poly(node.right)
+                a, b = self._operands(node)
                 if b.is_constant() and node.op == "<<":
                     return a * (2 ** int(b.constant()))
                 if a.is_constant() and b.is_constant() and b.constant() != 0:
                     x, y = int(a.constant()), int(b.constant())
+                    t = self.int_type(node)
+                    if t is not None and not t[1]:        # unsigned: on the residues
+                        x, y = x % 2 ** t[0], y % 2 ** t[0] if node.op != ">>" else y
                     return Poly.const({"/": int(x / y), "%": x - int(x / y) * y,
                                        ">>": x >> y}[node.op])
                 raise NonAffine(f"'{node.op}' of a non-constant in an index", node)
@@ -139,6 +185,18 @@ class Scope:
         if isinstance(node, c_ast.TernaryOp):
             raise NonAffine("conditional expression in an index", node)
         raise NonAffine(f"{type(node).__name__} in an index", node)
+
+    def _operands(self, node: c_ast.BinaryOp) -> tuple[Poly, Poly]:
+        """The polynomials of a binary operation's operands, each converted to the
+        operation's type (an unsigned operand widened must be non-negative)."""
+        t = self.int_type(node) if node.op not in ("<<", ">>") else None
+        out = []
+        for operand in (node.left, node.right):
+            p = self._poly(operand)
+            if t is not None:
+                p = self._converted(p, operand, t, node)
+            out.append(p)
+        return out[0], out[1]
 
     # conditions -------------------------------------------------------------
     def condition(self, node: c_ast.Node, negate: bool = False) -> str:
@@ -154,28 +212,72 @@ class Scope:
             op = node.op
             if negate:
                 op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
-            left, right = node.left, node.right
-            if self._quotient(left) and not self._quotient(right):
-                left, right = right, left
-                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==",
-                      "!=": "!="}[op]
-            q = self._quotient(right)
-            if q is not None and op in ("<", "<=", ">", ">="):
-                return "(" + _floor_atom(self.to_poly(left), op, *q, node) + ")"
-            lefts = self._bound_terms(left, "max" if op in ("<", "<=") else "min")
-            rights = self._bound_terms(right, "min" if op in ("<", "<=") else "max")
-            atoms = []
-            for lhs in lefts:
-                for rhs in rights:
-                    atoms.append(_atom(lhs, op, rhs, node))
-            join = " and " if not negate else " and "
-            # x < min(a, b)  <=>  x < a and x < b ; with negation the op was flipped
-            # and min/max swapped, so the conjunction stays a conjunction.
-            return "(" + join.join(atoms) + ")"
+            t = common(*(self.int_type(n) or INT for n in (node.left, node.right)))
+            for side in (node.left, node.right):       # each converted to the type t
+                if wraps(self.int_type(side), t) and not self.never_negative(
+                        self.to_poly(side)):
+                    raise NonAffine("an unsigned value that may be negative compared in a "
+                                    "wider type (it wraps)", node)
+            if not t[1]:
+                return self._unsigned_comparison(node, op)
+            return self._comparison(node.left, op, node.right, node)
         if isinstance(node, (c_ast.ID, c_ast.Constant, c_ast.StructRef)):
             p = self.to_poly(node)
             return _atom(p, "==" if negate else "!=", Poly.const(0), node)
         raise NonAffine("data-dependent or non-affine condition", node)
+
+    def _comparison(self, left: c_ast.Node, op: str, right: c_ast.Node,
+                    node: c_ast.Node) -> str:
+        """isl text of `left op right` compared as integers."""
+        if self._quotient(left) and not self._quotient(right):
+            left, right = right, left
+            op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}[op]
+        q = self._quotient(right)
+        if q is not None and op in ("<", "<=", ">", ">="):
+            return "(" + _floor_atom(self.to_poly(left), op, *q, node) + ")"
+        lefts = self._bound_terms(left, "max" if op in ("<", "<=") else "min")
+        rights = self._bound_terms(right, "min" if op in ("<", "<=") else "max")
+        # x < min(a, b)  <=>  x < a and x < b ; with negation the op was flipped and
+        # min/max swapped, so the conjunction stays a conjunction.
+        return "(" + " and ".join(_atom(lhs, op, rhs, node) for lhs in lefts
+                                  for rhs in rights) + ")"
+
+    def _unsigned_comparison(self, node: c_ast.BinaryOp, op: str) -> str:
+        """isl text of `node.left op node.right` compared in unsigned arithmetic. A side
+        whose polynomial P is negative stands for P + 2^w, above every non-negative
+        side (integer_types): with both sides of one sign the comparison is that of
+        the integers; else the negative side is the greater."""
+        signs = []
+        for side in (node.left, node.right):
+            q = self._quotient(side)
+            if isinstance(side, c_ast.FuncCall) or q is not None:
+                parts = [q[0]] if q is not None else [
+                    self.to_poly(a) for a in (side.args.exprs if side.args else [])]
+                if not parts or not all(self.never_negative(p) for p in parts):
+                    raise NonAffine("an unsigned comparison with a bound that may be "
+                                    "negative", node)
+                signs.append(None)
+                continue
+            p = self.to_poly(side)
+            signs.append(None if self.never_negative(p) else p)
+        same = self._comparison(node.left, op, node.right, node)
+        if signs == [None, None]:
+            return same
+        self.wrapped = True
+        cases = []
+        for left_negative in ((False, True) if signs[0] is not None else (False,)):
+            for right_negative in ((False, True) if signs[1] is not None else (False,)):
+                parts = [_atom(p, "<" if negative else ">=", Poly(), node)
+                         for p, negative in zip(signs, (left_negative, right_negative))
+                         if p is not None]
+                if left_negative == right_negative:
+                    parts.append(same)
+                else:          # the negative side is the greater (P + 2^w)
+                    holds = op in ("!=",) or op in (("<", "<=") if right_negative
+                                                    else (">", ">="))
+                    parts.append("true" if holds else "false")
+                cases.append("(" + " and ".join(parts) + ")")
+        return "(" + " or ".join(cases) + ")"
 
     def _quotient(self, node: c_ast.Node) -> tuple[Poly, int] | None:
         """(e, c) for `e / c` with c a positive constant and e affine, else None."""
@@ -198,6 +300,14 @@ class Scope:
                 and len(node.args.exprs) == 2 and node.name.name.strip("f").startswith(kind)):
             return [p for e in node.args.exprs for p in self._bound_terms(e, kind)]
         return [self.to_poly(node)]
+
+
+def _floating(node: c_ast.Cast) -> bool:
+    """Whether a cast converts to a floating-point type."""
+    ty = node.to_type.type
+    names = ty.type.names if isinstance(ty, c_ast.TypeDecl) and isinstance(
+        ty.type, c_ast.IdentifierType) else []
+    return any(n in ("float", "double", "half", "__half", "__nv_bfloat16") for n in names)
 
 
 def _atom(lhs: Poly, op: str, rhs: Poly, node: c_ast.Node) -> str:

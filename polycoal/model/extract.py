@@ -20,6 +20,7 @@ from polycoal.diagnostics import Diagnostic, Location
 from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
+from polycoal.frontend.limits import integer_type
 from polycoal.frontend.normalise import single_statement, walk
 from polycoal.frontend.opaque import MARK as OPAQUE
 from polycoal.frontend.program import Kernel, Program
@@ -154,8 +155,17 @@ def _constants(kernel: Kernel, program: Program) -> dict[str, Poly]:
             if name not in declared}
 
 
+def integer_names(kernel: Kernel, variables: "_Variables | None" = None) -> dict[str, str]:
+    """The declared types of the kernel's int arguments and locals (a local's own where
+    it shadows an argument)."""
+    variables = variables or _prescan(kernel.ast.body)
+    return {**{p.name: p.type for p in kernel.parameters if not p.is_pointer},
+            **variables.types}
+
+
 class _Extractor:
-    def __init__(self, kernel: Kernel, program: Program, axes: ThreadAxes):
+    def __init__(self, kernel: Kernel, program: Program, axes: ThreadAxes,
+                 nonnegative: frozenset[str] = frozenset()):
         self.kernel = kernel
         self.program = program
         self.dialect = cuda_dialect()
@@ -163,7 +173,9 @@ class _Extractor:
         self.vars = _prescan(kernel.ast.body)
         params = {p.name for p in kernel.parameters if not p.is_pointer
                   and p.type in _INT_TYPES}
-        self.scope = Scope(axes, _constants(kernel, program), params)
+        self.scope = Scope(axes, _constants(kernel, program), params,
+                           types=integer_names(kernel, self.vars),
+                           nonnegative=set(nonnegative))
         for p in kernel.parameters:
             if not p.is_pointer and p.name not in params:
                 self.scope.opaque[p.name] = f"'{p.name}' is a non-integer argument"
@@ -266,7 +278,10 @@ class _Extractor:
             return ctx
         if self.vars.assigned.get(name, 0) == 1 and ty in _INT_TYPES:
             try:
-                self.scope.values[name] = self.scope.to_poly(node.init)
+                declared = integer_type(ty)
+                if declared is None or declared[0] < 32:
+                    raise NonAffine(f"'{name}' is of the narrow type {ty} (it wraps)")
+                self.scope.values[name] = self.scope.convert(node.init, declared)
                 return ctx
             except NonAffine as e:
                 self.scope.opaque[name] = (f"'{name}' = {_text(node.init)} is not affine "
@@ -408,13 +423,23 @@ class _Extractor:
             step = self._loop_step(node.next, name)
             saved = self.scope.values.get(name)
             self.scope.values[name] = Poly.var(counter)
+            upward = step > 0 and self.scope.never_negative(lower)
+            if upward:
+                self.scope.nonnegative.add(counter)        # counts up from >= 0
+            self.scope.wrapped = False
             try:
                 cond = self.scope.condition(node.cond) if node.cond is not None else None
             finally:
+                self.scope.nonnegative.discard(counter)
                 if saved is None:
                     self.scope.values.pop(name, None)
                 else:
                     self.scope.values[name] = saved
+            width = integer_type(self.vars.types.get(name, "int"))
+            if self.scope.wrapped and width is not None and not width[1]:
+                # compared in unsigned arithmetic with a bound that may be negative (a
+                # huge one then): the counter's type bounds it
+                cond = f"({cond} and {counter} < {2 ** width[0]})"
             if _prescan(node.stmt).assigned.get(name, 0) > 0:
                 raise NonAffine(f"loop counter '{name}' is modified in the loop body")
         except NonAffine as e:
@@ -434,7 +459,10 @@ class _Extractor:
                         beta=ctx.beta + (0,))
         saved = self.scope.values.get(name)
         self.scope.values[name] = c
+        if upward:
+            self.scope.nonnegative.add(counter)
         self.item(node.stmt, inner)
+        self.scope.nonnegative.discard(counter)
         if saved is None:
             self.scope.values.pop(name, None)
         else:
@@ -864,6 +892,15 @@ def _launch_extents(program: Program, kernel: Kernel) -> tuple[dict, dict, dict[
     return block, grid, values, notes
 
 
+def assumed_nonnegative(kernel: Kernel, signed: "bool | frozenset[str]") -> frozenset[str]:
+    """The int arguments a model's context takes to be non-negative (KernelModel.signed),
+    those of an unsigned type among them."""
+    unsigned = unsigned_arguments(kernel)
+    return frozenset(p.name for p in kernel.parameters if not p.is_pointer and (
+        signed is True or p.name in unsigned
+        or (not isinstance(signed, bool) and p.name in signed)))
+
+
 def extract_model(kernel: Kernel, program: Program,
                   collapse: frozenset[str] = frozenset(),
                   signed: "bool | frozenset[str]" = True) -> KernelModel:
@@ -879,7 +916,7 @@ def extract_model(kernel: Kernel, program: Program,
     allow_virtual = True
     while True:
         axes = ThreadAxes(dict(combined), block, grid)
-        ex = _Extractor(kernel, program, axes)
+        ex = _Extractor(kernel, program, axes, assumed_nonnegative(kernel, signed))
         ex.allow_virtual = allow_virtual
         try:
             ex.block(kernel.ast.body.block_items, _Context())
@@ -940,6 +977,7 @@ def extract_model(kernel: Kernel, program: Program,
     model.used_axes = frozenset(axes.used)
     model.axes = axes
     model.private = {n: (ex.vars.types.get(n, "float"), d) for n, d in ex.private.items()}
+    model.types = dict(ex.scope.types)
     for n in notes:
         model.notes.append(Diagnostic("note", "no-launch", n, kernel.location, kernel.name))
     assign_array_shapes(model)

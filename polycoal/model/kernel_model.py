@@ -137,6 +137,7 @@ class KernelModel:
     block_shape: tuple[int, int, int] | None = None
     used_axes: frozenset[str] = frozenset()      # thread axes the kernel's code refers to
     axes: object = None              # expressions.ThreadAxes used to read the kernel
+    types: dict[str, str] = field(default_factory=dict)   # int argument or local -> C type
     private: dict[str, tuple[str, int]] = field(default_factory=dict)
     #                                  private scalar -> (C type, loop depth of declaration)
     notes: list[Diagnostic] = field(default_factory=list)

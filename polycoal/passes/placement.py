@@ -14,6 +14,8 @@ as it was where it would not compile.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from polycoal.analysis import analyze_kernel
 from polycoal.analysis.roofline import MARGIN, predict, shipped_machine, slower_in_words
 from polycoal.analysis.work import Geometry, form_work
@@ -97,7 +99,9 @@ def place(program: Program, text: str, options: TransformOptions,
                                  f": {error}); every array is left where it is",
                                  program.kernels[0].location if program.kernels else None))
         return None, text
-    errors.extend(placed.diagnostics)
+    # the transformed text's kernels sit on other lines: each at its definition as written
+    errors.extend(replace(d, location=program.kernel(d.kernel).location)
+                  if d.kernel and program.kernel(d.kernel) else d for d in placed.diagnostics)
     if placed.text == text:
         return placed, text
     checker = options.compile_check
