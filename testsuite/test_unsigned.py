@@ -163,3 +163,20 @@ def test_unsigned_output_compiles(tmp_path, nvcc):
     source = tmp_path / "out.cu"
     source.write_text(result.text)
     compile_sm90(nvcc, source)
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "unsigned").glob("*.cu")),
+                         ids=lambda p: p.stem)
+def test_unsigned_spellings_run_alike(tmp_path, path, nvcc):
+    """Spellings a review found (each a wrong result or a broken build at first): a name
+    declared twice with two types, `long long` beside a `LL` literal in `min`, an
+    argument named like a thread variable (`bz`), an unsigned loop starting below zero,
+    an int copy of an unsigned argument, typedefs (`u32`, `uint`), a `constexpr
+    unsigned`, an unsigned quotient, narrow and `size_t` counters, early returns. With
+    every legal change taken: the original's numbers on the CPU runtime, and nvcc
+    compiles the output."""
+    program, result = _transform(path, model=False)
+    source = tmp_path / "out.cu"
+    source.write_text(result.text)
+    compile_sm90(nvcc, source)
+    runs_alike(program.text, result.text, tmp_path)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pycparser import c_ast, c_generator
 
+from polycoal.frontend.limits import integer_type
 from polycoal.frontend.normalise import single_statement
 from polycoal.frontend.program import Kernel
 from polycoal.model.accumulation import accumulation, text
@@ -23,8 +24,9 @@ from polycoal.model.poly import Poly
 _INDEX_NODES = (c_ast.ID, c_ast.StructRef, c_ast.BinaryOp, c_ast.UnaryOp)
 
 
-# the C spelling of an integer type other than int (LP64)
-_SPELLING = {(32, False): "unsigned int", (64, True): "long", (64, False): "unsigned long"}
+# the C spelling of the 32-bit types (a 64-bit one has two, long and long long, which
+# CUDA's overloads such as min tell apart: such an expression is printed as its parts)
+_SPELLING = {(32, False): "unsigned int", (32, True): "int"}
 
 
 def poly_to_c(p: Poly, names: dict[str, str], type_: str | None = None) -> str:
@@ -74,14 +76,25 @@ class _Renderer(c_generator.CGenerator):
                                                    and node.op in ("sizeof", "&", "*")):
             try:
                 p = self.scope.to_poly(node)
+                t = self.scope.int_type(node)
+                if self.scope.unknown_type(node) or (
+                        t is not None and t not in _SPELLING and not isinstance(node, c_ast.ID)):
+                    p = None    # printed as its parts, each in its own type
             except (NonAffine, AxisIsSplit, ValueError):
                 p = None
             if p is not None and p.variables:
                 self.used |= p.variables
                 # computed in the expression's own type: an unsigned value keeps its
-                # residue where it is compared or converted, a long its width
-                t = self.scope.int_type(node)
-                return "(" + poly_to_c(p, self.names, _SPELLING.get(t)) + ")"
+                # residue where it is compared or converted; an int one does not take
+                # an unsigned argument's type
+                mixed = t == (32, True) and any(
+                    integer_type(self.scope.types[v]) not in (None, t)
+                    for v in p.variables if v in self.scope.types)
+                spelling = _SPELLING.get(t) if t != (32, True) or mixed else None
+                if isinstance(node, c_ast.ID) and t is not None and t not in _SPELLING:
+                    # a 64-bit variable: as its declaration spells its type
+                    return f"(({self.scope.types[node.name]})({poly_to_c(p, self.names)}))"
+                return "(" + poly_to_c(p, self.names, spelling) + ")"
         return super().visit(node)
 
     def visit_Assignment(self, n: c_ast.Assignment) -> str:

@@ -16,11 +16,13 @@ from fractions import Fraction
 from pycparser import c_ast
 
 from polycoal.frontend.dialect import cuda_dialect
+from polycoal.frontend.limits import integer_type
 from polycoal.model.integer_types import (INT, IntType, cast_type, common, expression_type,
                                           wraps)
 from polycoal.model.kernel_model import is_launch_parameter
 from polycoal.model.poly import Poly
 
+_FLOATING = {"float", "double", "half", "__half", "__nv_bfloat16"}
 # the model's thread variables, raw (t_x, b_x) and normalised (gx, tx, bx): never negative
 _THREAD_VARIABLE = re.compile(r"(?:t_|b_|g|t|b)[xyz]")
 
@@ -101,8 +103,23 @@ class Scope:
         """Whether p is non-negative for every value of its variables the model allows:
         non-negative coefficients over non-negative variables."""
         return all(c >= 0 for c in p.terms.values()) and all(
-            v in self.nonnegative or _THREAD_VARIABLE.fullmatch(v) or is_launch_parameter(v)
+            v in self.nonnegative or v not in self.types and (
+                _THREAD_VARIABLE.fullmatch(v) or is_launch_parameter(v))
             for m in p.terms for v in m)
+
+    def unknown_type(self, node: c_ast.Node) -> bool:
+        """Whether an integer expression converts to, or reads a name of, an integer type
+        polycoal does not know (a typedef of its own, a name declared with two types):
+        its arithmetic may be unsigned."""
+        if isinstance(node, c_ast.Cast):
+            return (cast_type(node) is None and not _floating(node)) or \
+                self.unknown_type(node.expr)
+        if isinstance(node, c_ast.ID):
+            ty = self.types.get(node.name)
+            return ty is not None and integer_type(ty) is None and ty not in _FLOATING
+        if isinstance(node, (c_ast.BinaryOp, c_ast.UnaryOp, c_ast.TernaryOp)):
+            return any(self.unknown_type(child) for _, child in node.children())
+        return False
 
     def convert(self, node: c_ast.Node, to: IntType | None) -> Poly:
         """The polynomial of `node`'s value converted to the type `to` (a declaration's
@@ -212,6 +229,9 @@ class Scope:
             op = node.op
             if negate:
                 op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
+            if self.unknown_type(node.left) or self.unknown_type(node.right):
+                raise NonAffine("a comparison of an integer type polycoal does not know "
+                                "(its arithmetic may be unsigned)", node)
             t = common(*(self.int_type(n) or INT for n in (node.left, node.right)))
             for side in (node.left, node.right):       # each converted to the type t
                 if wraps(self.int_type(side), t) and not self.never_negative(
@@ -291,6 +311,10 @@ class Scope:
             return None
         if not c.is_constant() or c.constant() <= 0 or not e.is_affine():
             return None
+        t = self.int_type(node)
+        if (t is None or not t[1]) and not self.never_negative(e) or \
+                self.unknown_type(node):
+            return None     # an unsigned numerator below zero divides its residue
         return e, int(c.constant())
 
     def _bound_terms(self, node: c_ast.Node, kind: str) -> list[Poly]:

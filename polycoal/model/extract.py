@@ -112,7 +112,10 @@ def _prescan(body: c_ast.Node) -> _Variables:
                     ty = ty.type
                 if dims:
                     info.arrays[node.name] = dims
-                info.types[node.name] = type_name(ty)
+                spelled = type_name(ty)
+                if info.types.get(node.name, spelled) != spelled:
+                    spelled = "?"     # declared again with another type: known as neither
+                info.types[node.name] = spelled
                 if node.init is not None:
                     info.assigned[node.name] = info.assigned.get(node.name, 0) + 1
             self.generic_visit(node)
@@ -435,11 +438,12 @@ class _Extractor:
                     self.scope.values.pop(name, None)
                 else:
                     self.scope.values[name] = saved
-            width = integer_type(self.vars.types.get(name, "int"))
-            if self.scope.wrapped and width is not None and not width[1]:
-                # compared in unsigned arithmetic with a bound that may be negative (a
-                # huge one then): the counter's type bounds it
-                cond = f"({cond} and {counter} < {2 ** width[0]})"
+            if self.scope.wrapped:
+                # compared in unsigned arithmetic with a side of either sign: the test
+                # need not stay true up to a point and false after it, so the loop is
+                # not the range `start <= c and cond`
+                raise NonAffine("the loop's condition compares in unsigned arithmetic a "
+                                "value that may be negative")
             if _prescan(node.stmt).assigned.get(name, 0) > 0:
                 raise NonAffine(f"loop counter '{name}' is modified in the loop body")
         except NonAffine as e:
