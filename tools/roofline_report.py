@@ -186,8 +186,10 @@ def _spec(spec: str):
     return path, tuple(m for m in macros.split(",") if m), values
 
 
-def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
-    """One row per kernel of the program `spec`."""
+def kernel_rows(spec: str, size: str, figures: dict, repeat: int,
+                sizes: tuple = ()) -> list[dict]:
+    """One row per kernel of the program `spec`; `sizes`: tiled products' shapes forced
+    (--product-sizes, as polycoal's --sizes)."""
     from polycoal.analysis.chain import recurrence_chain
     from polycoal.analysis.work import least_work
     from polycoal.frontend import read_program
@@ -198,7 +200,7 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int) -> list[dict]:
     preprocessor = PreprocessorOptions(include_dirs=(os.path.dirname(path),), defines=macros)
     program = read_program(path, preprocessor)
     options = TransformOptions(preprocessor=preprocessor,
-                               price_at=tuple(sorted(values.items())))
+                               price_at=tuple(sorted(values.items())), sizes=sizes)
     result = transform_program(program, options)
     program = result.program or program
     verdicts = {v.kernel: v for v in validate_device(program, result, options, values, repeat)}
@@ -332,6 +334,9 @@ def main() -> int:
     ap.add_argument("--sizes", default="standard,large")
     ap.add_argument("--table")
     ap.add_argument("--plot", nargs=2, metavar=("ROOFLINE_JSON", "OUT_SVG"))
+    ap.add_argument("--product-sizes", action="append", default=[],
+                    metavar="[KERNEL:]tile=T,...", help="tiled products' shapes forced, "
+                    "as polycoal's --sizes (to measure a shape the model does not choose)")
     args = ap.parse_args()
     if args.table:
         print(markdown(json.load(open(args.table))), end="")
@@ -343,6 +348,7 @@ def main() -> int:
     if not args.out:
         ap.error("--out is required")
     import cupy as cp
+    from polycoal.options import parse_sizes
     from polycoal.validate.device import load_pycuda
     driver, _ = load_pycuda()
     figures = machine(cp, args.repeat)
@@ -354,7 +360,8 @@ def main() -> int:
     rows = []
     for spec, size in specs:
         try:
-            found = kernel_rows(spec, size, figures, args.repeat)
+            found = kernel_rows(spec, size, figures, args.repeat,
+                                tuple(parse_sizes(t) for t in args.product_sizes))
         except Exception as error:      # noqa: BLE001 - reported, the others go on
             found = [{"program": spec, "kernel": None, "size": size, "bound_ms": None,
                       "original_ms": None, "polycoal_ms": None, "fraction": None,

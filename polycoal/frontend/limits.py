@@ -23,6 +23,8 @@ _INTEGERS = {
     "uint16_t": (16, False), "int32_t": (32, True), "uint32_t": (32, False),
     "int64_t": (64, True), "uint64_t": (64, False), "size_t": (64, False),
     "ptrdiff_t": (64, True),
+    # glibc's <sys/types.h>, which CUDA's headers bring in
+    "uint": (32, False), "ushort": (16, False), "ulong": (64, False),
 }
 
 _FLOATS = {
