@@ -286,15 +286,6 @@ def closed_up(text: str) -> str:
     return "".join(out)
 
 
-def _unsigned(ci, type_) -> bool:
-    """Whether a constant's type is unsigned: its arithmetic is then unsigned, which the
-    model reads only from the types it sees, so such a constant is left out (the names
-    reading it stay outside the model)."""
-    k = ci.TypeKind
-    return type_.get_canonical().kind in (k.BOOL, k.CHAR_U, k.UCHAR, k.USHORT, k.UINT,
-                                          k.ULONG, k.ULONGLONG)
-
-
 def _evaluate(ci, cursor) -> int | None:
     lib = ci.conf.lib
     result = lib.clang_Cursor_Evaluate(cursor)
@@ -1073,9 +1064,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                     ref.semantic_parent is not None and ref.semantic_parent.kind in (
                         ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE):
                 value = _evaluate(ci, ref)
-                # an unsigned constant's arithmetic is unsigned, which the model reads
-                # only from types it sees: such a name stays unknown (outside the model)
-                if value is not None and not _unsigned(ci, ref.type):
+                if value is not None:
                     constants[ref.spelling] = value
         declared = frozenset(d.spelling for d in c.walk_preorder()
                              if d.kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL))
@@ -1201,7 +1190,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
                 c.type.get_canonical().kind in _INTEGER_KINDS and \
                 not ci.conf.lib.clang_isInvalidDeclaration(c):
             value = _evaluate(ci, c)
-            if value is not None and not _unsigned(ci, c.type):
+            if value is not None:
                 values.setdefault(c.spelling, set()).add(value)
 
     def visit(c, top=None, holder=None):
