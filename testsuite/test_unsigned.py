@@ -4,6 +4,7 @@ code keep C's meaning, checked against C itself (gcc) and on the CPU runtime."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import islpy as isl
@@ -178,5 +179,6 @@ def test_unsigned_spellings_run_alike(tmp_path, path, nvcc):
     program, result = _transform(path, model=False)
     source = tmp_path / "out.cu"
     source.write_text(result.text)
+    shutil.copy(path.parent / "harness.cuh", tmp_path)     # the host side they share
     compile_sm90(nvcc, source)
-    runs_alike(program.text, result.text, tmp_path)
+    runs_alike(program.text, result.text, tmp_path, include_dirs=(path.parent,))
