@@ -331,7 +331,7 @@ def _floating(node: c_ast.Cast) -> bool:
     ty = node.to_type.type
     names = ty.type.names if isinstance(ty, c_ast.TypeDecl) and isinstance(
         ty.type, c_ast.IdentifierType) else []
-    return any(n in ("float", "double", "half", "__half", "__nv_bfloat16") for n in names)
+    return any(n in _FLOATING for n in names)
 
 
 def _atom(lhs: Poly, op: str, rhs: Poly, node: c_ast.Node) -> str:
