@@ -36,8 +36,8 @@ from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_
 from polycoal.frontend.launches import counted_up, known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
 from polycoal.analysis.dependences import condition_text, copies_proof, racing_values
-from polycoal.optimize.assumptions import (both, decided, disjoint_pointers, nonnegative,
-                                           race_free_assumption)
+from polycoal.optimize.assumptions import (Assumption, both, decided, disjoint_pointers,
+                                           nonnegative, race_free_assumption, unsigned_sides)
 from polycoal.analysis.roofline import Choice, choose
 from polycoal.optimize.phases import plan_phases
 from polycoal.optimize.reduction import Obstacle, column_reduction_obstacle
@@ -75,6 +75,7 @@ def plan_kernel(program: Program, kernel: Kernel, options: TransformOptions) -> 
     its reason code; otherwise the best change the model allows. A change made under a
     condition on the launch's values is reported with it."""
     d = _signs(program, kernel, _plan(program, kernel, options), options)
+    d = _unsigned_sides(program, kernel, d, options)
     if not d.checked:
         return d
     checks = "; ".join(d.runtime_checks())
@@ -103,8 +104,31 @@ def _takes_checked(d: KernelDecision, launch) -> bool | None:
     return verdict if verdict is False or not d.disjoint else None
 
 
+def _unsigned_sides(program: Program, kernel: Kernel, d: KernelDecision,
+                    options: TransformOptions) -> KernelDecision:
+    """A kernel no change was found for whose unsigned comparisons have sides over its
+    arguments that may be negative (gaussian's `... >= Size - 1 - t`, which wraps where
+    t >= Size and then bounds no thread): planned again under the condition that they
+    are not, which each launch checks (the original runs where it fails); taken where
+    that plan generates a new kernel."""
+    if d.action in GENERATED or not options.runtime_checks or d.analysis is None or \
+            d.analysis.model is None:
+        return d
+    sides = unsigned_sides(d.analysis.model)
+    launches = program.launches_of(kernel.name)
+    if sides is None or launches and all(
+            decided(sides, known_values(l)) is False for l in launches):
+        return d
+    try:
+        anew = _signs(program, kernel, _plan(program, kernel, options, sides=sides),
+                      options, sides=sides)
+    except Exception:        # noqa: BLE001 - the decision made without it stands
+        return d
+    return anew if anew.action in GENERATED else d
+
+
 def _signs(program: Program, kernel: Kernel, d: KernelDecision,
-           options: TransformOptions) -> KernelDecision:
+           options: TransformOptions, sides: Assumption | None = None) -> KernelDecision:
     """A kernel generated anew under a model that takes its int arguments non-negative
     (KernelModel.signed: isl drops the bounds the signs imply, the lanes of `j > k`
     start at k + 1) is legal only where they are. Where the launches do not show that,
@@ -127,7 +151,7 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
     if not unknown:
         return d
     try:       # the second plan takes non-negative what the launches show so, only
-        anew = _plan(program, kernel, options, signed=shown)
+        anew = _plan(program, kernel, options, signed=shown, sides=sides)
     except Exception:        # noqa: BLE001 - the change made so stands, checked
         anew = None
     if anew is not None and anew.action == d.action:
@@ -141,7 +165,8 @@ def _signs(program: Program, kernel: Kernel, d: KernelDecision,
 
 
 def _plan(program: Program, kernel: Kernel, options: TransformOptions,
-          signed: "bool | frozenset[str]" = True) -> KernelDecision:
+          signed: "bool | frozenset[str]" = True,
+          sides: Assumption | None = None) -> KernelDecision:
     name = kernel.name
     measured = dict(options.keep).get(name)
     if measured is not None:
@@ -152,8 +177,8 @@ def _plan(program: Program, kernel: Kernel, options: TransformOptions,
     reserved = reserved_argument(kernel)
     if reserved:
         return KernelDecision(name, "unchanged", reserved, code="reserved-name")
-    d = KernelDecision(name, "unchanged", "",
-                       analysis=analyze_kernel(kernel, program, signed=signed))
+    d = KernelDecision(name, "unchanged", "", assumption=sides, analysis=analyze_kernel(
+        kernel, program, assumed=(sides.constraint,) if sides else (), signed=signed))
     judged = _judged(kernel, d)
     if judged is not None and judged.code == "opaque-statements" and d.analysis.races:
         return replace(judged, reason=f"{judged.reason}; races not judged: an opaque "
@@ -336,6 +361,8 @@ def _race_free_where_checked(program: Program, kernel: Kernel, d: KernelDecision
     if assumption is None or not all(p in scalars or is_launch_parameter(p)
                                      for p in assumption.parameters):
         return None
+    if d.assumption is not None:       # the unsigned comparisons' sides (_unsigned_sides)
+        assumption = both(d.assumption, assumption)
     signed = d.analysis.model.signed
     assumed = analyze_kernel(kernel, program, assumed=(assumption.constraint,), signed=signed)
     for _ in range(3):      # races the first condition hides (another pair of references)
@@ -449,10 +476,9 @@ def _read_back(new_program: Program | None, d: KernelDecision):
     new_kernel = new_program.kernel(d.emitted)
     if new_kernel is None or new_kernel.ast is None:
         return "the generated kernel does not parse"
-    model = extract_model(new_kernel, new_program, signed=d.analysis.model.signed)
-    if d.assumption is not None:       # the copy runs only where the launch's check holds
-        model.context = model.context + [d.assumption.constraint]
-    return model
+    # the copy runs only where the launch's check holds
+    return extract_model(new_kernel, new_program, signed=d.analysis.model.signed,
+                         assumed=(d.assumption.constraint,) if d.assumption else ())
 
 
 def _translation(program: Program, new_program: Program | None, d: KernelDecision) -> list[str]:

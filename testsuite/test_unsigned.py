@@ -182,3 +182,28 @@ def test_unsigned_spellings_run_alike(tmp_path, path, nvcc):
     shutil.copy(path.parent / "harness.cuh", tmp_path)     # the host side they share
     compile_sm90(nvcc, source)
     runs_alike(program.text, result.text, tmp_path, include_dirs=(path.parent,))
+
+
+def test_unsigned_sides_checked_at_each_launch(tmp_path, nvcc):
+    """A thread index compared in unsigned arithmetic with a difference of int arguments
+    (Rodinia gaussian's `threadIdx.x + blockIdx.x * blockDim.x >= Size - 1 - t`): where
+    the difference is negative it wraps above every thread and bounds nothing, so the
+    rows written are unbounded and the kernel is outside the model. Planned again under
+    the condition that the sides are not negative, the kernel is restructured with that
+    condition checked at each launch; the launches where it fails (t = n; off > rows) run
+    the original, and the program's numbers are the original's."""
+    path = FIXTURES / "unsigned" / "sides.cu"
+    program, result = _transform(path, model=False)
+    by_name = {d.kernel: d for d in result.decisions}
+    for name, condition in (("eliminate", "t < n"), ("band", "rows >= off")):
+        d = by_name[name]
+        assert d.action == "restructured", (name, d.reason)
+        assert "unsigned comparisons' sides not negative" in d.reason and condition in d.reason
+    # with run-time checks off, the sides stay unknown: no restructuring
+    _, unchecked = _transform(path, model=False, runtime_checks=False)
+    assert all(d.action != "restructured" for d in unchecked.decisions)
+    source = tmp_path / "out.cu"
+    source.write_text(result.text)
+    shutil.copy(path.parent / "harness.cuh", tmp_path)
+    compile_sm90(nvcc, source)
+    runs_alike(program.text, result.text, tmp_path, include_dirs=(path.parent,))

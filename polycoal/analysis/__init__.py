@@ -86,8 +86,7 @@ def analyze_kernel(kernel: Kernel, program: Program,
     result = KernelAnalysis(kernel, None)
     if kernel.ast is None:
         return result
-    model = extract_model(kernel, program, collapse, signed)
-    model.context = model.context + list(assumed)
+    model = extract_model(kernel, program, collapse, signed, assumed)
     result.model = model
     result.diagnostics += model.notes
     counts: dict[str, Count] = {s.name: count_statement(model, s) for s in model.statements}

@@ -91,6 +91,10 @@ class Scope:
     # counters of loops counting up from a non-negative start
     nonnegative: set[str] = field(default_factory=set)
     wrapped: bool = False     # a comparison read since was unsigned with a side of either sign
+    # sides of unsigned comparisons over the int arguments and the launch geometry alone
+    # that may be negative (Rodinia's `threadIdx.x + ... >= Size - 1 - t`): where each is
+    # not, the comparison is that of the integers, a condition a launch can check
+    unsigned_sides: list[Poly] = field(default_factory=list)
 
     def to_poly(self, node: c_ast.Node) -> Poly:
         return self.axes.normalize(self._poly(node))
@@ -284,6 +288,10 @@ class Scope:
         if signs == [None, None]:
             return same
         self.wrapped = True
+        self.unsigned_sides += [p for p in signs if p is not None and p not in
+                                self.unsigned_sides and all(
+                                    v in self.parameters or is_launch_parameter(v)
+                                    for m in p.terms for v in m)]
         cases = []
         for left_negative in ((False, True) if signs[0] is not None else (False,)):
             for right_negative in ((False, True) if signs[1] is not None else (False,)):

@@ -934,10 +934,12 @@ def assumed_nonnegative(kernel: Kernel, signed: "bool | frozenset[str]") -> froz
 
 def extract_model(kernel: Kernel, program: Program,
                   collapse: frozenset[str] = frozenset(),
-                  signed: "bool | frozenset[str]" = True) -> KernelModel:
+                  signed: "bool | frozenset[str]" = True,
+                  assumed: tuple[str, ...] = ()) -> KernelModel:
     """The polyhedral model of `kernel` (which must have been parsed); `signed`: its
     context takes the int arguments to be non-negative, or those of a set
-    (KernelModel.signed)."""
+    (KernelModel.signed); `assumed`: constraints on the parameters the context takes as
+    true (checked at run time), before the arrays' shapes are proven under it."""
     assert kernel.ast is not None, "extract_model needs a parsed kernel"
     axes_names = cuda_dialect().axes
     block, grid, values, notes = _launch_extents(program, kernel)
@@ -1000,8 +1002,10 @@ def extract_model(kernel: Kernel, program: Program,
             context.append(f"{p} >= 0")
     depth = max((len(s.loops) for s in ex.statements), default=0)
     model = KernelModel(kernel.name, kernel.location, thread_dims, depth, sorted(parameters),
-                        context, ex.statements, outside=ex.outside, parameter_values=values,
-                        signed=signed)
+                        context + list(assumed), ex.statements, outside=ex.outside,
+                        parameter_values=values, signed=signed)
+    model.unsigned_sides = tuple(f"{p.to_c('*')} >= 0" for p in ex.scope.unsigned_sides
+                                 if p.variables <= parameters)
     launches = program.launches_of(kernel.name)
     shapes = {l.block_shape for l in launches}
     model.block_shape = shapes.pop() if len(shapes) == 1 else None

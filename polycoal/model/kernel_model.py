@@ -147,6 +147,11 @@ class KernelModel:
     # only these arguments are so taken (what every launch shows: a literal, a host
     # loop's counter counting up from zero), nothing assumed of the others
     signed: "bool | frozenset[str]" = True
+    # isl constraints `P >= 0` on the parameters: the sides of unsigned comparisons that
+    # may be negative, over the int arguments and the launch geometry alone
+    # (expressions.Scope.unsigned_sides); a model planned again under them
+    # (transform._unsigned_sides) holds where each launch checks them
+    unsigned_sides: tuple[str, ...] = ()
 
     @property
     def is_affine(self) -> bool:

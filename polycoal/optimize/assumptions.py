@@ -133,6 +133,24 @@ def nonnegative(model: KernelModel, names: list[str]) -> Assumption:
     return replace(_assumption(condition), purpose="non-negative int arguments")
 
 
+def unsigned_sides(model: KernelModel) -> Assumption | None:
+    """The sides of the kernel's unsigned comparisons that may be negative are not
+    (KernelModel.unsigned_sides): Rodinia's gaussian returns where `threadIdx.x +
+    blockIdx.x * blockDim.x >= Size - 1 - t`, an unsigned comparison in which Size - 1 - t
+    < 0 (t >= Size, which the program never launches) stands for a value above every
+    thread, so that no thread returns and the rows it writes are not bounded by Size.
+    Where each side is not negative the comparison is that of the integers; None when
+    no such side is over the model's parameters or the context already implies it."""
+    if not model.unsigned_sides:
+        return None
+    context = isl_helpers.context(model)
+    condition = isl.Set(f"[{', '.join(model.parameters)}] -> {{ : {' and '.join(model.unsigned_sides)} }}")
+    condition = condition.gist(context).coalesce()
+    if condition.is_equal(isl.Set.universe(condition.get_space())):
+        return None
+    return replace(_assumption(condition), purpose="unsigned comparisons' sides not negative")
+
+
 def holds(assumption: Assumption, values: dict[str, int]) -> bool | None:
     """Whether the assumption holds at these parameter values (None when one it reads
     has no value)."""
