@@ -373,7 +373,8 @@ def _place_transformed(program, text: str, spec, args):
     from polycoal.placement import place_program
     preprocessor = preprocessor_options(args)
     transformed = read_program(program.path, preprocessor, text=text,
-                               constants=program.constants)
+                               constants=program.constants,
+                               constant_types=program.constant_types)
     return place_program(transformed, spec, {}, preprocessor)
 
 

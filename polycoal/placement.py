@@ -511,7 +511,8 @@ def place_program(program: Program, spec: MemorySpec,
             declared = prototype_edits(program, kernel, placed, name)
             check = read_program(program.path, preprocessor, text=program.text[
                 :kernel.span.start] + text + program.text[kernel.span.end:],
-                constants=program.constants)
+                constants=program.constants,
+                constant_types=program.constant_types)
             after = extract_model(check.kernel(name), check, signed=False)
             if not _same_reads(model, after, {a: symbol(kernel.name, a)
                                               for a in constants}, staging, block):

@@ -17,6 +17,7 @@ from polycoal.model.expressions import NonAffine, Scope, ThreadAxes
 from polycoal.model.integer_types import common, constant_type, expression_type
 from polycoal.model.poly import Poly
 from polycoal.transform import TransformOptions, transform_program
+from polycoal.validate.cpu import validate_cpu
 
 # variables: t the thread index (threadIdx.x, unsigned), n an int argument, u an unsigned
 # one, k a loop counter (int)
@@ -207,3 +208,21 @@ def test_unsigned_sides_checked_at_each_launch(tmp_path, nvcc):
     shutil.copy(path.parent / "harness.cuh", tmp_path)
     compile_sm90(nvcc, source)
     runs_alike(program.text, result.text, tmp_path, include_dirs=(path.parent,))
+
+
+def test_constants_of_alias_types(tmp_path):
+    """File-scope constants keep the types Clang reads (`constexpr u32 W` through a
+    typedef, `const idx_t H` through `using`): compared unsigned in the model, and
+    declared with their types in the CPU harness of `polycoal validate --cpu` (where a
+    `long long W` once made the original's guard signed and the check fail)."""
+    path = FIXTURES / "unsigned" / "alias.cu"
+    options = TransformOptions(model=False)
+    program = read_program(str(path), options.preprocessor)
+    assert {k: program.constants.get(k) for k in "WHS"} == {"W": 8, "H": 40, "S": 2}
+    assert {k: program.constant_types[k] for k in "WHS"} == {
+        "W": "unsigned int", "H": "unsigned int", "S": "int"}
+    result = transform_program(program, options)
+    (d,) = result.decisions
+    assert d.action == "restructured", d.reason
+    verdicts = validate_cpu(program, result, options, {}, seed=5)
+    assert verdicts and all(v.ok for v in verdicts), [v.message for v in verdicts]

@@ -1646,10 +1646,13 @@ def fam_unsigned(b: Builder) -> None:
     thread index compared with a size (`i - 1 < n` is false in thread 0), an unsigned
     counter widened to size_t, a value `(T)((unsigned)j - 3u)` that wraps below 3. The
     rows run along x (uncoalesced), so polycoal restructures them: each must keep C's
-    meaning of the unsigned operations (model/integer_types.py)."""
+    meaning of the unsigned operations (model/integer_types.py). The form `tail`
+    (Rodinia gaussian's `if (i >= n - 1 - t) return;`, rows i + t): an unsigned index
+    compared with a difference of int arguments that wraps where negative, restructured
+    under a check at each launch that it is not (transform._unsigned_sides)."""
     rng = b.rng
     ctype = rng.choice(("float", "float", "double"))
-    form = rng.choice(("interior", "minus", "counter", "value"))
+    form = rng.choice(("interior", "minus", "counter", "value", "tail"))
     b.variant = f"unsigned:{form}"
     R = b.size("R", rng.choice((1, 2, 7, 32, 33, 100)), runtime=rng.random() < 0.5)
     C = b.size("C", rng.choice((3, 17, 32, 33, 70)), runtime=rng.random() < 0.3)
@@ -1657,7 +1660,8 @@ def fam_unsigned(b: Builder) -> None:
     Y = b.array("Y", ctype, [R, C])
     k = b.kernel(f"{form}_unsigned")
     index = rng.choice(("int", "unsigned int", "unsigned"))
-    k.lines.append(thread_index(rng, "i", "x", index if form != "minus" else "unsigned int"))
+    k.lines.append(thread_index(rng, "i", "x", index if form not in ("minus", "tail")
+                                else "unsigned int"))
     an, yn = k.array(A, const=True), k.array(Y)
     r, c = k.size(R), k.size(C)
     half, tiny = literal(ctype, 0.5), literal(ctype, 1e-6)
@@ -1670,12 +1674,13 @@ def fam_unsigned(b: Builder) -> None:
         b.note_reduction(C.value, ctype)
         b.launch(k, [(R, rng.choice(BLOCKS_1D))])
     else:
-        k.lines.append(thread_index(rng, "j", "y", index if form != "minus"
+        k.lines.append(thread_index(rng, "j", "y", index if form not in ("minus", "tail")
                                     else "unsigned int"))
         # the interior rows lo .. R - 1 - hi (none past R: the guard is huge below zero)
         lo = rng.choice([v for v in (0, 1, 2) if v <= R.value])
         hi = rng.choice([v for v in (0, 1, 2) if lo + v <= R.value])
         guard, read, write = {
+            "tail": ("", "", ""),
             "interior": (f"(unsigned)(i - {lo}) < (unsigned)({r} - {lo + hi}) && j < {c}",
                          f"{an}[i * {c} + j]", f"{yn}[i * {c} + j]"),
             "minus": (f"i - 1 < {r} - 1 && j < {c}", f"{an}[i * {c} + j]",
@@ -1684,7 +1689,14 @@ def fam_unsigned(b: Builder) -> None:
         }[form]
         wraps = f" + ({ctype})((unsigned)j - {rng.choice((1, 3))}u) * {tiny}" \
             if form == "value" or rng.random() < 0.3 else ""
-        k.lines += [f"if ({guard})", f"  {write} = {read} * {half}{wraps};"]
+        if form == "tail":      # rows off .. R - 1, the guard's side R - off >= 0
+            off = k.size(b.runtime("OFF", rng.choice([v for v in (0, 1, 3, R.value)
+                                                      if v <= R.value]), "int"))
+            guard = f"i >= {r} - {off} || j >= {c}"
+            read, write = f"{an}[(i + {off}) * {c} + j]", f"{yn}[(i + {off}) * {c} + j]"
+            k.lines += [f"if ({guard}) return;", f"{write} = {read} * {half}{wraps};"]
+        else:
+            k.lines += [f"if ({guard})", f"  {write} = {read} * {half}{wraps};"]
         b.launch(k, [(R, rng.choice((1, 8, 16, 32))), (C, rng.choice((1, 4, 8, 16)))])
     b.shape.append(f"{k.name}: {form}, {R.value} rows of {C.value}, index {index}")
 

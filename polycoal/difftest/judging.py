@@ -120,9 +120,9 @@ def install_read_cache() -> None:
     original = getattr(frontend.read_program, "__wrapped__", frontend.read_program)
 
     def read_program(path, options=frontend.PreprocessorOptions(), text=None, source=None,
-                     constants=None):
+                     constants=None, constant_types=None):
         if source is not None:
-            return original(path, options, text, source, constants)
+            return original(path, options, text, source, constants, constant_types)
         if text is None:
             try:
                 with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
@@ -131,10 +131,12 @@ def install_read_cache() -> None:
                 return original(path, options)
         else:
             content = text
-        given = None if constants is None else tuple(sorted(constants.items()))
+        given = None if constants is None else (tuple(sorted(constants.items())), tuple(
+            sorted((constant_types or {}).items())))
         key = (path, options, content, text is None, given)
         if key not in _read_cache:
-            _read_cache[key] = original(path, options, text, constants=constants)
+            _read_cache[key] = original(path, options, text, constants=constants,
+                                        constant_types=constant_types)
         return _read_cache[key]
 
     read_program.__wrapped__ = original

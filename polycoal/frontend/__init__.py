@@ -91,11 +91,13 @@ def _received(kernel, constants: dict) -> dict:
 
 def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions(),
                  text: str | None = None, source: PreprocessedSource | None = None,
-                 constants: dict[str, int] | None = None) -> Program:
+                 constants: dict[str, int] | None = None,
+                 constant_types: dict[str, str] | None = None) -> Program:
     """Preprocess and read `path` (or `text` given for it, e.g. from stdin; with `source`
-    as well, the text already preprocessed with `options`). `constants`: the file-scope
-    constants when already known (a read-back of polycoal's output, whose declarations
-    outside kernels are the input's), else read by Clang (file_constants)."""
+    as well, the text already preprocessed with `options`). `constants` and
+    `constant_types`: the file-scope constants and their types when already known (a
+    read-back of polycoal's output, whose declarations outside kernels are the
+    input's), else read by Clang (file_constants)."""
     if text is None:
         _check_input_path(path)
         try:
@@ -117,7 +119,7 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     kernels, diagnostics = judge_syntax_errors(path, options, text, kernels,
                                                device_functions, diagnostics)
     if constants is None:
-        constants = file_constants(path, options, text)
+        constants, constant_types = file_constants(path, options, text)
     launches = find_launches(source, text, constants, user_tokens, original_tokens)
     by_name = {k.name: k for k in kernels}
     launches = [replace(launch, constant_arguments=_received(
@@ -127,7 +129,7 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
     return Program(path, text, kernels, launches, device_functions, variables,
                    source.diagnostics + diagnostics, constants, original,
                    allocation_sites(original), kernel_references(original, kernels, launches),
-                   struct_types(user_tokens))
+                   struct_types(user_tokens), constant_types or {})
 
 
 # a declaration of a named integer constant at the start of a line (file and namespace
@@ -138,18 +140,38 @@ _CONSTANT = re.compile(r"^(?:[ \t]*static\s+(?:inline\s+)?(?=const)|(?:static\s+
                        r"(?:constexpr|const)\s+(?:static\s+)?"
                        r"(?:(?:unsigned|signed|long|short|int|size_t|std::size_t|auto|char)\s*)+"
                        r"[A-Za-z_]\w*\s*(?:=|\{)", re.M)
+# the same with a type of the program's own or a library's alias (`constexpr u32 W = 8;`,
+# `const uint32_t N = 64;`): an alias the text declares, or a `_t` name
+_ALIASED_CONSTANT = re.compile(
+    r"^(?:[ \t]*static\s+(?:inline\s+)?(?=const)|(?:static\s+|inline\s+)*)"
+    r"(?:constexpr|const)\s+(?:static\s+)?(?:std\s*::\s*)?([A-Za-z_]\w*)\s+"
+    r"[A-Za-z_]\w*\s*(?:=|\{)", re.M)
+_ALIAS = re.compile(r"\b(?:typedef\s+[\w\s:]+?\s([A-Za-z_]\w*)\s*;|"
+                    r"using\s+([A-Za-z_]\w*)\s*=)")
 
 
-def file_constants(path: str, options: PreprocessorOptions, text: str) -> dict[str, int]:
-    """The file-scope integer constants of the program (`constexpr int ROWS = 512;`) and
-    their values, read by Clang (frontend/clang.py) when the text declares any and
-    libclang is installed ({} otherwise); a constant whose declaration Clang finds
-    invalid is left out."""
+def _declares_constants(text: str) -> bool:
+    """Whether the text may declare a named integer constant (the only text that makes
+    Clang worth a parse)."""
+    if _CONSTANT.search(text):
+        return True
+    words = {m.group(1) for m in _ALIASED_CONSTANT.finditer(text)}
+    if any(w.endswith("_t") or w in ("uint", "ushort", "ulong") for w in words):
+        return True
+    return bool(words & {a or b for a, b in _ALIAS.findall(text)})
+
+
+def file_constants(path: str, options: PreprocessorOptions, text: str
+                   ) -> tuple[dict[str, int], dict[str, str]]:
+    """The file-scope integer constants of the program (`constexpr int ROWS = 512;`),
+    their values and their declared types, read by Clang (frontend/clang.py) when the
+    text declares any and libclang is installed (none otherwise); a constant whose
+    declaration Clang finds invalid is left out."""
     from polycoal.frontend import clang
-    if not _CONSTANT.search(text) or not clang.available():
-        return {}
+    if not _declares_constants(text) or not clang.available():
+        return {}, {}
     try:
         unit = clang.read(path, options, text)
     except Exception:             # noqa: BLE001 - Clang is an improvement, never a failure
-        return {}
-    return unit.constants
+        return {}, {}
+    return unit.constants, unit.constant_types

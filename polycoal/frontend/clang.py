@@ -158,6 +158,9 @@ class ClangUnit:
     # `static const int PAD = 4;`), by unqualified name, with the values Clang evaluates;
     # a name two of them share with different values is left out
     constants: dict[str, int] = field(default_factory=dict)
+    # their declared types as C spells the canonical type (`unsigned int` for a `constexpr
+    # u32`); '?' for a name declared with two types
+    constant_types: dict[str, str] = field(default_factory=dict)
     helpers: dict[str, Helper] = field(default_factory=dict)     # by USR
     # a template kernel launched in a member function of a class template that the
     # unit never calls (so never instantiated), with the arguments the launch would
@@ -296,6 +299,17 @@ def _evaluate(ci, cursor) -> int | None:
             if lib.clang_EvalResult_getKind(result) == 1 else None     # CXEval_Int
     finally:
         lib.clang_EvalResult_dispose(result)
+
+
+def _integer_spelling(ci, type_) -> str:
+    """C's spelling of an integer type's canonical type (`unsigned int` for `const
+    u32`, `int` for an enumeration: its constants convert as ints do)."""
+    k = ci.TypeKind
+    return {k.BOOL: "bool", k.CHAR_U: "unsigned char", k.UCHAR: "unsigned char",
+            k.USHORT: "unsigned short", k.UINT: "unsigned int", k.ULONG: "unsigned long",
+            k.ULONGLONG: "unsigned long long", k.CHAR_S: "char", k.SCHAR: "signed char",
+            k.SHORT: "short", k.INT: "int", k.LONG: "long",
+            k.LONGLONG: "long long"}.get(type_.get_canonical().kind, "int")
 
 
 def _aliased(type_) -> str:
@@ -1179,6 +1193,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         return None
 
     values: dict[str, set[int]] = {}
+    types: dict[str, set[str]] = {}
     instance_words: dict[tuple[str, tuple[str, ...]], tuple] = {}
     # launches in members of class templates, and the first instantiation of each class
     # template the unit calls a member of (its parameters with their arguments)
@@ -1192,6 +1207,7 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
             value = _evaluate(ci, c)
             if value is not None:
                 values.setdefault(c.spelling, set()).add(value)
+                types.setdefault(c.spelling, set()).add(_integer_spelling(ci, c.type))
 
     def visit(c, top=None, holder=None):
         for child in c.get_children():
@@ -1292,4 +1308,6 @@ def _read(path: str, options: PreprocessorOptions, text: str) -> ClangUnit:
         (args, words) for (name, args), words in instance_words.items()
         if name == k.qualified and words)) if k.is_template else k for k in unit.kernels]
     unit.constants = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
+    unit.constant_types = {name: next(iter(types[name])) if len(types[name]) == 1 else "?"
+                           for name in unit.constants}
     return unit

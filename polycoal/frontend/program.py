@@ -104,6 +104,9 @@ class Program:
     references: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # struct types by every name they are written with (frontend/structs.py)
     structs: dict = field(default_factory=dict)
+    # the constants' declared types, as Clang reads them (`unsigned int` for a `constexpr
+    # u32 W`): an unsigned constant compares in unsigned arithmetic
+    constant_types: dict[str, str] = field(default_factory=dict)
 
     def kernel(self, name: str) -> Kernel | None:
         return next((k for k in self.kernels if k.name == name), None)

@@ -12,8 +12,6 @@ line; the references are still extracted, so that coalescing analysis covers the
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field, replace
 
 from pycparser import c_ast, c_generator
@@ -23,7 +21,6 @@ from polycoal.frontend import callees
 from polycoal.frontend.dialect import cuda_dialect
 from polycoal.frontend.kernels import type_name
 from polycoal.frontend.limits import integer_type
-from polycoal.frontend.limits import type_name as type_name_of
 from polycoal.frontend.normalise import single_statement, walk
 from polycoal.frontend.opaque import MARK as OPAQUE
 from polycoal.frontend.program import Kernel, Program
@@ -162,23 +159,6 @@ def _constants(kernel: Kernel, program: Program) -> dict[str, Poly]:
 
 
 # a file-scope constant's declaration: `constexpr unsigned W = 40;`, `const size_t N{8};`
-_CONSTANT = re.compile(
-    r"\b(?:constexpr|const)\s+((?:(?:unsigned|signed|long|short|int|char)\s+)*"
-    r"(?:unsigned|signed|long|short|int|char|(?:std\s*::\s*)?"
-    r"(?:size_t|u?int(?:8|16|32|64)_t|uint|ushort|ulong)))\s+(\w+)\s*[={]")
-
-
-@functools.lru_cache(maxsize=8)
-def _constant_types(text: str) -> dict[str, str]:
-    """The declared types of the file-scope constants a text declares (a name declared
-    with two types: '?', known as neither)."""
-    found: dict[str, str] = {}
-    for m in _CONSTANT.finditer(text):
-        spelled = type_name_of(m.group(1))
-        found[m.group(2)] = spelled if found.get(m.group(2), spelled) == spelled else "?"
-    return found
-
-
 def integer_names(kernel: Kernel, variables: "_Variables | None" = None,
                   program: Program | None = None) -> dict[str, str]:
     """The declared types of the kernel's int arguments and locals (a local's own where
@@ -187,8 +167,7 @@ def integer_names(kernel: Kernel, variables: "_Variables | None" = None,
     variables = variables or _prescan(kernel.ast.body)
     constants = {}
     if program is not None and program.constants:
-        declared = _constant_types(program.text)
-        constants = {n: declared[n] for n in program.constants if n in declared}
+        constants = {n: t for n, t in program.constant_types.items() if n in program.constants}
     return {**constants, **{p.name: p.type for p in kernel.parameters if not p.is_pointer},
             **variables.types}
 

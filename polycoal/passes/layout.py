@@ -143,7 +143,8 @@ def price_layouts(program: Program, text: str, decisions: list[KernelDecision],
         return decisions
     try:
         new_program = read_program(program.path, options.preprocessor, text=text,
-                                   constants=program.constants)
+                                   constants=program.constants,
+                                   constant_types=program.constant_types)
     except Exception:              # noqa: BLE001 - unpriced: the validators judge it
         return decisions
     m = shipped_machine()

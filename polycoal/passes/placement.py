@@ -90,7 +90,8 @@ def place(program: Program, text: str, options: TransformOptions,
         return None, text
     try:
         transformed = program if text == program.text else read_program(
-            program.path, options.preprocessor, text=text, constants=program.constants)
+            program.path, options.preprocessor, text=text, constants=program.constants,
+            constant_types=program.constant_types)
         placed = place_program(transformed, load_spec(), {}, options.preprocessor,
                                veto=model_veto(options), only=only)
     except Exception as error:          # noqa: BLE001 - confined: every array stays

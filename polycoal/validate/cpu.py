@@ -87,7 +87,9 @@ def build_harness(directory: str, source: str, headers: tuple[str, ...] = ("cpu_
     build = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w",
                             src, "-o", exe], capture_output=True, text=True)
     if build.returncode != 0:
-        first = build.stderr.strip().splitlines()[:1]
+        lines = build.stderr.strip().splitlines()
+        # the first error, not the `In function ...` line that heads it
+        first = [l for l in lines if "error" in l][:1] or lines[:1]
         return None, first[0] if first else "?"
     return exe, ""
 

@@ -238,8 +238,11 @@ def program_declarations(program: Program) -> list[str]:
     """What the program's kernels may use beside their own text, as a module of them
     declares it: the file's integer constants first (kernels and device functions may
     read them), its __device__ variables, then its device functions."""
-    declarations = [f"static const long long {name} = {value}LL;"
-                    for name, value in sorted(program.constants.items())]
+    declarations = []
+    for name, value in sorted(program.constants.items()):
+        declared = program.constant_types.get(name, "?")   # unsigned compares unsigned
+        ctype = "long long" if declared == "?" else declared
+        declarations.append(f"static const {ctype} {name} = ({ctype}){value}LL;")
     declarations += [g.expanded for g in program.globals.values() if g.expanded]
     declarations += [f.expanded for f in program.device_functions.values() if f.expanded]
     return declarations
@@ -297,7 +300,8 @@ def run_changed(program: Program, result, options, run, unchanged):
     program = result.program or program        # the lowered program the decisions name
     changed = [d for d in result.decisions if d.action != "unchanged"]
     new_program = read_program(program.path, options.preprocessor, text=result.text,
-                               constants=program.constants) \
+                               constants=program.constants,
+                               constant_types=program.constant_types) \
         if changed else None
     return [run(program, new_program, d) if d.action != "unchanged" else unchanged(d)
             for d in result.decisions]
