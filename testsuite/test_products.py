@@ -473,3 +473,24 @@ int main()
     assert run is not None and run.failure is None, error
     assert run.stdout.split() == [f"{1000 + sum(range(a, min(a + 128, 300))):.1f}"
                                   for a in (0, 128, 256)]
+
+
+def test_statements_before_the_loop_work_on_the_accumulator():
+    """GEMM's `c[i][j] *= beta` before its sum: the element is loaded into the
+    accumulator and scaled there, stored once after the sum (no store and read back);
+    correlation's statements run once per row write its output array too (the
+    diagonal), so its prologue keeps the store. Both bit-identical on the CPU."""
+    for name, defines, values in (("gemm", ("NI=100", "NJ=90", "NK=70"),
+                                   {"ni": 100, "nj": 90, "nk": 70}),
+                                  ("correlation", ("M=100", "N=90"), {"m": 100, "n": 90})):
+        program, result, options = _transformed(name, defines)
+        d = next(d for d in result.decisions if d.action == "product")
+        body = " ".join(d.generated.text.split())
+        if name == "gemm":
+            assert "pc_acc[pc_a][pc_b] *= (beta);" in body
+            assert "*= (beta)" not in body.replace("pc_acc[pc_a][pc_b] *= (beta)", "")
+        else:
+            assert "symmat[(pc_j + 100 * pc_i)] = 0.0f; pc_acc[pc_a][pc_b] = symmat[" in body
+        verdicts = validate_cpu(program, result, options, values, seed=3)
+        assert verdicts and all(v.ok and all(a.max_abs == 0.0 for a in v.arrays)
+                                for v in verdicts), [(v.kernel, v.message) for v in verdicts]
