@@ -243,5 +243,6 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T __ldcg(const T* p) { return *p; }
 using std::sqrt; using std::exp; using std::log; using std::fabs; using std::pow;
 using std::floor; using std::ceil; using std::fmin; using std::fmax;

@@ -113,6 +113,7 @@ inline float __sinf(float x) { return std::sin(x); }
 inline float __cosf(float x) { return std::cos(x); }
 inline float __saturatef(float x) { return x < 0 ? 0 : (x > 1 ? 1 : x); }
 template <typename T> T __ldg(const T* p) { return *p; }
+template <typename T> T __ldcg(const T* p) { return *p; }
 using std::sqrt; using std::exp; using std::log; using std::fabs; using std::pow;
 using std::floor; using std::ceil;
 

@@ -414,18 +414,23 @@ def test_column_reduction_block_shape_and_launch():
 
 def test_column_reduction_split_shape_and_launches():
     """The default split of bicg k1 (4096 x 4096): 4 columns per thread, a block of 32x8
-    threads over 128 columns; chunks of 128 rows keep the grid at 32 x 32 blocks."""
+    threads over 128 columns; chunks of 128 rows keep the grid at 32 x 32 blocks. Its
+    `s[j] = 0` before the loop runs in the block that finishes each column: one launch,
+    its grid capped (TARGET_BLOCKS) so that the blocks' sums fit the kernel's buffer.
+    With --reduction split on a kernel launched on a stream, three launches."""
     prog, result, _ = transformed(POLYBENCH / "bicg" / "bicg.cu")
     d = next(d for d in result.decisions if d.kernel == "bicg_kernel1")
-    assert d.action == "split" and "atomicAdd" in d.reason
+    assert d.action == "split" and "atomicAdd" not in d.reason and "in one launch" in d.reason
     assert "128 columns x 128 rows per block (4 per thread)" in d.reason
-    assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1__pc_before",
-                                                        "bicg_kernel1"]
+    assert [st.kernel for st in d.generated.stages] == ["bicg_kernel1"]
     launch = result.text[result.text.index("polycoal: column reduction split:"):]
     launch = launch[:launch.index("\n  }")]
-    assert launch.index("bicg_kernel1__pc_before<<<") < launch.index("  bicg_kernel1<<<")
-    assert "dim3(32, 8, 1)" in launch and launch.count("+ 127) / 128") == 4   # x and y
-    assert "pc_acc0[pc_c] += r[(pc_i)] * A[" in d.generated.text
+    assert launch.count(">>>(") == 1 and "(1024u + pc_blocks_0 - 1u) / pc_blocks_0" in launch
+    assert "dim3(32, 8, 1)" in launch and "(pc_extent_x + 127) / 128" in launch
+    text = d.generated.text
+    assert "pc_acc0[pc_c] += r[(pc_i)] * A[" in text and "atomicAdd(&s" not in text
+    assert text.index("s[(pc_x)] = 0.0f;") < text.index("s[(pc_x)] += pc_sum0;")
+    assert "static __device__ float bicg_kernel1__pc_sums0[262144];" in text
 
 
 @pytest.mark.parametrize("columns,rows,shape", [
@@ -669,3 +674,32 @@ def test_one_allocation_behind_two_read_only_arguments_is_no_alias_hazard(tmp_pa
     src.write_text(SHARED_READS.replace("(x, x, y)", "(x, y, y)"))
     assert main(["transform", str(src), "-o", str(tmp_path / "out.cu")]) == 0
     assert "passes one allocation twice" in capsys.readouterr().err
+
+
+def test_column_sums_finished_by_their_last_block(tmp_path, nvcc):
+    """testsuite/fixtures/column_finish.cu: two accumulators (one updated with -=)
+    between statements before and after the loop, one of them a guarded assignment; a
+    double accumulator with only a statement after; each launched twice (the counters
+    the last block resets are ready for the next launch). Those run in one launch each;
+    a kernel launched on a stream of its own, and one whose statements cover more
+    columns than its loop, keep the three launches and atomicAdd. The program prints
+    the original's numbers on the CPU runtime; nvcc compiles it; each kernel validated
+    on its own (validate --cpu, partial sums across many blocks)."""
+    from conftest import compile_sm90, runs_alike
+    path = FIXTURES / "column_finish.cu"
+    options = TransformOptions(reduction="split")
+    program = read_program(str(path), options.preprocessor)
+    result = transform_program(program, options)
+    by_name = {d.kernel: d for d in result.decisions}
+    for name, one in (("stats", True), ("weighted", True), ("on_stream", False),
+                      ("fewer_columns", False)):
+        d = by_name[name]
+        assert d.action == "split", (name, d.reason)
+        assert ("in one launch" in d.reason) == one and ("atomicAdd" in d.reason) != one
+        assert len(d.generated.stages) == (1 if one else 3 if name == "on_stream" else 2)
+    source = tmp_path / "out.cu"
+    source.write_text(result.text)
+    compile_sm90(nvcc, source)
+    runs_alike(program.text, result.text, tmp_path)
+    verdicts = validate_cpu(program, result, options, {"rows": 3000, "cols": 300}, seed=7)
+    assert len(verdicts) == 4 and all(v.ok for v in verdicts), [v.message for v in verdicts]

@@ -11,14 +11,18 @@ the original's stream replace one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
                                      generate_kernel, renamed_kernel, thread_range)
-from polycoal.codegen.statements import render_accumulation
+from polycoal.codegen.statements import render_accumulation, renderer
 from polycoal.frontend.program import Kernel
+from polycoal.model import isl_helpers
+from polycoal.model.isl_c import condition_to_c
 from polycoal.model.isl_helpers import known_extent
-from polycoal.model.kernel_model import KernelModel
+from polycoal.model.kernel_model import KernelModel, is_launch_parameter
+from polycoal.optimize.products import as_parameters
 from polycoal.optimize.restructure import Mapping
 from polycoal.templates import render_template
 
@@ -152,14 +156,96 @@ def _atomic_form(original: str, kernel: Kernel, model: KernelModel, counter: str
 
 def generate_column_split(original: str, kernel: Kernel, model: KernelModel,
                           counter: str, extents: tuple[int | None, int | None],
-                          override: tuple[int, ...] | None = None) -> GeneratedKernel:
+                          override: tuple[int, ...] | None = None,
+                          finish: bool = True) -> GeneratedKernel:
     """A coalesced but starved column reduction over 2-D blocks (columns on x, chunks of
     rows on y): templates/column_split.cu.j2; `extents`: split_extents; `override`: see
-    split_shape."""
+    split_shape. With `finish`, where the statements before and after the loop can run
+    in the block that finishes each column (_finishing), one launch; else three."""
     shape = split_shape(*extents, override)
-    return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
-                        (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
-                        shape.target_blocks, rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns)
+    finish = _finishing(model, kernel, counter, shape.columns) if finish else None
+    if finish is None:
+        return _atomic_form(original, kernel, model, counter, "column_split.cu.j2", "x", "y",
+                            (32, shape.groups, 1), (32 * shape.columns, shape.rows, 1),
+                            shape.target_blocks, rows_per_block=shape.rows,
+                            groups=shape.groups, columns=shape.columns, finish=None)
+    thread = model.thread_dims[0].name
+    inside = _loop_statements(model)
+    cols, rows = thread_range(inside, thread, "x"), thread_range(inside, counter, "y")
+    block = (32, shape.groups, 1)
+    text = render_template(
+        "column_split.cu.j2", signature=_signature(original, kernel, block),
+        column=describe_dim(model, thread), loop=describe_dim(model, counter),
+        accumulators=_accumulators(model, kernel, {thread: "pc_x", counter: "pc_i"}),
+        cols_lo=cols.lo, cols_hi=cols.hi, rows_lo=rows.lo, rows_hi=rows.hi,
+        rows_per_block=shape.rows, groups=shape.groups, columns=shape.columns,
+        finish=finish, name=kernel.name)
+    return GeneratedKernel(kernel.name, text, [cols, rows], block, [],
+                           {"x": "pc_x", "y": "pc_i"}, "pc_i",
+                           axis_dims={"x": thread, "y": counter},
+                           per_block=(32 * shape.columns, shape.rows, 1),
+                           target_blocks=TARGET_BLOCKS)
+
+
+# The blocks of a split that finishes its columns in one launch: its launch caps the
+# grid at TARGET_BLOCKS blocks (x * y < TARGET_BLOCKS + x), so that with two blocks or
+# more along y (x < TARGET_BLOCKS) the partial sums of every block fit in
+# FINISHING_BLOCKS x (32 x columns) elements, and the columns' counters in
+# FINISHING_BLOCKS
+FINISHING_BLOCKS = 2 * TARGET_BLOCKS
+
+
+def _finishing(model: KernelModel, kernel: Kernel, counter: str, columns: int
+               ) -> dict | None:
+    """The statements before and after the reduction loop, each as C text over the
+    column pc_x under its own condition, for the block that finishes a column (the last
+    of its column's blocks to add its partial sums: each column then runs, in one
+    thread and in the original's order, the statements before the loop, the sum of the
+    partial sums, the statements after it); None where they cannot run there.
+
+    The loop reads no array the kernel writes but its own accumulators
+    (optimize/reduction.column_reduction_obstacle), and the original's threads touch no
+    element another thread writes (it is race-free), so a column's statements before
+    and after the loop touch elements of its own that no partial sum reads: run last,
+    after every partial sum of the column, they see and leave what the original's
+    thread does. They must run over the loop's columns (the kernel covers no other),
+    under conditions on the arguments alone."""
+    thread = model.thread_dims[0].name
+    inside = [s for s in model.statements if s.loops]
+    outside = [s for s in model.statements if not s.loops]
+    if not outside:
+        return None
+    loop_beta = inside[0].beta[0]
+    try:
+        everything = thread_range(model, thread, "x")
+        loop_columns = thread_range(_loop_statements(model), thread, "x")
+    except ValueError:
+        return None
+    if (everything.lo, everything.hi) != (loop_columns.lo, loop_columns.hi):
+        return None
+    names = {thread: "pc_x"}
+    others = set(isl_helpers.all_dims(model)) - {thread}
+
+    def guarded(s) -> str | None:
+        condition = condition_to_c(as_parameters(model, s.name, [thread], ["pc_x"]))
+        r = renderer(model, kernel, s, names)
+        body = r.visit(s.node).rstrip()
+        if r.used & others or any(is_launch_parameter(p) for p in model.parameters
+                                  if re.search(rf"\b{p}\b", condition + body)):
+            return None
+        body = body if body.endswith((";", "}")) else body + ";"
+        return f"if ({condition}) {{ {body} }}"
+
+    before = [guarded(s) for s in outside if s.beta[0] < loop_beta]
+    after = [guarded(s) for s in outside if s.beta[0] > loop_beta]
+    if any(t is None for t in before + after):
+        return None
+    in_loop = condition_to_c(as_parameters(model, inside[0].name, [thread], ["pc_x"]))
+    if any(is_launch_parameter(p) for p in model.parameters
+           if re.search(rf"\b{p}\b", in_loop)):
+        return None
+    return {"before": before, "after": after, "in_loop": in_loop,
+            "blocks": FINISHING_BLOCKS, "slots": FINISHING_BLOCKS * 32 * columns}
 
 
 def split_extents(model: KernelModel, counter: str) -> tuple[int | None, int | None]:

@@ -490,15 +490,15 @@ def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None 
 def output_set(model: KernelModel, plan: ProductPlan) -> isl.Set:
     """The (i, j) each output's statements run for (those outside the loop: the update's
     too when the k range is not empty), as a parameter set with i and j as parameters."""
-    return _as_parameters(model, plan.output_statement, [plan.i, plan.j], ["pc_i", "pc_j"])
+    return as_parameters(model, plan.output_statement, [plan.i, plan.j], ["pc_i", "pc_j"])
 
 
 def row_set(model: KernelModel, statement: str, i: str) -> isl.Set:
     """The i a statement over i alone runs for, as a parameter set (pc_i a parameter)."""
-    return _as_parameters(model, statement, [i], ["pc_i"])
+    return as_parameters(model, statement, [i], ["pc_i"])
 
 
-def _as_parameters(model: KernelModel, statement: str, dims: list[str],
+def as_parameters(model: KernelModel, statement: str, dims: list[str],
                    names: list[str]) -> isl.Set:
     """A statement's domain projected onto `dims`, those made parameters named `names`
     (for a condition on the generated code's variables: isl_c.condition_to_c)."""

@@ -88,14 +88,21 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
                 "threads per 32 columns, its rows split the loop and add up in shared "
                 "memory; floating-point additions are reassociated", generated=generated,
                 mapping=mapping_of(d, (model.thread_dims[0].name,), (loop.loop.counter,)))
+    # one launch keeps its blocks' sums in the kernel's own device memory: a launch at a
+    # time (every launch on the default stream, as written)
+    one_stream = all(l.stream is None or l.stream.strip() in ("0", "NULL", "nullptr")
+                     for l in program.launches_of(kernel.name))
     generated = generate_column_split(program.text, kernel, model, loop.loop.counter, extents,
-                                      options.split)
+                                      options.split, finish=one_stream)
     columns, rows = generated.per_block[:2]
+    finished = "__pc_done[" in generated.text
     return d.change(
         "split", f"column reduction over '{loop.loop.source_name}' (into {loop.reduction}) "
         f"split over more threads: {columns} columns x {rows} rows per block "
-        f"({columns // 32} per thread), register sums, a shared-memory combine and "
-        "atomicAdd; floating-point additions are reassociated" + fallback,
+        f"({columns // 32} per thread), register sums, a shared-memory combine and " + (
+            "the last block of each column adding the blocks' sums in order, then the "
+            "statements before and after the loop, in one launch" if finished else
+            "atomicAdd") + "; floating-point additions are reassociated" + fallback,
         generated=generated,
         mapping=mapping_of(d, (model.thread_dims[0].name, loop.loop.counter), ()))
 

@@ -277,7 +277,10 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
     if d.action != "permuted":
         lv = launch_values(grid, block)
         hidden = [lv[h] for h in d.generated.hidden]
-    declarations = setup.declarations
+    # and the device variables the new kernels declare (a column split's partial sums)
+    declarations = setup.declarations + [
+        g.expanded for name, g in new_program.globals.items()
+        if name not in program.globals and g.expanded]
     transformed = [rename_kernel(new_program.kernel(d.emitted).expanded, d.emitted,
                                  names[1])]
     if d.action != "permuted":
