@@ -105,3 +105,31 @@ def test_a_kernel_whose_bound_is_below_a_launch_is_launch_dominated():
     row = roofline_report._judged({"bound_ms": 4e-3, "polycoal_ms": 0.028, "reason": None}, d)
     assert row["reason"].startswith("open")
     assert row["reason"].endswith("caps one launch at 29% of the bound")
+
+
+def test_reasons_name_the_devices_own_reference_at_the_size():
+    """Below the goal, a memory-bound kernel within 1.1x of a copy of its bytes (one
+    launch) is size-bound, a product within 1.1x of cuBLAS SGEMM for its flops is
+    product-bound; farther, the reference is said after `open`."""
+    d = KernelDecision("k", "split", "")
+    row = {"bound_ms": 0.0164, "polycoal_ms": 0.0229, "reason": None, "bytes": 67 * 2 ** 20,
+           "copy_ms": 0.0215}
+    near = roofline_report._judged(dict(row), d, 0.00266, {})
+    assert near["reason"].startswith("size-bound: a copy of the same 67 MiB (read and "
+                                     "written, one launch) takes 21.5 us here, 76% of the "
+                                     "bound; polycoal's form at 94% of that copy")
+    far = roofline_report._judged({**row, "polycoal_ms": 0.04}, d, 0.00266, {})
+    assert far["reason"].startswith("open") and "polycoal's form at 54% of that copy" in \
+        far["reason"]
+    figures = {"cublas": [{"n": 2048, "ms": 0.371}, {"n": 4096, "ms": 2.718}]}
+    gemm = {"bound_ms": 0.2999, "polycoal_ms": 0.3917, "reason": None, "flops": 2.0 * 2048 ** 3}
+    product = roofline_report._judged(dict(gemm), KernelDecision("g", "product", ""),
+                                      0.00266, figures)
+    assert product["reason"].startswith("product-bound: cuBLAS SGEMM for the same flops (at "
+                                        "n = 2048, this run) takes 0.371 ms, 81% of the FP32 "
+                                        "bound; polycoal's form 1.06x its time")
+    syr2k = roofline_report._judged({**gemm, "flops": 4.0 * 4096 ** 3, "bound_ms": 4.797,
+                                     "polycoal_ms": 6.168}, KernelDecision("s", "product", ""),
+                                    0.00266, figures)
+    assert syr2k["reason"].startswith("open") and "1.13x its time" in syr2k["reason"]
+    assert roofline_report.sgemm_reference(2.0 * 1024 ** 3, figures) is None

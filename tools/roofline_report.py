@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
 
@@ -173,6 +174,34 @@ def cublas(cp, repeat: int) -> list[dict]:
     return rows
 
 
+def copy_ms(nbytes: float, repeat: int, _cache: dict = {}) -> float | None:
+    """A device-to-device copy moving `nbytes` (half read, half written), one launch,
+    timed as the bound's copy is: what streaming that many bytes takes at this size,
+    its launch and its ramp included (None where CuPy is missing)."""
+    key = int(nbytes) // 8
+    if key not in _cache:
+        try:
+            import cupy as cp
+        except ImportError:
+            return None
+        from bench_copy_reference import timed
+        src = cp.ones(max(key, 1), dtype=cp.float32)
+        dst = cp.empty_like(src)
+        _cache[key] = timed(cp, lambda: cp.copyto(dst, src), repeat)
+    return _cache[key]
+
+
+def sgemm_reference(flops: float, figures: dict) -> tuple[float, int] | None:
+    """(ms, n): cuBLAS SGEMM's time in this run at the reference size nearest `flops`
+    (2 n^3 within a factor of 2.5), scaled to those flops; None where none is near."""
+    near = [(abs(math.log(flops / (2.0 * r["n"] ** 3))), r) for r in figures.get("cublas", ())
+            if 0.4 <= flops / (2.0 * r["n"] ** 3) <= 2.5]
+    if not near:
+        return None
+    r = min(near, key=lambda t: t[0])[1]
+    return r["ms"] * flops / (2.0 * r["n"] ** 3), r["n"]
+
+
 def _spec(spec: str):
     path, _, rest = spec.partition(":")
     macros, _, given = rest.partition(":")
@@ -229,6 +258,9 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int,
                                chain=f"{chain.trips} trips of the loop at line {chain.line}, "
                                f"each waiting on the last: {ns:.3g} ns a trip "
                                f"({' + '.join(ops)})")
+            if row["bytes"] and row["bound_ms"] and \
+                    row["bytes"] / bytes_per_ms >= row["bound_ms"] * 0.999:
+                row["copy_ms"] = copy_ms(row["bytes"], repeat)
             v = verdicts.get(d.kernel)
             if d.action != "unchanged" and v is not None:
                 row.update(original_ms=v.original_ms, polycoal_ms=v.transformed_ms,
@@ -238,11 +270,41 @@ def kernel_rows(spec: str, size: str, figures: dict, repeat: int,
                 row.update(original_ms=t, polycoal_ms=t)
         except Exception as error:       # noqa: BLE001 - the row says why, the others go on
             row["reason"] = f"not measured: {type(error).__name__}: {error}"
-        rows.append(_judged(row, d, figures.get("launch_ms", LAUNCH_MS)))
+        rows.append(_judged(row, d, figures.get("launch_ms", LAUNCH_MS), figures))
     return rows
 
 
-def _judged(row: dict, d, launch_ms: float = LAUNCH_MS) -> dict:
+# within this of its reference (a copy of the same bytes, cuBLAS for the same flops), a
+# kernel below GOAL is at what the device does at that size: its reason says so
+NEAR_REFERENCE = 1.1
+
+
+def _references(row: dict, d, figures: dict) -> str | None:
+    """Why the bound is out of reach at this size, where the device's own reference
+    work shows it: a memory-bound kernel within NEAR_REFERENCE of a copy of its bytes
+    (one launch, its ramp and drain: at 64 MiB a copy reaches about 80% of the
+    bandwidth of a GiB), a product within NEAR_REFERENCE of cuBLAS SGEMM for its flops
+    (FP32 as written, no tensor cores); else what the reference says, after `open`."""
+    ms = row["polycoal_ms"]
+    if row.get("copy_ms"):
+        c = row["copy_ms"]
+        text = (f"a copy of the same {row['bytes'] / 2 ** 20:.3g} MiB (read and written, one "
+                f"launch) takes {c * 1e3:.3g} us here, {row['bound_ms'] / c:.0%} of the bound; "
+                f"polycoal's form at {c / ms:.0%} of that copy")
+        return ("size-bound: " + text) if ms <= NEAR_REFERENCE * c else text
+    if d.action == "product" and row.get("flops"):
+        ref = sgemm_reference(row["flops"], figures)
+        if ref is None:
+            return None
+        c, n = ref
+        text = (f"cuBLAS SGEMM for the same flops (at n = {n}, this run) takes {c:.4g} ms, "
+                f"{row['bound_ms'] / c:.0%} of the FP32 bound; polycoal's form "
+                f"{ms / c:.2f}x its time")
+        return ("product-bound: " + text) if ms <= NEAR_REFERENCE * c else text
+    return None
+
+
+def _judged(row: dict, d, launch_ms: float = LAUNCH_MS, figures: dict | None = None) -> dict:
     if row["bound_ms"] and row["polycoal_ms"]:
         row["fraction"] = row["bound_ms"] / row["polycoal_ms"]
     if row["reason"] is not None or (row.get("fraction") or 0) >= GOAL:
@@ -275,6 +337,10 @@ def _judged(row: dict, d, launch_ms: float = LAUNCH_MS) -> dict:
         if cap < GOAL:
             row["reason"] += (f"; the launch's {launch_ms * 1e3:.2g} us caps one launch at "
                               f"{cap:.0%} of the bound")
+        reference = _references(row, d, figures or {})
+        if reference is not None and not row["reason"].startswith("chain-bound"):
+            row["reason"] = reference if reference.startswith(("size-bound", "product-bound")) \
+                else f"{row['reason']}; {reference}"
     return row
 
 
