@@ -369,12 +369,10 @@ def cmd_transform(args) -> int:
 def _place_transformed(program, text: str, spec, args):
     """`transform --placement`: the transformed program's placement, as polycoal place
     makes it."""
-    from polycoal.frontend import read_program
+    from polycoal.frontend import read_again
     from polycoal.placement import place_program
     preprocessor = preprocessor_options(args)
-    transformed = read_program(program.path, preprocessor, text=text,
-                               constants=program.constants,
-                               constant_types=program.constant_types)
+    transformed = read_again(program, preprocessor, text)
     return place_program(transformed, spec, {}, preprocessor)
 
 

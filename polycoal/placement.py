@@ -420,7 +420,7 @@ def place_program(program: Program, spec: MemorySpec,
     `trace_notes` what was traced; `veto(program, kernel, placement)`: why a placement
     the planner chose is not taken (a second judge: the driver's performance model),
     or None; `only`: the kernels to place (None: every kernel)."""
-    from polycoal.frontend import read_program
+    from polycoal.frontend import read_again
     from polycoal.model.extract import extract_model
     from polycoal.frontend.preprocess import PreprocessorOptions
     overrides = overrides or {}
@@ -509,10 +509,8 @@ def place_program(program: Program, spec: MemorySpec,
                             for lz in program.launches_of(kernel.name) if lz.span is not None]
             # the kernel's forward declarations (a copy's prototype) as placed
             declared = prototype_edits(program, kernel, placed, name)
-            check = read_program(program.path, preprocessor, text=program.text[
-                :kernel.span.start] + text + program.text[kernel.span.end:],
-                constants=program.constants,
-                constant_types=program.constant_types)
+            check = read_again(program, preprocessor, program.text[
+                :kernel.span.start] + text + program.text[kernel.span.end:])
             after = extract_model(check.kernel(name), check, signed=False)
             if not _same_reads(model, after, {a: symbol(kernel.name, a)
                                               for a in constants}, staging, block):

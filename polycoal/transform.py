@@ -31,7 +31,7 @@ from polycoal.codegen.kernel import generate_kernel
 from polycoal.decisions import (CHANGED, GENERATED, REASSOCIATING, KernelDecision,
                                 TransformOptions, TransformResult, internal_error)
 from polycoal.diagnostics import Diagnostic, InputError, Location
-from polycoal.frontend import lower, read_program
+from polycoal.frontend import lower, read_again
 from polycoal.frontend.lexer import line_ending, line_ends, tokenize, with_line_ending
 from polycoal.frontend.launches import counted_up, known_values
 from polycoal.frontend.program import JUDGED, Kernel, Program, Span
@@ -629,8 +629,7 @@ def _reorganised(program: Program, new_program: Program | None, d: KernelDecisio
         if text is None:
             return ["a shared form's load is not in the kernel once"]
         try:
-            new_program = read_program(program.path, d.reorganisation.preprocessor, text=text,
-                                       constants=program.constants)
+            new_program = read_again(program, d.reorganisation.preprocessor, text)
         except InputError:
             new_program = None
     new_model = _read_back(new_program, d)
@@ -653,8 +652,7 @@ def _validate(program: Program, text: str, decisions: list[KernelDecision],
     """Every changed decision through the validators of its kind; a rejected kernel is
     kept (an error says why), a validator's own failure is confined to its kernel."""
     try:
-        new_program = read_program(program.path, options.preprocessor, text=text,
-                                   constants=program.constants)
+        new_program = read_again(program, options.preprocessor, text)
     except InputError:
         new_program = None
     out = []
@@ -983,8 +981,7 @@ def _transform_lowerings(program: Program, lowerings: list[lower.Lowering],
     `baseline`: how to get the errors the outputs may have (the input's)."""
     def run(chosen):
         lowered = lower.apply(program.text, chosen)
-        p = read_program(program.path, options.preprocessor, text=lowered.text,
-                         constants=program.constants)
+        p = read_again(program, options.preprocessor, lowered.text)
         return lowered, p, _transform(p, options, {l.kernel: l.shown for l in chosen},
                                       lambda text: _declared(text, chosen), baseline)
 

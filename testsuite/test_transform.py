@@ -703,3 +703,30 @@ def test_column_sums_finished_by_their_last_block(tmp_path, nvcc):
     runs_alike(program.text, result.text, tmp_path)
     verdicts = validate_cpu(program, result, options, {"rows": 3000, "cols": 300}, seed=7)
     assert len(verdicts) == 4 and all(v.ok for v in verdicts), [v.message for v in verdicts]
+
+
+@pytest.mark.parametrize("reduction", ["auto", "split"])
+def test_what_the_model_must_not_take_for_what_it_is_not(tmp_path, nvcc, reduction):
+    """testsuite/fixtures/model_limits.cu (a review's reproducers, each a wrong result
+    before): the launch geometry read in a value (`(float)(blockDim.x * gridDim.x)`,
+    `(float)threadIdx.y`) keeps a kernel outside the model, permuted at most (its
+    builtins renamed with the axes); an int argument the kernel assigns (`n = n - 2;`) is
+    no parameter of the model; a variable of the thread shared by the statements before
+    and after a column sum's loop keeps the split away. With every legal change taken,
+    the program prints the original's numbers on the CPU runtime, and nvcc compiles it."""
+    from conftest import compile_sm90, runs_alike
+    options = TransformOptions(model=False, reduction=reduction)
+    program = read_program(str(FIXTURES / "model_limits.cu"), options.preprocessor)
+    result = transform_program(program, options)
+    by_name = {d.kernel: d for d in result.decisions}
+    assert by_name["geometry_value"].action == "permuted"
+    assert "launch geometry in a value" in by_name["geometry_value"].reason
+    assert by_name["geometry_after"].action == "unchanged"
+    assert by_name["assigned_argument"].action in ("permuted", "unchanged")
+    if reduction == "split":
+        assert by_name["shared_scalar"].action == "unchanged"
+        assert "uses a variable of its thread" in by_name["shared_scalar"].reason
+    source = tmp_path / "out.cu"
+    source.write_text(result.text)
+    compile_sm90(nvcc, source)
+    runs_alike(program.text, result.text, tmp_path)

@@ -116,7 +116,6 @@ def install_read_cache() -> None:
     are confirmed by a `polycoal transform` subprocess before they are saved
     (main.confirm_with_cli)."""
     import polycoal.frontend as frontend
-    import polycoal.transform as transform
     original = getattr(frontend.read_program, "__wrapped__", frontend.read_program)
 
     def read_program(path, options=frontend.PreprocessorOptions(), text=None, source=None,
@@ -140,8 +139,7 @@ def install_read_cache() -> None:
         return _read_cache[key]
 
     read_program.__wrapped__ = original
-    frontend.read_program = read_program
-    transform.read_program = read_program
+    frontend.read_program = read_program       # read_again reads through it too
 
 
 def clear_read_cache() -> None:
@@ -152,11 +150,9 @@ def uninstall_read_cache() -> None:
     """Put the front end's own read_program back (a run in the caller's process, such as
     --replay from a test session, must not leave its memo behind)."""
     import polycoal.frontend as frontend
-    import polycoal.transform as transform
     original = getattr(frontend.read_program, "__wrapped__", None)
     if original is not None:
         frontend.read_program = original
-        transform.read_program = original
     _read_cache.clear()
 
 

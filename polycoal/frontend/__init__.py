@@ -132,6 +132,14 @@ def read_program(path: str, options: PreprocessorOptions = PreprocessorOptions()
                    struct_types(user_tokens), constant_types or {})
 
 
+def read_again(program: Program, options: PreprocessorOptions, text: str) -> Program:
+    """`text` read as the program `program` was (its path), with the file-scope
+    constants and their types already known (the text being polycoal's edit of it,
+    whose declarations outside kernels are the input's)."""
+    return read_program(program.path, options, text=text, constants=program.constants,
+                        constant_types=program.constant_types)
+
+
 # a declaration of a named integer constant at the start of a line (file and namespace
 # scope, as such constants are written; a kernel's local `const int i = ...` is
 # indented), or a class's `static constexpr` member (indented), the only text that makes

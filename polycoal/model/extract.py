@@ -142,6 +142,22 @@ def _prescan(body: c_ast.Node) -> _Variables:
     return info
 
 
+def _geometry_in_value(node: c_ast.Node | None) -> c_ast.Node | None:
+    """A launch-geometry builtin (`threadIdx.x`, `blockDim.x`...) a statement reads
+    outside its subscripts (which the model reads), else None."""
+    if node is None:
+        return None
+    if isinstance(node, c_ast.ArrayRef):
+        return _geometry_in_value(node.name)
+    if builtin(node) is not None:
+        return node
+    for _, child in node.children():
+        found = _geometry_in_value(child)
+        if found is not None:
+            return found
+    return None
+
+
 def _constants(kernel: Kernel, program: Program) -> dict[str, Poly]:
     """The program's file-scope integer constants (Program.constants) as values, except
     names the kernel declares itself (a parameter or a local shadows them)."""
@@ -180,14 +196,18 @@ class _Extractor:
         self.dialect = cuda_dialect()
         self.here = kernel.location
         self.vars = _prescan(kernel.ast.body)
+        # an int argument the kernel assigns (`n = n - 2;`) is a value of its thread,
+        # not the parameter the launch passes: unknown to the model
         params = {p.name for p in kernel.parameters if not p.is_pointer
-                  and p.type in _INT_TYPES}
+                  and p.type in _INT_TYPES and not self.vars.assigned.get(p.name)}
         self.scope = Scope(axes, _constants(kernel, program), params,
                            types=integer_names(kernel, self.vars, program),
                            nonnegative=set(nonnegative))
         for p in kernel.parameters:
             if not p.is_pointer and p.name not in params:
-                self.scope.opaque[p.name] = f"'{p.name}' is a non-integer argument"
+                self.scope.opaque[p.name] = f"'{p.name}' is assigned in the kernel" \
+                    if self.vars.assigned.get(p.name) else \
+                    f"'{p.name}' is a non-integer argument"
         self.pointer_params = {p.name: p for p in kernel.parameters if p.is_pointer}
         self.statements: list[Statement] = []
         self.outside: list[OutsideModel] = []
@@ -539,6 +559,11 @@ class _Extractor:
             return
         if self.closed:
             raise _NotWholeBody()
+        read = _geometry_in_value(node)
+        if read is not None:
+            # new kernels run another geometry: such a value would be theirs
+            self.outside_model("launch geometry in a value", read,
+                               f"'{_text(read)}' read outside a subscript or a guard")
         guards = list(ctx.guards) + list(self.returned)
         self.statements.append(Statement(
             f"S{len(self.statements)}", _loc(node, self.here), text or _text(node).strip(),

@@ -150,6 +150,12 @@ def column_reduction_obstacle(model: KernelModel, analysis) -> Obstacle | None:
         if target.element_type not in ("float", "double", "int", "unsigned") or \
                 target.space != "global":
             return Obstacle("not-atomic", f"atomicAdd cannot update '{target.text}'")
+    for s in model.statements:
+        if not s.loops and any(a.space in ("private", "local") for a in s.accesses):
+            # the split runs the statements before and after the loop elsewhere (other
+            # kernels, the block that finishes a column): a thread's scalar is not there
+            return Obstacle("reduction-shape", f"statement at line {s.location.line} "
+                            "outside the loop uses a variable of its thread")
     domains = [isl_helpers.domain(model, s) for s in inside]
     first = domains[0]
     for dom in domains:

@@ -137,14 +137,12 @@ def price_layouts(program: Program, text: str, decisions: list[KernelDecision],
     the model is a second judge: a layout it predicts MARGIN times slower over its
     kernels, at the launch's sizes, is not taken (`plan.reason` says why)."""
     from polycoal.analysis import analyze_kernel
-    from polycoal.frontend import read_program
+    from polycoal.frontend import read_again
     laid = [d for d in decisions if d.action == "layout"]
     if not laid:
         return decisions
     try:
-        new_program = read_program(program.path, options.preprocessor, text=text,
-                                   constants=program.constants,
-                                   constant_types=program.constant_types)
+        new_program = read_again(program, options.preprocessor, text)
     except Exception:              # noqa: BLE001 - unpriced: the validators judge it
         return decisions
     m = shipped_machine()

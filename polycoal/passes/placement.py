@@ -83,15 +83,14 @@ def place(program: Program, text: str, options: TransformOptions,
     """The placement of the transformed program `text` (of the kernels `only`, None:
     all): (the ProgramPlacement, or None where it did not run, and the text with the
     placements taken)."""
-    from polycoal.frontend import read_program
+    from polycoal.frontend import read_again
     from polycoal.model.memory_spec import load_spec
     from polycoal.placement import place_program
     if only is not None and not only:
         return None, text
     try:
-        transformed = program if text == program.text else read_program(
-            program.path, options.preprocessor, text=text, constants=program.constants,
-            constant_types=program.constant_types)
+        transformed = program if text == program.text else read_again(
+            program, options.preprocessor, text)
         placed = place_program(transformed, load_spec(), {}, options.preprocessor,
                                veto=model_veto(options), only=only)
     except Exception as error:          # noqa: BLE001 - confined: every array stays

@@ -38,11 +38,15 @@ def plan_reduction(program: Program, kernel: Kernel, d: KernelDecision,
         refusal = row or shape
         if refusal is not None:
             return d.keep(refusal.code, refusal.text)
+        try:
+            tiled = generate_tiled_reduction(program.text, kernel, model, loop.loop.counter)
+        except ValueError as e:
+            return d.keep("reduction-shape", f"a reduction not tiled: {e}")
         return d.change(
             "tiled", f"row reduction over '{loop.loop.source_name}' (into {loop.reduction}): "
             "the core paper's partial sums in 16x16 tiles, shared memory and atomicAdd; "
             "floating-point additions are reassociated",
-            generated=generate_tiled_reduction(program.text, kernel, model, loop.loop.counter),
+            generated=tiled,
             mapping=mapping_of(d, (loop.loop.counter, model.thread_dims[0].name), ()))
     if options.reduction in ("auto", "block") and row is not None and (
             row.code == "reduction-shape" or
@@ -92,8 +96,11 @@ def _plan_column_reduction(program: Program, kernel: Kernel, d: KernelDecision,
     # time (every launch on the default stream, as written)
     one_stream = all(l.stream is None or l.stream.strip() in ("0", "NULL", "nullptr")
                      for l in program.launches_of(kernel.name))
-    generated = generate_column_split(program.text, kernel, model, loop.loop.counter, extents,
-                                      options.split, finish=one_stream)
+    try:
+        generated = generate_column_split(program.text, kernel, model, loop.loop.counter,
+                                          extents, options.split, finish=one_stream)
+    except ValueError as e:
+        return d.keep("reduction-shape", f"a column reduction not split: {e}")
     columns, rows = generated.per_block[:2]
     finished = "__pc_done[" in generated.text
     return d.change(

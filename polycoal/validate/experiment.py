@@ -299,12 +299,10 @@ def prepare(program: Program, new_program: Program, d: KernelDecision,
 def run_changed(program: Program, result, options, run, unchanged):
     """run(program, new_program, decision) for every changed kernel, unchanged(decision)
     for the others, in the program's order."""
-    from polycoal.frontend import read_program
+    from polycoal.frontend import read_again
     program = result.program or program        # the lowered program the decisions name
     changed = [d for d in result.decisions if d.action != "unchanged"]
-    new_program = read_program(program.path, options.preprocessor, text=result.text,
-                               constants=program.constants,
-                               constant_types=program.constant_types) \
+    new_program = read_again(program, options.preprocessor, result.text) \
         if changed else None
     return [run(program, new_program, d) if d.action != "unchanged" else unchanged(d)
             for d in result.decisions]
