@@ -245,8 +245,10 @@ def test_outside_model_construct_and_line(outside_models, kernel, construct, lin
     for o in m.outside:
         assert o.location.file == str(FIXTURES / "outside_model.cu")
         assert o.detail and o.fallback
-    # every other entry is on the construct's line or right after it
-    assert all(line <= o.location.line <= line + 1 for o in m.outside), found
+    # every other entry is on the construct's line or right after it (a value read from
+    # the launch geometry, a construct of its own, where it is)
+    assert all(line <= o.location.line <= line + 1 for o in m.outside
+               if o.construct != "launch geometry in a value"), found
 
 
 def test_outside_model_details(outside_models):

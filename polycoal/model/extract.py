@@ -149,7 +149,8 @@ def _geometry_in_value(node: c_ast.Node | None) -> c_ast.Node | None:
         return None
     if isinstance(node, c_ast.ArrayRef):
         return _geometry_in_value(node.name)
-    if builtin(node) is not None:
+    if builtin(node) is not None or isinstance(node, c_ast.ID) and \
+            is_launch_parameter(node.name):        # as lowered code spells it: blockDim_x
         return node
     for _, child in node.children():
         found = _geometry_in_value(child)

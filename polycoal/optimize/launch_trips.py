@@ -206,16 +206,16 @@ def trips_obstacle(model: KernelModel | None, kernel_text: str, parameter: str,
         return "the kernel is outside the model"
     if parameter_type not in INT_TYPES:
         return f"its parameter {parameter} is not an integer"
-    if model.outside:
-        return f"{model.outside[0].construct} is outside the model"
     body = kernel_text[kernel_text.find("{"):]
-    used = set(re.findall(r"[A-Za-z_]\w*", body))
-    if used & _ORDERED:
-        return f"it calls {sorted(used & _ORDERED)[0]}"
     if re.search(rf"(?:\b{re.escape(parameter)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
                  rf"(?:\+\+|--)\s*{re.escape(parameter)}\b|\b{re.escape(parameter)}\s*(?:\+\+|--))",
                  body):
         return f"it assigns its parameter {parameter}"
+    if model.outside:
+        return f"{model.outside[0].construct} is outside the model"
+    used = set(re.findall(r"[A-Za-z_]\w*", body))
+    if used & _ORDERED:
+        return f"it calls {sorted(used & _ORDERED)[0]}"
     for _, a in model.accesses():
         if a.space in ("shared",):
             return "it uses shared memory"

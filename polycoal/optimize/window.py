@@ -63,9 +63,7 @@ from pycparser import c_ast
 
 from polycoal.analysis.work import Geometry
 from polycoal.model.accumulation import text
-from polycoal.frontend.dialect import cuda_dialect
-from polycoal.frontend.normalise import walk
-from polycoal.model.kernel_model import is_launch_parameter, KernelModel
+from polycoal.model.kernel_model import KernelModel
 from polycoal.model.poly import Poly
 from polycoal.optimize.reduction import Obstacle
 
@@ -162,16 +160,6 @@ def array_references(node) -> tuple[set[str], set[str]]:
     return always, sometimes
 
 
-def _reads_geometry(node) -> bool:
-    """Does the statement read threadIdx, blockIdx, blockDim or gridDim (as written or
-    lowered: blockDim_x) other than through the thread dims' own variables?"""
-    d = cuda_dialect()
-    names = (d.thread_index, d.block_index, d.block_dim, d.grid_dim)
-    return any(isinstance(n, c_ast.ID) and
-               (n.name in names or is_launch_parameter(n.name))
-               for n in walk(node))
-
-
 def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obstacle:
     """(x, y): the kernel's two thread dims, `x` (by default the one on threadIdx.x) on
     the lanes (on a 1-D grid its one dim twice), or why the form does not apply."""
@@ -188,10 +176,6 @@ def _shape(model: KernelModel, analysis, x: str | None) -> tuple[str, str] | Obs
         return Obstacle("window-shape", "it keeps private values or synchronises")
     if not all(s.exact for s in model.statements):
         return Obstacle("window-shape", "a data-dependent condition guards a statement")
-    if any(_reads_geometry(s.node) for s in model.statements):
-        # its blocks and each thread's elements change: threadIdx.x, blockDim.x... in a
-        # value would change with them
-        return Obstacle("window-shape", "a statement reads the launch's geometry")
     if any(a.space not in ("global", "constant") or a.atomic
            for s in model.statements for a in s.accesses):
         return Obstacle("window-shape", "it uses private, local, shared or atomic values")
