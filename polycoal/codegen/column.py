@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
                                      generate_kernel, renamed_kernel, thread_range)
-from polycoal.codegen.statements import render_accumulation, renderer
+from polycoal.codegen.statements import render_accumulation, rendered_statement
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.isl_c import condition_to_c
@@ -226,23 +226,25 @@ def _finishing(model: KernelModel, kernel: Kernel, counter: str, columns: int
     names = {thread: "pc_x"}
     others = set(isl_helpers.all_dims(model)) - {thread}
 
+    def reads_geometry(text: str) -> bool:      # new code has no such parameter
+        return any(is_launch_parameter(p) and re.search(rf"\b{p}\b", text)
+                   for p in model.parameters)
+
+    def columns_of(s) -> str:
+        return condition_to_c(as_parameters(model, s.name, [thread], ["pc_x"]))
+
     def guarded(s) -> str | None:
-        condition = condition_to_c(as_parameters(model, s.name, [thread], ["pc_x"]))
-        r = renderer(model, kernel, s, names)
-        body = r.visit(s.node).rstrip()
-        if r.used & others or any(is_launch_parameter(p) for p in model.parameters
-                                  if re.search(rf"\b{p}\b", condition + body)):
+        condition = columns_of(s)
+        try:
+            body = rendered_statement(model, kernel, s, names, others)
+        except ValueError:
             return None
-        body = body if body.endswith((";", "}")) else body + ";"
-        return f"if ({condition}) {{ {body} }}"
+        return None if reads_geometry(condition + body) else f"if ({condition}) {{ {body} }}"
 
     before = [guarded(s) for s in outside if s.beta[0] < loop_beta]
     after = [guarded(s) for s in outside if s.beta[0] > loop_beta]
-    if any(t is None for t in before + after):
-        return None
-    in_loop = condition_to_c(as_parameters(model, inside[0].name, [thread], ["pc_x"]))
-    if any(is_launch_parameter(p) for p in model.parameters
-           if re.search(rf"\b{p}\b", in_loop)):
+    in_loop = columns_of(inside[0])
+    if any(t is None for t in before + after) or reads_geometry(in_loop):
         return None
     return {"before": before, "after": after, "in_loop": in_loop,
             "blocks": FINISHING_BLOCKS, "slots": FINISHING_BLOCKS * 32 * columns}

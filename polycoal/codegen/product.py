@@ -14,7 +14,8 @@ from polycoal.model.isl_c import condition_to_c
 from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _signature,
                                      geometry_read, passed_geometry, renamed_kernel,
                                      thread_range, with_geometry)
-from polycoal.codegen.statements import references, render_accumulation, renderer
+from polycoal.codegen.statements import (references, render_accumulation, rendered_statement,
+                                         renderer)
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
@@ -136,15 +137,6 @@ def _check(used: set[str], others: set[str], what: str) -> None:
         raise ValueError(f"{what}: reads {', '.join(sorted(used & others))}")
 
 
-def _rendered(model, kernel, s, names, others, replace_with) -> str:
-    r = renderer(model, kernel, s, names)
-    r.replace = replace_with
-    text = r.visit(s.node)
-    _check(r.used, others, s.text)
-    text = text.rstrip()
-    return text if text.endswith((";", "}")) else text + ";"
-
-
 def _before_in_register(model, kernel, update, by_name, plan, names, others, register,
                         row_statements) -> list[str] | None:
     """The statements before the loop with the output element read and written as the
@@ -157,7 +149,7 @@ def _before_in_register(model, kernel, update, by_name, plan, names, others, reg
     pattern = re.compile(rf"\b{re.escape(written.array)}\b")
     if any(pattern.search(r["text"]) for r in row_statements):
         return None
-    rendered = [_rendered(model, kernel, by_name[n], names, others,
+    rendered = [rendered_statement(model, kernel, by_name[n], names, others,
                           {**register, written.text: "pc_acc[pc_a][pc_b]"})
                 for n in plan.before]
     if any(pattern.search(t) for t in rendered):
@@ -245,9 +237,9 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         updates.append({"op": f"{sign}=", "value": r.visit(term)})
         _check(r.used, others, update.text)
     row_statements = [{"inside": condition_to_c(row_set(model, n, plan.i)),
-                       "text": _rendered(model, kernel, by_name[n], names, others, {})}
+                       "text": rendered_statement(model, kernel, by_name[n], names, others, {})}
                       for n in plan.rows]
-    before = [_rendered(model, kernel, by_name[n], names, others, register)
+    before = [rendered_statement(model, kernel, by_name[n], names, others, register)
               for n in plan.before]
     # the statements before the loop on the accumulator itself where they touch the
     # output only as its element (`c[i][j] *= beta`): the element is loaded once into
@@ -257,7 +249,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
                                       register, row_statements)
     if in_register is not None:
         before = in_register
-    after = [_rendered(model, kernel, by_name[n], names, others, register)
+    after = [rendered_statement(model, kernel, by_name[n], names, others, register)
              for n in plan.after]
     inside = condition_to_c(output_set(model, plan))
     tiles = tile_set(model, plan)

@@ -169,6 +169,20 @@ def render_promoted(model: KernelModel, kernel: Kernel, s: Statement,
     return r.visit(s.node)
 
 
+def rendered_statement(model: KernelModel, kernel: Kernel, s: Statement,
+                       names: dict[str, str], others: set[str],
+                       replace_with: dict[str, str] | None = None) -> str:
+    """The statement as one line of C with dims renamed via `names` (and references
+    as `replace_with` says), ending with `;` or `}`; ValueError where it reads one of the
+    dims `others` (which new code has no variable for)."""
+    r = renderer(model, kernel, s, names)
+    r.replace = dict(replace_with or {})
+    text = r.visit(s.node).rstrip()
+    if r.used & others:
+        raise ValueError(f"{s.text}: reads {', '.join(sorted(r.used & others))}")
+    return text if text.endswith((";", "}")) else text + ";"
+
+
 def renderer(model: KernelModel, kernel: Kernel, s: Statement,
              names: dict[str, str]) -> "_Renderer":
     """A printer of the statement's parts with dims renamed via `names` (its `replace`
