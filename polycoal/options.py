@@ -114,8 +114,8 @@ def add_transform_options(p: argparse.ArgumentParser) -> None:
                    "compile is left as written, with an error (output-rejected)")
     p.add_argument("--sizes", action="append", default=[], metavar="[KERNEL:]tile=T,...",
                    help="the shape of tiled products: tile=T (outputs per block along "
-                   "each dim), tall=R (R rows of T columns instead, warps of 64 x 64 "
-                   "outputs), threads=B (B x B threads per block, default 16), chunk=C "
+                   "each dim), tall=R (R rows of T columns in the warp layout instead, each "
+                   "warp 4R/B x 8T/B outputs; tall=T: square tiles in it), threads=B (B x B threads per block, default 16), chunk=C "
                    "(reduction steps staged at a time, default 16), blocks=N (blocks per "
                    "multiprocessor the registers must allow, default 0: the compiler's "
                    "choice); for KERNEL only, or "

@@ -11,7 +11,7 @@ import pytest
 from conftest import POLYBENCH, first_kernel_analysis
 from polycoal.frontend import read_program
 from polycoal.frontend.preprocess import PreprocessorOptions
-from polycoal.optimize.products import ProductPlan, product_plan
+from polycoal.optimize.products import ProductPlan, choose_sizes, product_plan
 from polycoal.optimize.restructure import solve_mapping
 from polycoal.transform import TransformOptions, transform_program
 from polycoal.validate.cpu import validate_cpu
@@ -57,6 +57,18 @@ CASES = [
      (("", 128, 16, 8, 1, 256),)),
     ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
      (("", 128, 16, 4, 1, 256),)),
+    # square tiles in the warp layout (128 x 128, warps of 32 x 64, two blocks a
+    # multiprocessor, the full tiles in a kernel of their own): ragged; a triangle whose
+    # tiles on the diagonal run in the full kernel, each element checked; ragged
+    # triangle; SYRK's operands along k
+    ("gemm", ("NI=300", "NJ=270", "NK=37"), {"ni": 300, "nj": 270, "nk": 37},
+     {"gemm_kernel"}, (("", 128, 16, 8, 2, 128),)),
+    ("covariance", ("M=256", "N=48"), {"m": 256, "n": 48}, {"covar_kernel"},
+     (("", 128, 16, 8, 2, 128),)),
+    ("covariance", ("M=300", "N=40"), {"m": 300, "n": 40}, {"covar_kernel"},
+     (("", 128, 16, 8, 2, 128),)),
+    ("syrk", ("NI=256", "NJ=40"), {"ni": 256, "nj": 40}, {"syrk_kernel"},
+     (("", 128, 16, 8, 2, 128),)),
     # SYR2K's four in chunks of 8: 50,176 bytes, past the static 48 KiB (dynamic)
     ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
      (("", 128, 16, 8, 1, 256),)),
@@ -102,7 +114,7 @@ def test_the_tile_follows_the_sizes():
     assert sizes(512) == ("tile=32,threads=16,chunk=32", (32, 32, 1))
     assert sizes(1024) == ("tile=64,threads=16,chunk=16,blocks=3", (64, 64, 1))
     assert sizes(2048) == ("tile=128,tall=256,threads=16,chunk=8,blocks=1", (128, 256, 1))
-    assert sizes(1920) == ("tile=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
+    assert sizes(1920) == ("tile=128,tall=128,threads=16,chunk=8,blocks=2", (128, 128, 1))
     # SYR2K's four operands in tall tiles need 50,176 bytes of shared memory: the
     # launch's dynamic shared memory; a double GEMM's accumulators would not fit the
     # registers of tall tiles: square
@@ -111,19 +123,25 @@ def test_the_tile_follows_the_sizes():
     assert [st.shared for st in syr2k.generated.stages] == [50176, 50176]
     assert sizes(2048)[0] and _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048"))[1] \
         .decisions[0].generated.shared == 0
-    # tiles by their waves: covariance's triangle at 4096 takes 2 + 1 waves of tall tiles
-    # (full tiles, then the diagonal's), 2 of square ones; at 8192 9 and 8 (x 1.26)
-    for n, chosen in ((4096, "tile=128,threads=16,chunk=8,blocks=2"),
-                      (8192, "tile=128,tall=256,threads=16,chunk=8,blocks=1")):
+    # a triangle in square tiles in warps (tall tiles: as many waves, slower); 2000 x
+    # 2000 outputs in one wave of tall tiles (the full ones and the others in one launch)
+    for n, chosen in ((4096, "tile=128,tall=128,threads=16,chunk=8,blocks=2"),
+                      (8192, "tile=128,tall=128,threads=16,chunk=8,blocks=2")):
         covariance = _transformed("covariance", (f"M={n}", f"N={n}"))[1]
         d = next(x for x in covariance.decisions if x.kernel == "covar_kernel")
         assert d.generated.tiles.sizes.text == chosen, n
-    assert sizes(2000)[0] == "tile=128,threads=16,chunk=8,blocks=2"     # 105 + 23 tall
+    assert sizes(2000)[0] == "tile=128,tall=256,threads=16,chunk=8,blocks=1"
     dgemm = _transformed("gemm", ("NI=2048", "NJ=2048", "NK=2048", "DATA_TYPE=double"))
     assert dgemm[1].decisions[0].generated.tiles.sizes.text == \
         "tile=128,threads=16,chunk=8,blocks=2"
     syrk = _transformed("syrk", ("NI=1920", "NJ=1920"))[1].decisions[0]
-    assert syrk.generated.tiles.sizes.text == "tile=128,threads=16,chunk=16"  # along k
+    assert syrk.generated.tiles.sizes.text == "tile=128,tall=128,threads=16,chunk=8,blocks=2"
+    # of the tiles of 128, the fewest waves: 1920 x 1920 in 225 square tiles in warps (one
+    # wave), not 240 tall ones (two) nor square ones in the block layout (one, slower)
+    assert choose_sizes([1920, 1920], (("i", False), ("j", False)), 4).text == \
+        "tile=128,tall=128,threads=16,chunk=8,blocks=2"
+    assert choose_sizes([1920, 1920], (("i", False), ("j", False)), 8).text == \
+        "tile=128,threads=16,chunk=8,blocks=2"
     assert sizes(2048, (("", 64, 8, 4, 0), ("other", 32, 16, 16, 0)))[0] == \
         "tile=64,threads=8,chunk=4"
     assert sizes(100, (("gemm_kernel", 128, 16, 8, 2), ("", 32, 16, 16, 0)))[0] == \
@@ -230,7 +248,7 @@ def test_sizes_on_the_command_line(tmp_path, capsys):
                  "--sizes", "tile=128,tall=256,chunk=8,blocks=1"]) == 0
     assert "--sizes gemm_kernel:tile=128,tall=256,threads=16,chunk=8,blocks=1\n" in \
         capsys.readouterr().err
-    assert "gemm_kernel__pc_full<<<" in out.read_text()
+    assert FULL_PATH in out.read_text()
     for bad, why in (("tile=48", "outputs per thread"), ("tile=64,chunk=3", "split evenly"),
                      ("tile=128,tall=96", "rows per thread"),
                      ("tile=64,size=2", "expected"), ("tile=64,blocks=99", "0 to 32")):
@@ -306,27 +324,53 @@ def test_the_validator_rejects_a_full_tile_with_points_outside_the_outputs():
                                                  "is not an output"]
 
 
-def test_the_full_tiles_run_in_their_own_kernel(tmp_path):
-    """Tall tiles: the full tiles (aligned rows, whole chunks) run in gemm_kernel__pc_full,
-    launched before gemm_kernel, which runs the others. Both are executed by the CPU
-    runs above; here a wrong sum in either kernel is caught where that kernel has work:
-    the full kernel at 512 x 256 x 64, the other at a reduction of 69 (no tile full)."""
+def _wrong_sum(text: str, start: str, after: str) -> str:
+    """The text with a wrong term added at the first update after `after`, itself after
+    `start`."""
+    at = text.index("pc_acc[pc_a][pc_b] += ", text.index(after, text.index(start)))
+    return text[:at] + "pc_acc[pc_a][pc_b] += 1.0f; " + text[at:]
+
+
+# the path of a full tile in a kernel running both, and the clamped path after it
+FULL_PATH, CLAMPED_PATH = "if (pc_full) {", "        continue;\n      }\n"
+
+
+def test_full_tiles_and_the_others_take_their_own_paths():
+    """Tiles in warps: a full tile (in the ranges, whole chunks, aligned) runs without
+    clamping, the others clamped, in one kernel. A wrong sum on either path is caught
+    where it has work (at 512 x 256 x 64 every tile is full, at a reduction of 69 none
+    is) and only there: each tile takes its own path."""
     from dataclasses import replace
-    for nk, broken in ((64, "gemm_kernel__pc_full"), (69, "gemm_kernel")):
-        defines = ("NI=512", "NJ=256", f"NK={nk}")
-        program, result, options = _transformed("gemm", defines,
-                                                (("", 128, 16, 8, 1, 256),))
-        d = result.decisions[0]
-        text = result.text
-        assert text.index("gemm_kernel__pc_full<<<dim3") < text.index("gemm_kernel<<<dim3")
-        start = text.index(f"void __launch_bounds__(256, 1) {broken}(")
-        at = text.index("pc_acc[pc_a][pc_b] += ", start)
-        wrong = text[:at] + "pc_acc[pc_a][pc_b] += 1.0f; " + text[at:]
+    for nk, sizes in ((64, (128, 16, 8, 1, 256)), (69, (128, 16, 8, 1, 256)),
+                      (64, (128, 16, 8, 2, 128))):
+        program, result, options = _transformed("gemm", ("NI=512", "NJ=256", f"NK={nk}"),
+                                                (("",) + sizes,))
+        assert "gemm_kernel__pc_full" not in result.text
         values = {"ni": 512, "nj": 256, "nk": nk}
         assert all(v.ok for v in validate_cpu(program, result, options, values, seed=3))
-        bad = replace(result, text=wrong)
-        verdicts = validate_cpu(program, bad, options, values, seed=3)
-        assert not all(v.ok for v in verdicts), (broken, [v.message for v in verdicts])
+        for path, caught in ((FULL_PATH, nk == 64), (CLAMPED_PATH, nk != 64)):
+            bad = replace(result, text=_wrong_sum(result.text, "gemm_kernel(", path))
+            verdicts = validate_cpu(program, bad, options, values, seed=3)
+            assert all(v.ok for v in verdicts) != caught, (nk, path, sizes)
+
+
+def test_a_triangles_diagonal_tiles_run_as_full_tiles():
+    """Square tiles in warps over covariance's triangle at 256: its three tiles holding
+    outputs lie inside the ranges, the two on the diagonal too: all take the full path
+    (each element of a diagonal tile checked), none the clamped one."""
+    from dataclasses import replace
+    program, result, options = _transformed("covariance", ("M=256", "N=48"),
+                                            (("", 128, 16, 8, 2, 128),))
+    values = {"m": 256, "n": 48}
+    d = next(x for x in result.decisions if x.kernel == "covar_kernel")
+    assert "const bool pc_all" in d.generated.text
+    gemm = _transformed("gemm", ("NI=256", "NJ=256", "NK=64"), (("", 128, 16, 8, 2, 128),))
+    assert "const bool pc_all" not in gemm[1].decisions[0].generated.text   # a rectangle
+    assert all(v.ok for v in validate_cpu(program, result, options, values, seed=5))
+    for path, caught in ((FULL_PATH, True), (CLAMPED_PATH, False)):
+        bad = replace(result, text=_wrong_sum(result.text, "covar_kernel(", path))
+        verdicts = validate_cpu(program, bad, options, values, seed=5)
+        assert all(v.ok for v in verdicts) != caught, (path, [v.message for v in verdicts])
 
 
 def test_factors_the_same_for_every_term_are_staged():
@@ -360,12 +404,16 @@ def test_factors_the_same_for_every_term_are_staged():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_tall_tiles_compile(tmp_path):
-    """GEMM and SYRK at 2048 (tall tiles chosen, two kernels) and covariance at 8192."""
+    """GEMM and SYRK at 2048 (tall tiles chosen: full tiles and the others in one kernel),
+    covariance at 8192 (square tiles in warps), SYR2K (four operands: the full tiles in
+    a kernel of their own)."""
     for name, defines in (("gemm", ("NI=2048", "NJ=2048", "NK=2048")),
                           ("syrk", ("NI=2048", "NJ=2048")),
-                          ("covariance", ("M=8192", "N=8192"))):
+                          ("covariance", ("M=8192", "N=8192")),
+                          ("syr2k", ("NI=2048", "NJ=2048"))):
         _, result, _ = _transformed(name, defines)
-        assert "__pc_full<<<" in result.text, name
+        assert (name == "syr2k") == ("__pc_full<<<" in result.text), name
+        assert FULL_PATH in result.text or name == "syr2k", name
         (tmp_path / "out.cu").write_text(result.text)
         r = subprocess.run(["nvcc", "-arch=sm_90", "-w", "-c", "-I", str(POLYBENCH / name),
                             "-I", str(POLYBENCH / "common"), str(tmp_path / "out.cu"),

@@ -24,6 +24,7 @@ from polycoal.frontend.normalise import assigned_names
 from polycoal.model.accumulation import text
 from polycoal.optimize.products import (SHARED_BYTES, ProductPlan, additive_terms,
                                         element_bytes, full_set, output_set, placements,
+                                        ranges_all_outputs,
                                         row_set, tile_set)
 from polycoal.templates import render_template
 
@@ -267,10 +268,14 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
             o[key] = passed_geometry(o[key], hidden)
     block = (threads, threads, 1)
     signature = with_geometry(_signature(original, kernel, block, plan.sizes.blocks), hidden)
-    # tall tiles: the full tiles in a kernel of their own, launched first (in one kernel
-    # with the others' code, the compiler schedules the full tiles' loop worse: GEMM at
-    # 4096 2.88 -> 3.39 ms); other sizes: one kernel, every tile clamped
-    split = plan.sizes.layout == "warps" and not kernel.is_template
+    # the warp layout: the full tiles (inside the ranges: no clamping, wide reads) and the
+    # others in one kernel (GEMM at 2048 0.381 ms, 2.907 at 4096, SYRK 0.384 at 2048)
+    # rather than the full tiles in a kernel of their own launched first (0.393, 2.99,
+    # 0.388); four operands (SYR2K), the full tiles' kernel of their own (0.791 against
+    # 0.899 at 2048), except for a template kernel (not renamed). The block layout: every
+    # tile clamped.
+    mode = "single" if plan.sizes.layout != "warps" else \
+        "full" if len(operands) > 2 and not kernel.is_template else "both"
     full_kernel = kernel.name + "__pc_full"
     # the operands' buffers past the static 48 KiB: in dynamic shared memory, one
     # allocation carved in order (each buffer a multiple of 16 bytes)
@@ -295,11 +300,13 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
                         for r in row_statements],
         after=[passed_geometry(t, hidden) for t in after], load_first=in_register is not None,
         i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi,
-        dynamic=dynamic)
+        dynamic=dynamic,
+        # a full tile's elements checked unless all of the ranges' box is outputs
+        full_check=False if ranges_all_outputs(model, plan) else "pc_all")
     body = render_template("product_tiles.cu.j2", signature=signature,
-                           mode="edges" if split else "single", **values)
+                           mode=mode if mode != "full" else "edges", **values)
     first = []
-    if split:
+    if mode == "full":
         body = render_template("product_tiles.cu.j2", mode="full",
                                signature=renamed_kernel(signature, kernel.name, full_kernel),
                                **values) + "\n\n" + body

@@ -44,9 +44,11 @@ OPTION_SETS: dict[str, list[str]] = {
     "reduction=tiles": ["--reduction", "tiles"],
     "reduction=none": ["--reduction", "none"],
     "no-promotion": ["--no-promotion"],
-    # products in tall tiles (256 x 128, the full tiles in a kernel of their own)
-    # whatever the sizes of the outputs
+    # products in tall tiles (256 x 128 in the warp layout: the full tiles unclamped,
+    # the others clamped, in one kernel; with four operands, two kernels) whatever the
+    # sizes of the outputs; in square tiles of 128 in the warp layout
     "tall-tiles": ["--sizes", "tile=128,tall=256,chunk=8,blocks=1"],
+    "square-warps": ["--sizes", "tile=128,tall=128,chunk=8,blocks=2"],
     "collapse": ["--collapse-redundant-threads"],
     # the register window wherever it applies (small grids, rows sharing nothing)
     "window": ["--no-model", "--window-always"],

@@ -136,7 +136,17 @@ class TileSizes:
 # full tiles in a kernel of their own (codegen/product.py): GEMM at 2048 0.41 ms, 1.04x
 # cuBLAS SGEMM in the same run (128 x 128, two blocks a multiprocessor: 0.51), at 4096
 # 3.10 ms (3.86).
-CANDIDATES = (TileSizes(128, 16, 8, 1, 256), TileSizes(128, 16, 8, 2),
+#
+# Tiles of 128 x 128 in the same warp layout (8 x 8 accumulators a thread, warps of 32 x
+# 64 outputs, two blocks a multiprocessor, registers capped at 128), each step's
+# fragments read a step ahead (templates/product_tiles.cu.j2): as fast as the tall tiles
+# for as many outputs a wave (GEMM's full tiles at 2048 0.388 ms against 0.389, at 4096
+# 2.97 against 2.99; without the step ahead 0.435 and 3.29), half the outputs a tile:
+# taken where they take fewer waves. For 8-byte elements (64 accumulators would take
+# every register of the cap), the square layout. Every tile in one launch, the full
+# tiles without clamping, the others clamped: GEMM at 2048 0.393 -> 0.381 ms, at 4096
+# 2.99 -> 2.91 against the full tiles in a kernel of their own launched first.
+CANDIDATES = (TileSizes(128, 16, 8, 1, 256), TileSizes(128, 16, 8, 2, 128),
               TileSizes(64, 16, 16, 3), TileSizes(32, 16, 32))
 DEFAULT = CANDIDATES[2]          # outputs whose number is known only at run time
 MIN_TILES = 1.5 * MULTIPROCESSORS
@@ -178,46 +188,25 @@ def tile_count(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> int
 
 
 # A launch runs its tiles `slots` at a time (blocks a multiprocessor times the
-# multiprocessors): ceil(tiles / slots) waves. Tall tiles run their full tiles and the
-# others in two launches, one after the other: the waves of each. A wave of tall tiles
-# (132 tiles of 256 x 128) and one of square tiles of 128 two a multiprocessor (264 of
-# 128 x 128: as many outputs) took 0.765 and 0.965 ms at k = 4096 (GEMM at 4096 on the
-# H200, 4 waves each: 3.06 and 3.86 ms; BENCHMARKS.md, issue 34): the time of a wave,
-# relative. Covariance's triangle at 4096: 240 full tall tiles and 32 on the diagonal
-# take 2 + 1 waves (3.0), 528 square tiles 2 (2.52): square.
+# multiprocessors): ceil(tiles / slots) waves, the full tiles (inside the ranges: no
+# clamping) and the others in the same launch. A wave of tall tiles (132 tiles of 256 x
+# 128) and one of square tiles of 128 two a multiprocessor (264 of 128 x 128: as many
+# outputs) took 0.765 and 0.965 ms at k = 4096 (GEMM at 4096 on the H200, 4 waves each:
+# 3.06 and 3.86 ms; BENCHMARKS.md, issue 34): the time of a wave, relative; the same
+# square tiles in the warp layout 0.74 (2.97 ms). Covariance's triangle at 4096: 264
+# tall tiles or 528 square tiles, 2 waves each (a tie: tall).
 WAVE_TIME = {"warps": 1.0, "block": 1.26}
-
-
-def tile_counts(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> tuple[int, int]:
-    """(tiles whose every element is an output, tiles holding some outputs but not
-    only) of the box of `spans`, or of its triangle j >= i (j <= i counts about the
-    same)."""
-    rows, cols = -(-spans[0] // sizes.rows), -(-spans[1] // sizes.tile)
-    whole_cols = spans[1] // sizes.tile          # tiles not past the box's last column
-    if rectangle:
-        full = (spans[0] // sizes.rows) * whole_cols
-        return full, rows * cols - full
-    full = some = 0
-    for bi in range(rows):
-        first, last = bi * sizes.rows, bi * sizes.rows + sizes.rows - 1
-        some += max(0, cols - first // sizes.tile)     # a column j >= first in the tile
-        if last < spans[0]:                            # whole rows: j >= last throughout
-            full += max(0, whole_cols - -(-last // sizes.tile))
-    return full, some - full
 
 
 def predicted_waves(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> float:
     """The launch's time in waves of tall tiles (WAVE_TIME)."""
-    full, partial = tile_counts(spans, sizes, rectangle)
     slots = MULTIPROCESSORS * (sizes.blocks or 2)
-    waves = -(-full // slots) + -(-partial // slots) if sizes.layout == "warps" else \
-        -(-(full + partial) // slots)
-    return waves * WAVE_TIME[sizes.layout]
+    return -(-tile_count(spans, sizes, rectangle) // slots) * WAVE_TIME[sizes.layout]
 
 
 def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
                  element: int, rectangle: bool = True,
-                 forced: TileSizes | None = None, tall: bool = True) -> TileSizes | str:
+                 forced: TileSizes | None = None) -> TileSizes | str:
     """The tile shape (module comment on CANDIDATES), `forced` if given; or why none
     fits the block's shared memory. `spans`: the outputs along i and j; `staged`: each
     operand's (side, padded: read along k). The chunk follows how the operands are read:
@@ -226,29 +215,34 @@ def choose_sizes(spans: list[int | None], staged: tuple[tuple[str, bool], ...],
     in chunks of 16); along k (SYRK's a[i][k], a[j][k]), each chunk row is `chunk`
     elements, and tiles of 128 take chunks of 16 where they fit (64 bytes a row: SYRK at
     2048 0.54 -> 0.50 ms, uncapped: 0.54 with 2 blocks); SYR2K's 4 operands do not, and
-    keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped). Tall tiles are taken
-    only at their own chunk, where it fits (past 48 KiB in dynamic shared memory:
-    shared_limit), for elements of 4 bytes (a thread's 128 accumulators of 8-byte values
-    would take every register), where they take less time than square tiles of 128
-    (predicted_waves), and where `tall` allows them (a template
-    kernel: the full tiles' kernel of its own is not made, and tall tiles are not
-    measured without it)."""
+    keep chunks of 8 and 2 blocks (0.97 ms at 2048, 1.11 uncapped). Tiles in the warp
+    layout are taken only at their own chunk, where it fits (past 48 KiB in dynamic
+    shared memory: shared_limit), for elements of 4 bytes (a thread's 128 or 64
+    accumulators of 8-byte values would take every register); of the tiles of 128, the
+    shape of the fewest waves (predicted_waves)."""
     padded = sum(1 for _, p in staged if p)
     if forced is not None:
         choice = forced
     else:
+        # the warp layout for elements of 4 bytes, else the square layout of the same
+        # tile, else no tile of that shape; no tall tiles over a triangle (covariance at
+        # 4096: 2.21 ms against 1.56 in square tiles, as many waves)
+        usable = [s if not s.tall or element <= 4 and (rectangle or s.tall == s.tile) else
+                  replace(s, tall=0) if s.tall == s.tile else None for s in CANDIDATES]
         if None in spans:
             choice = DEFAULT
         else:
-            choice = next((s for s in CANDIDATES if (tall or not s.tall) and
+            choice = next((s for s in usable if s is not None and
                            tile_count(spans, s, rectangle) >= needed_tiles(s) and
-                           (not s.tall or (element <= 4 and shared_bytes(s, staged, element)
-                                           <= shared_limit(s)))),
+                           (not s.tall or shared_bytes(s, staged, element) <= shared_limit(s))),
                           CANDIDATES[-1])
-        square = CANDIDATES[1]
-        if choice.tall and predicted_waves(spans, square, rectangle) < \
-                predicted_waves(spans, choice, rectangle):
-            choice = square              # fewer waves (WAVE_TIME)
+        if choice.tile == CANDIDATES[1].tile and None not in spans:
+            # the tiles of 128 in the fewest waves (WAVE_TIME), the first on a tie:
+            # tall, square in warps, square in the block layout
+            squares = [s for s in (usable[1], replace(CANDIDATES[1], tall=0))
+                       if s is not None and s != choice]
+            choice = min([choice] + squares,
+                         key=lambda s: predicted_waves(spans, s, rectangle))
         if not padded and choice.tile == 64:
             choice = replace(choice, chunk=8, blocks=0)
         elif padded == len(staged) and choice.tile == 128 and not choice.tall and \
@@ -360,7 +354,7 @@ def additive_terms(value) -> list[tuple[str, object]]:
 
 
 def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None = None,
-                 reassociate: bool = True, tall: bool = True) -> ProductPlan | Obstacle:
+                 reassociate: bool = True) -> ProductPlan | Obstacle:
     """The tiled form of the kernel, or why it does not apply; `sizes` forces the tile
     shape (None: by the sizes of the outputs, choose_sizes). With `reassociate`, a value
     of several terms is added to the accumulator one term at a time (`acc += p; acc +=
@@ -479,7 +473,7 @@ def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None 
     element = max(element_bytes(a.element_type) for a in update.accesses
                   if a.text in {o[0] for o in operands})
     chosen = choose_sizes(spans, tuple((o[1], o[2] == k) for o in operands), element,
-                          _is_box(ij), sizes, tall)
+                          _is_box(ij), sizes)
     if isinstance(chosen, str):
         return Obstacle("product-shape", chosen)
     return ProductPlan(i, j, k, update.name, tuple(before), tuple(after), operands, chosen,
@@ -525,6 +519,23 @@ def _box(values: isl.Set) -> isl.Set:
 def _is_box(values: isl.Set) -> bool:
     """Whether a 2-D set is a rectangle."""
     return values.is_equal(_box(values))
+
+
+def ranges_all_outputs(model: KernelModel, plan: ProductPlan) -> bool:
+    """Whether every (i, j) in the box the tiles' ranges span is an output: along each
+    dim the simple hull of the update's values, as codegen/kernel.thread_range bounds
+    it (where the hull has one lower bound: the range's first value is the hull's).
+    A full tile (inside the ranges) then runs its elements' statements unchecked (a
+    rectangle of outputs); covariance's triangle checks the elements of its tiles on the
+    diagonal."""
+    only = replace(model, statements=[s for s in model.statements if s.name == plan.update])
+    if any(len(isl_helpers.dim_bounds(only, d)[0]) != 1 for d in (plan.i, plan.j)):
+        return False
+    points = statement_points(model, plan.update, [plan.i, plan.j])
+    hulls = [isl.Set.from_basic_set(points.project_out(isl.dim_type.set, 1 - n, 1)
+                                    .simple_hull()) for n in (0, 1)]
+    return hulls[0].flat_product(hulls[1]).is_subset(
+        statement_points(model, plan.output_statement, [plan.i, plan.j]))
 
 
 def tile_cover(rows: int, cols: int) -> isl.Map:

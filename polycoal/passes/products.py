@@ -26,7 +26,7 @@ def propose(program: Program, kernel: Kernel, d: KernelDecision,
         return None
     model = d.analysis.model
     plan = product_plan(model, d.analysis, d.mapping, forced_sizes(options, kernel.name),
-                        reassociate=options.reduction != "none", tall=not kernel.is_template)
+                        reassociate=options.reduction != "none")
     if not isinstance(plan, ProductPlan):
         return None
     try:
