@@ -69,6 +69,10 @@ CASES = [
      (("", 128, 16, 8, 2, 128),)),
     ("syrk", ("NI=256", "NJ=40"), {"ni": 256, "nj": 40}, {"syrk_kernel"},
      (("", 128, 16, 8, 2, 128),)),
+    # correlation's j2 > j1 from 1: the tiles start at 0 (aligned), the first column's
+    # reads clamped below, the full tiles' 16-byte reads aligned
+    ("correlation", ("M=300", "N=40"), {"m": 300, "n": 40}, {"corr_kernel"},
+     (("", 128, 16, 8, 2, 128),)),
     # SYR2K's four in chunks of 8: 50,176 bytes, past the static 48 KiB (dynamic)
     ("syr2k", ("NI=270", "NJ=64"), {"ni": 270, "nj": 64}, {"syr2k_kernel"},
      (("", 128, 16, 8, 1, 256),)),

@@ -16,6 +16,7 @@ from polycoal.codegen.kernel import (GeneratedKernel, Stage, describe_dim, _sign
                                      thread_range, with_geometry)
 from polycoal.codegen.statements import (references, render_accumulation, rendered_statement,
                                          renderer)
+from polycoal.frontend.cexpr import evaluate
 from polycoal.frontend.program import Kernel
 from polycoal.model import isl_helpers
 from polycoal.model.accumulation import accumulation
@@ -158,6 +159,13 @@ def _before_in_register(model, kernel, update, by_name, plan, names, others, reg
     return rendered
 
 
+def tile_start(lo: str, size: int) -> str:
+    """The first tile's origin along a dim whose range starts at `lo`: a constant
+    rounded down to a multiple of the tile's size, else `lo` itself."""
+    value = evaluate(lo)
+    return str(value // size * size) if isinstance(value, int) else lo
+
+
 def generate_product(original: str, kernel: Kernel, model: KernelModel,
                      plan: ProductPlan) -> GeneratedKernel:
     """The kernel in tiles (the template's comment says how); raises ValueError when a
@@ -215,7 +223,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
             # copied along k, a padded row keeps the lanes of one row apart in banks
             # (a whole vector longer: the rows stay aligned for vector reads)
             "pad": vector if unit_k else 0,
-            "hi": (ri if side == "i" else rj).hi,
+            "hi": (ri if side == "i" else rj).hi, "lo": "",
             **_share(unit_k, extent, bk, block_threads),
             **(_wide_share(unit_k, extent, bk, block_threads, width) if wide else {}),
             "wide": wide, "width": width,
@@ -277,6 +285,17 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     mode = "single" if plan.sizes.layout != "warps" else \
         "full" if len(operands) > 2 and not kernel.is_template else "both"
     full_kernel = kernel.name + "__pc_full"
+    # in the warp layout the tiles start at a multiple of their size below a constant
+    # first value (correlation's j2 from 1): every full tile's rows start 16-byte aligned
+    # where the arrays' rows do; the clamped reads clamp below too
+    starts = [tile_start(r.lo, size) if mode != "single" else r.lo
+              for r, size in ((ri, plan.sizes.rows), (rj, plan.tile))]
+    for side, r, start in zip("ij", (ri, rj), starts):
+        if start != r.lo:
+            r.host_lo = start
+            for o in operands:
+                if o["side"] == side:
+                    o["lo"] = r.lo
     # the operands' buffers past the static 48 KiB: in dynamic shared memory, one
     # allocation carved in order (each buffer a multiple of 16 bytes)
     offset = 0
@@ -300,6 +319,7 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
                         for r in row_statements],
         after=[passed_geometry(t, hidden) for t in after], load_first=in_register is not None,
         i_lo=ri.lo, i_hi=ri.hi, j_lo=rj.lo, j_hi=rj.hi, k_lo=rk.lo, k_hi=rk.hi,
+        i_start=starts[0], j_start=starts[1],
         dynamic=dynamic,
         # a full tile's elements checked unless all of the ranges' box is outputs
         full_check=False if ranges_all_outputs(model, plan) else "pc_all")
