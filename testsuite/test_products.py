@@ -377,6 +377,35 @@ def test_a_triangles_diagonal_tiles_run_as_full_tiles():
         assert all(v.ok for v in verdicts) != caught, (path, [v.message for v in verdicts])
 
 
+@pytest.mark.parametrize("guard, loop, values", [
+    # a bound of coefficient 2 on i, below and above (dim_bounds reads neither: the tiles'
+    # range was wider than the outputs' and a full tile wrote rows that are none)
+    ("(i < NI) && (j < NJ) && (2 * i >= nj) && (i >= 3)", "", {"nj": 270}),
+    ("(i < NI) && (j < NJ) && (2 * i < nj)", "", {"nj": 270}),
+    # an empty range of i whose tiles start below its first value (1 rounded down to 0)
+    ("(i >= 1) && (i < NI) && (j < NJ) && (i < ni)", "", {"ni": 1}),
+    # a bound of coefficient 2 on k (every k of the loop was summed)
+    ("(i < NI) && (j < NJ)", " if (2 * k < nk)", {"nk": 64})])
+def test_ranges_other_than_their_bounds_are_not_tiled_wrong(guard, loop, values, tmp_path):
+    """GEMM with its guard or its reduction loop respelled: every tile form that runs
+    computes what the original does (or the product is refused)."""
+    source = (POLYBENCH / "gemm" / "gemm.cu").read_text()
+    source = source.replace("if ((i < _PB_NI) && (j < _PB_NJ)) {", f"if ({guard}) {{")
+    source = source.replace("for (k = 0; k < _PB_NK; k++)\n      c[i * NJ + j] +=",
+                            f"for (k = 0; k < _PB_NK; k++){loop}\n      c[i * NJ + j] +=")
+    assert guard in source and (not loop or loop in source)
+    shutil.copy(POLYBENCH / "gemm" / "gemm.cuh", tmp_path / "gemm.cuh")
+    (tmp_path / "gemm.cu").write_text(source)
+    for sizes in (("", 128, 16, 8, 2, 128), ("", 128, 16, 8, 1, 256), ("", 32, 16, 16, 0)):
+        options = TransformOptions(preprocessor=PreprocessorOptions(
+            defines=("NI=300", "NJ=256", "NK=64")), sizes=(sizes,))
+        program = read_program(str(tmp_path / "gemm.cu"), options.preprocessor)
+        result = transform_program(program, options)
+        run = {"ni": 300, "nj": 256, "nk": 64, **values}
+        for v in validate_cpu(program, result, options, run, seed=11):
+            assert v.ok, (sizes, v.kernel, v.message)
+
+
 def test_factors_the_same_for_every_term_are_staged():
     """alpha * a[i][k] * b[k][j]: alpha * a[i][k] is staged (one multiply per element and
     chunk, the same product the original rounds); not where the factor is assigned in

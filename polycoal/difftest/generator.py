@@ -967,15 +967,17 @@ def product_kernel(b: Builder) -> Kernel:
     sides or two, scaled by a kernel scalar or a literal, or a sum of two such products
     (SYR2K); the accumulator the output in
     global memory (cleared, scaled by beta, or accumulated into) or a private scalar;
-    sizes by macro or at run time, not multiples of the tiles."""
+    sizes by macro or at run time, mostly not multiples of the tiles."""
     rng = b.rng
     ctype = choose_type(rng, (6, 2, 1))
     runtime = rng.random() < 0.3
-    NI = b.size("NI", rng.choice((64, 65, 77, 96, 130)), runtime and rng.random() < 0.5)
+    # 256 and 24: whole tiles of 128 with aligned rows and whole chunks (the full tiles'
+    # unclamped path) beside the ragged ones
+    NI = b.size("NI", rng.choice((64, 65, 77, 96, 130, 256)), runtime and rng.random() < 0.5)
     same = rng.random() < 0.35                 # SYRK / covariance: one operand array
     NJ = NI if same or rng.random() < 0.3 else \
-        b.size("NJ", rng.choice((64, 70, 100, 129)), runtime and rng.random() < 0.5)
-    NK = b.size("NK", rng.choice((1, 5, 16, 17, 40, 67)), runtime and rng.random() < 0.5)
+        b.size("NJ", rng.choice((64, 70, 100, 129, 256)), runtime and rng.random() < 0.5)
+    NK = b.size("NK", rng.choice((1, 5, 16, 17, 24, 40, 67)), runtime and rng.random() < 0.5)
     loop_j = rng.random() < 0.35               # j a loop inside the thread of i
     triangle = loop_j and NI is NJ and rng.random() < 0.6
     at = rng.random() < 0.5                    # A stored [q][i] (covariance's data)

@@ -432,6 +432,11 @@ def product_plan(model: KernelModel, analysis, mapping, sizes: TileSizes | None 
         operands.append((a.text, side, unit_dim))
     if not operands:
         return Obstacle("product-shape", "no operand to stage")
+    for dim in (i, j, k):
+        if not exact_range(model, update.name, dim):
+            return Obstacle("product-shape", f"the range of {dim} is not the interval its "
+                            "bounds give (two lower bounds, a bound with a coefficient, a "
+                            "stride)")
     operands = tuple(dict.fromkeys(operands))
     others = [s for s in model.statements if s is not update]
     # statements outside the loop over j (correlation's `symmat[j1][j1] = 1`), when j is
@@ -521,20 +526,28 @@ def _is_box(values: isl.Set) -> bool:
     return values.is_equal(_box(values))
 
 
+def exact_range(model: KernelModel, statement: str, dim: str) -> bool:
+    """Whether a statement's values along `dim` are exactly the interval the generated
+    code runs over (codegen/kernel.thread_range: the first lower bound dim_bounds reads
+    to the least of its upper bounds): one lower bound, every bound of coefficient 1
+    (dim_bounds does not read `2 * i < n`), no stride or hole. Elsewhere a tile would
+    read and write values the original does not."""
+    only = replace(model, statements=[s for s in model.statements if s.name == statement])
+    values = statement_points(model, statement, [dim])
+    return len(isl_helpers.dim_bounds(only, dim)[0]) == 1 and \
+        isl_helpers.without_gaps(values) and \
+        all(abs(c.get_coefficient_val(isl.dim_type.set, 0).to_python()) in (0, 1)
+            for c in values.simple_hull().get_constraints())
+
+
 def ranges_all_outputs(model: KernelModel, plan: ProductPlan) -> bool:
-    """Whether every (i, j) in the box the tiles' ranges span is an output: along each
-    dim the simple hull of the update's values, as codegen/kernel.thread_range bounds
-    it (where the hull has one lower bound: the range's first value is the hull's).
-    A full tile (inside the ranges) then runs its elements' statements unchecked (a
-    rectangle of outputs); covariance's triangle checks the elements of its tiles on the
-    diagonal."""
-    only = replace(model, statements=[s for s in model.statements if s.name == plan.update])
-    if any(len(isl_helpers.dim_bounds(only, d)[0]) != 1 for d in (plan.i, plan.j)):
-        return False
+    """Whether every (i, j) in the box the tiles' ranges span (the update's values along
+    each dim: exact intervals, exact_range) is an output. A full tile (inside the
+    ranges) then runs its elements' statements unchecked (a rectangle of outputs);
+    covariance's triangle checks the elements of its tiles on the diagonal."""
     points = statement_points(model, plan.update, [plan.i, plan.j])
-    hulls = [isl.Set.from_basic_set(points.project_out(isl.dim_type.set, 1 - n, 1)
-                                    .simple_hull()) for n in (0, 1)]
-    return hulls[0].flat_product(hulls[1]).is_subset(
+    return points.project_out(isl.dim_type.set, 1, 1).flat_product(
+        points.project_out(isl.dim_type.set, 0, 1)).is_subset(
         statement_points(model, plan.output_statement, [plan.i, plan.j]))
 
 
