@@ -282,13 +282,13 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
     # 0.388); four operands (SYR2K), the full tiles' kernel of their own (0.791 against
     # 0.899 at 2048), except for a template kernel (not renamed). The block layout: every
     # tile clamped.
-    mode = "single" if plan.sizes.layout != "warps" else \
-        "full" if len(operands) > 2 and not kernel.is_template else "both"
+    form = "single" if plan.sizes.layout != "warps" else \
+        "split" if len(operands) > 2 and not kernel.is_template else "both"
     full_kernel = kernel.name + "__pc_full"
     # in the warp layout the tiles start at a multiple of their size below a constant
     # first value (correlation's j2 from 1): every full tile's rows start 16-byte aligned
     # where the arrays' rows do; the clamped reads clamp below too
-    starts = [tile_start(r.lo, size) if mode != "single" else r.lo
+    starts = [tile_start(r.lo, size) if form != "single" else r.lo
               for r, size in ((ri, plan.sizes.rows), (rj, plan.tile))]
     for side, r, start in zip("ij", (ri, rj), starts):
         if start != r.lo:
@@ -324,9 +324,9 @@ def generate_product(original: str, kernel: Kernel, model: KernelModel,
         # a full tile's elements checked unless all of the ranges' box is outputs
         full_check=False if ranges_all_outputs(model, plan) else "pc_all")
     body = render_template("product_tiles.cu.j2", signature=signature,
-                           mode=mode if mode != "full" else "edges", **values)
+                           mode="edges" if form == "split" else form, **values)
     first = []
-    if mode == "full":
+    if form == "split":
         body = render_template("product_tiles.cu.j2", mode="full",
                                signature=renamed_kernel(signature, kernel.name, full_kernel),
                                **values) + "\n\n" + body

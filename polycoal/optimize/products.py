@@ -193,8 +193,9 @@ def tile_count(spans: tuple[int, int], sizes: TileSizes, rectangle: bool) -> int
 # 128) and one of square tiles of 128 two a multiprocessor (264 of 128 x 128: as many
 # outputs) took 0.765 and 0.965 ms at k = 4096 (GEMM at 4096 on the H200, 4 waves each:
 # 3.06 and 3.86 ms; BENCHMARKS.md, issue 34): the time of a wave, relative; the same
-# square tiles in the warp layout 0.74 (2.97 ms). Covariance's triangle at 4096: 264
-# tall tiles or 528 square tiles, 2 waves each (a tie: tall).
+# square tiles in the warp layout 0.74 (2.97 ms). A triangle takes no tall tiles
+# (choose_sizes): covariance's at 4096 in 264 tall tiles or 528 square ones, 2 waves
+# each, took 2.21 and 1.56 ms.
 WAVE_TIME = {"warps": 1.0, "block": 1.26}
 
 
