@@ -263,6 +263,26 @@ def test_missing_header_preprocessed_as_empty(write_cu):
         "note", "missing-header", 2)
 
 
+def test_a_missing_header_above_the_file_is_stubbed_inside_the_temporary_folder(write_cu):
+    """`#include "../common/x.h"` missing: its empty stand-in lies inside polycoal's own
+    temporary folder (it once landed in the temporary folder's parent, /tmp/common/x.h,
+    where other programs' `../common/x.h` then found it empty), and is found there;
+    a name that climbs back in is refused as the preprocessor's error."""
+    import tempfile
+    import uuid
+    folder = f"pc_missing_{uuid.uuid4().hex}"
+    path = write_cu(f'#include "../../{folder}/x.h"\n'
+                    "__global__ void k(float *a) { a[threadIdx.x] = 0.0f; }\n")
+    p = read_program(str(path))
+    assert [k.name for k in p.kernels] == ["k"]
+    assert [d.code for d in p.diagnostics] == ["missing-header"]
+    assert not (Path(tempfile.gettempdir()) / folder).exists()
+    assert not (Path(tempfile.gettempdir()).parent / folder).exists()
+    bad = write_cu('#include "../a/../../b.h"\n__global__ void k(float *a) { }\n')
+    with pytest.raises(InputError):
+        read_program(str(bad))
+
+
 def test_missing_input_file_raises(tmp_path):
     missing = tmp_path / "nope.cu"
     with pytest.raises(InputError, match="no such file"):

@@ -394,13 +394,15 @@ def test_ranges_other_than_their_bounds_are_not_tiled_wrong(guard, loop, values,
     source = source.replace("for (k = 0; k < _PB_NK; k++)\n      c[i * NJ + j] +=",
                             f"for (k = 0; k < _PB_NK; k++){loop}\n      c[i * NJ + j] +=")
     assert guard in source and (not loop or loop in source)
-    shutil.copy(POLYBENCH / "gemm" / "gemm.cuh", tmp_path / "gemm.cuh")
-    (tmp_path / "gemm.cu").write_text(source)
+    for folder in ("gemm", "common"):                 # its includes beside it
+        shutil.copytree(POLYBENCH / folder, tmp_path / folder)
+    (tmp_path / "gemm" / "gemm.cu").write_text(source)
     for sizes in (("", 128, 16, 8, 2, 128), ("", 128, 16, 8, 1, 256), ("", 32, 16, 16, 0)):
         options = TransformOptions(preprocessor=PreprocessorOptions(
             defines=("NI=300", "NJ=256", "NK=64")), sizes=(sizes,))
-        program = read_program(str(tmp_path / "gemm.cu"), options.preprocessor)
+        program = read_program(str(tmp_path / "gemm" / "gemm.cu"), options.preprocessor)
         result = transform_program(program, options)
+        assert not any(d.code == "missing-header" for d in program.diagnostics)
         run = {"ni": 300, "nj": 256, "nk": 64, **values}
         for v in validate_cpu(program, result, options, run, seed=11):
             assert v.ok, (sizes, v.kernel, v.message)

@@ -188,8 +188,8 @@ def _preprocess(path: str, options: PreprocessorOptions, text: str | None
             if not missing:
                 raise _preprocessor_error(proc.stderr, path)
             header = missing.group(4).strip()
-            stub = Path(stubs) / header
-            if stub.exists():
+            stub = _stub_path(Path(stubs), header, cmd)
+            if stub is None or stub.exists():
                 raise _preprocessor_error(proc.stderr, path)
             stub.parent.mkdir(parents=True, exist_ok=True)
             stub.write_text("")
@@ -207,6 +207,26 @@ def _preprocess(path: str, options: PreprocessorOptions, text: str | None
         output = output.replace('"<stdin>"', '"' + path + '"')
     origins, system = _origins(output, path)
     return PreprocessedSource(path, output, origins, system, diagnostics)
+
+
+def _stub_path(stubs: Path, header: str, cmd: list[str]) -> Path | None:
+    """Where the empty stand-in for a missing header goes, inside `stubs` whatever the
+    name: `../common/x.h` (n leading `..`) lies at stubs/root/common/x.h, found through
+    the include directory stubs/root/up/.../up (n deep, added to `cmd` before the
+    source argument); None for a name that climbs elsewhere or is absolute."""
+    parts = Path(header).parts
+    up = 0
+    while up < len(parts) and parts[up] == "..":
+        up += 1
+    rest = parts[up:]
+    if not rest or Path(header).is_absolute() or ".." in rest:
+        return None
+    if up:
+        deep = stubs.joinpath("root", *(["up"] * up))
+        deep.mkdir(parents=True, exist_ok=True)
+        if f"-I{deep}" not in cmd:
+            cmd.insert(len(cmd), f"-I{deep}")
+    return stubs.joinpath("root", *rest) if up else stubs.joinpath(*rest)
 
 
 def _run(cmd: list[str], text: str | None) -> subprocess.CompletedProcess:
