@@ -188,9 +188,12 @@ def _preprocess(path: str, options: PreprocessorOptions, text: str | None
             if not missing:
                 raise _preprocessor_error(proc.stderr, path)
             header = missing.group(4).strip()
-            stub = _stub_path(Path(stubs), header, cmd)
+            stub, above = _stub_path(Path(stubs), header)
             if stub is None or stub.exists():
                 raise _preprocessor_error(proc.stderr, path)
+            if above and f"-I{above}" not in cmd:
+                above.mkdir(parents=True, exist_ok=True)
+                cmd.append(f"-I{above}")
             stub.parent.mkdir(parents=True, exist_ok=True)
             stub.write_text("")
             quiet = toolkit.is_library_header(header)
@@ -209,24 +212,19 @@ def _preprocess(path: str, options: PreprocessorOptions, text: str | None
     return PreprocessedSource(path, output, origins, system, diagnostics)
 
 
-def _stub_path(stubs: Path, header: str, cmd: list[str]) -> Path | None:
+def _stub_path(stubs: Path, header: str) -> tuple[Path | None, Path | None]:
     """Where the empty stand-in for a missing header goes, inside `stubs` whatever the
-    name: `../common/x.h` (n leading `..`) lies at stubs/root/common/x.h, found through
-    the include directory stubs/root/up/.../up (n deep, added to `cmd` before the
-    source argument); None for a name that climbs elsewhere or is absolute."""
+    name, and the include directory that finds it there: `../common/x.h` (n leading
+    `..`) lies at stubs/root/common/x.h, found through stubs/root/up/.../up (n deep);
+    (None, None) for a name that climbs elsewhere or is absolute."""
     parts = Path(header).parts
-    up = 0
-    while up < len(parts) and parts[up] == "..":
-        up += 1
+    up = next((n for n, part in enumerate(parts) if part != ".."), len(parts))
     rest = parts[up:]
     if not rest or Path(header).is_absolute() or ".." in rest:
-        return None
-    if up:
-        deep = stubs.joinpath("root", *(["up"] * up))
-        deep.mkdir(parents=True, exist_ok=True)
-        if f"-I{deep}" not in cmd:
-            cmd.insert(len(cmd), f"-I{deep}")
-    return stubs.joinpath("root", *rest) if up else stubs.joinpath(*rest)
+        return None, None
+    if not up:
+        return stubs.joinpath(*rest), None
+    return stubs.joinpath("root", *rest), stubs.joinpath("root", *(["up"] * up))
 
 
 def _run(cmd: list[str], text: str | None) -> subprocess.CompletedProcess:
